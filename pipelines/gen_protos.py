@@ -1,0 +1,45 @@
+"""Regenerates the committed _pb2 modules from the .proto sources in proto/.
+
+Run as `make protos` (or `python -m pipelines.gen_protos`). The generated
+modules live inside the packages that own them, never in a top-level `proto`
+package: apache-beam[gcp] installs proto-plus, whose import name is `proto`.
+"""
+import os
+import shutil
+import sys
+import tempfile
+
+# .proto source (relative to the repo root) -> where its _pb2 module lives.
+PROTO_MODULES = {
+    "proto/graph_schema.proto": "unigraph/graph_schema_pb2.py",
+    "proto/example.proto": "unigraph/example_pb2.py",
+    "proto/sampling_spec.proto": "sampler/sampling_spec_pb2.py",
+}
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def compile_protos(out_dir: str, *, descriptor_set: str | None = None) -> None:
+    """Runs protoc (from grpcio-tools) on every source, into out_dir."""
+    from grpc_tools import protoc  # a dev dependency only
+
+    args = ["protoc", f"-I{REPO_ROOT}", f"--python_out={out_dir}"]
+    if descriptor_set:
+        args.append(f"--descriptor_set_out={descriptor_set}")
+    args += [os.path.join(REPO_ROOT, p) for p in PROTO_MODULES]
+    if protoc.main(args) != 0:
+        raise RuntimeError(f"protoc failed: {' '.join(args)}")
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        compile_protos(tmp)
+        for source, module in PROTO_MODULES.items():
+            generated = os.path.join(tmp, source.replace(".proto", "_pb2.py"))
+            shutil.copyfile(generated, os.path.join(REPO_ROOT, module))
+            print(f"{source} -> {module}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

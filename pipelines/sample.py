@@ -1,0 +1,103 @@
+"""`sample`: one GraphTensor tf.Example per seed node, sampled by a SamplingSpec.
+
+    sample --graph graph/graph_schema.pbtxt --spec spec.pbtxt --seeds seeds.csv --output out/
+
+Every check (schema, tables, spec against schema) runs before a pipeline is
+built; a problem prints as one line naming the file and the op, set or field,
+and the command exits with status 2. Flags this command does not know go to
+Beam's PipelineOptions (e.g. --runner DataflowRunner --project ... --region ...).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sampler.spec import Plan, build_plan, load_spec
+from unigraph.errors import SamplerError
+from unigraph.schema import LoadedSchema, check_schema, load_schema, set_names, table_files
+
+EXAMPLES = """\
+examples:
+  sample --graph examples/mag_tiny/graph_schema.pbtxt \\
+         --spec examples/mag_tiny/sampling_spec.pbtxt --dry-run
+  sample --graph gs://bucket/mag --spec spec.pbtxt --seeds gs://bucket/seeds.csv \\
+         --output gs://bucket/out/samples@16 --runner DataflowRunner \\
+         --project my-project --region us-central1 --temp_location gs://bucket/tmp
+"""
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sample", description=__doc__.split("\n\n")[0],
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--graph", required=True, metavar="SCHEMA",
+                        help="graph schema: a .pbtxt file, or a folder holding graph_schema.pbtxt; "
+                             "e.g. --graph data/mag/graph_schema.pbtxt")
+    parser.add_argument("--spec", required=True, metavar="SPEC",
+                        help="SamplingSpec in text format; e.g. --spec data/mag/sampling_spec.pbtxt")
+    parser.add_argument("--seeds", metavar="TABLE",
+                        help="seed ids: a CSV/TFRecord/Parquet table with an id column, or a .txt "
+                             "file with one id per line; default: every node of the seed node "
+                             "set; e.g. --seeds seeds.csv")
+    parser.add_argument("--output", metavar="PATH",
+                        help="output folder, or file prefix with @N shards; "
+                             "e.g. --output out/ or --output out/samples@8")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="run every check, print the plan and exit without sampling")
+    return parser
+
+
+def load_and_check(graph: str, spec_path: str) -> tuple[LoadedSchema, Plan]:
+    """Every check that can run before a pipeline exists."""
+    loaded = load_schema(graph)
+    check_schema(loaded)
+    plan = build_plan(load_spec(spec_path), loaded, source=spec_path)
+    return loaded, plan
+
+
+def describe_plan(loaded: LoadedSchema, plan: Plan) -> str:
+    lines = [f"graph schema: {loaded.path}",
+             f"seed op '{plan.seed_op}': node set '{plan.seed_set}'",
+             "sampling ops, in execution order:"]
+    for i, op in enumerate(plan.ops, 1):
+        edge_set = loaded.schema.edge_sets[op.edge_set]
+        reversed_note = " (reversed table)" if is_reversed(edge_set) else ""
+        lines.append(
+            f"  {i}. {op.name}: from {', '.join(op.input_ops)} [{op.source_set}] via edge set "
+            f"'{op.edge_set}'{reversed_note} -> [{op.target_set}], {op.strategy_name} "
+            f"{op.sample_size}")
+    lines.append("tables to read:")
+    needed_nodes = set(plan.node_sets())
+    needed_edges = set(plan.edge_sets())
+    for kind, name in set_names(loaded.schema):
+        if name not in (needed_nodes if kind == "nodes" else needed_edges):
+            continue
+        files = table_files(loaded, kind, name)
+        lines.append(f"  {kind[:-1]} set '{name}': {len(files)} file(s), first {files[0]}")
+    unused = sorted(set(loaded.schema.node_sets) - needed_nodes) + sorted(
+        set(loaded.schema.edge_sets) - needed_edges)
+    if unused:
+        lines.append(f"not reached by the spec (omitted from the output): {', '.join(unused)}")
+    return "\n".join(lines)
+
+
+def is_reversed(edge_set) -> bool:
+    return any(kv.key == "edge_type" and kv.value == "reversed" for kv in edge_set.metadata.extra)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = make_parser()
+    args, beam_args = parser.parse_known_args(argv)
+    try:
+        loaded, plan = load_and_check(args.graph, args.spec)
+        if args.dry_run:
+            print(describe_plan(loaded, plan))
+            return 0
+        raise SamplerError("sampling is not available yet; use --dry-run to check the inputs")
+    except SamplerError as e:
+        print(f"sample: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The project's exception family.
+
+Every error a user can cause (a bad schema, spec, table or record) is raised as
+a SamplerError subclass with a one-line message naming the file, line, op, set or
+field and the value found, so the CLI prints one clean line instead of a
+traceback. SamplerError subclasses ValueError so callers that expect ValueError
+still catch it.
+"""
+
+
+class SamplerError(ValueError):
+    """Base of every error caused by user input."""
+
+
+class SchemaError(SamplerError):
+    """The graph schema is unreadable or inconsistent."""
+
+
+class SpecError(SamplerError):
+    """The sampling spec is unreadable or inconsistent with the schema."""
+
+
+class TableError(SamplerError):
+    """A table file is missing, unreadable or disagrees with the schema."""
+
+
+class GraphTensorError(SamplerError):
+    """A GraphTensor or its tf.Example encoding breaks a rule."""
+
+
+def one_line(text: str) -> str:
+    """Collapses whitespace so a message from a library stays on one line."""
+    return " ".join(str(text).split())

@@ -1,0 +1,120 @@
+"""Resolving and expanding table file names: relative names, `name@N` shards, globs.
+
+A schema names its tables relative to the schema's own folder. A name may be
+`name@N` (TF-GNN's sharded form: name-00000-of-0000N ... name-0000{N-1}-of-0000N)
+or a glob. Local paths and `gs://` paths go through Beam's FileSystems, imported
+lazily because it pulls in much of apache_beam.
+"""
+from __future__ import annotations
+
+import glob as _glob
+import os
+import re
+
+from unigraph.errors import TableError
+
+_SHARD_SPEC = re.compile(r"^(?P<prefix>.*)@(?P<count>\d+)(?P<suffix>(\.[A-Za-z0-9]+)*)$")
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def join(base_dir: str, name: str) -> str:
+    """`name` resolved against `base_dir` unless it is absolute or has a scheme."""
+    if is_remote(name) or os.path.isabs(name):
+        return name
+    if is_remote(base_dir):
+        return base_dir.rstrip("/") + "/" + name
+    return os.path.normpath(os.path.join(base_dir, name))
+
+
+def dirname(path: str) -> str:
+    if is_remote(path):
+        return path.rsplit("/", 1)[0]
+    return os.path.dirname(os.path.abspath(path))
+
+
+def shard_names(pattern: str) -> list[str] | None:
+    """`name@N[.ext]` -> the N shard names, or None if `pattern` is not sharded.
+
+    `edges@3.csv` and `edges.csv@3` both mean edges-0000i-of-00003 with the
+    extension kept at the end, so the file format stays visible in the name.
+    """
+    match = _SHARD_SPEC.match(pattern)
+    if not match:
+        return None
+    count = int(match["count"])
+    prefix, suffix = match["prefix"], match["suffix"] or ""
+    if not suffix:  # `edges.csv@3`: the extension sits before the @
+        stem, ext = os.path.splitext(prefix)
+        if ext:
+            prefix, suffix = stem, ext
+    return [f"{prefix}-{i:05d}-of-{count:05d}{suffix}" for i in range(count)]
+
+
+def _filesystems():
+    from apache_beam.io.filesystems import FileSystems  # heavy: import on use
+
+    return FileSystems
+
+
+def exists(path: str) -> bool:
+    if not is_remote(path):
+        return os.path.exists(path)
+    return _filesystems().exists(path)
+
+
+def _glob_files(pattern: str) -> list[str]:
+    if not is_remote(pattern):
+        return sorted(p for p in _glob.glob(pattern) if os.path.isfile(p))
+    result = _filesystems().match([pattern])[0]
+    return sorted(m.path for m in result.metadata_list)
+
+
+def expand(name: str, base_dir: str, *, what: str) -> list[str]:
+    """Every file `name` means, in a fixed order; TableError if there is none.
+
+    `what` says whose table this is (e.g. "node set 'paper'") for the message.
+    """
+    if not name:
+        raise TableError(f"{what}: empty table file name")
+    full = join(base_dir, name)
+    shards = shard_names(full)
+    if shards is not None:
+        missing = [s for s in shards if not exists(s)]
+        if missing:
+            raise TableError(
+                f"{what}: table '{name}' names {len(shards)} shards but "
+                f"{len(missing)} are missing, first: {missing[0]}")
+        return shards
+    if _GLOB_CHARS.search(name):
+        files = _glob_files(full)
+        if not files:
+            raise TableError(f"{what}: table glob '{name}' matches no file (looked for {full})")
+        return files
+    if not exists(full):
+        raise TableError(f"{what}: table file '{name}' does not exist (looked for {full})")
+    return [full]
+
+
+def open_binary(path: str, mode: str = "rb"):
+    """A file object for a local or remote path."""
+    if not is_remote(path):
+        return open(path, mode)
+    fs = _filesystems()
+    return fs.open(path) if "r" in mode else fs.create(path)
+
+
+def file_format(path: str) -> str:
+    """'csv', 'tfrecord' or 'parquet' from the file name (shard suffixes ignored)."""
+    base = path.rsplit("/", 1)[-1].lower()
+    base = re.sub(r"-\d{5}-of-\d{5}", "", base)
+    for suffix, fmt in ((".csv", "csv"), (".tfrecords", "tfrecord"), (".tfrecord", "tfrecord"),
+                        (".parquet", "parquet"), (".txt", "text")):
+        if base.endswith(suffix) or f"{suffix}." in base:
+            return fmt
+    raise TableError(
+        f"table '{path}': cannot tell the format from the name; use .csv, .tfrecord, "
+        f".tfrecords or .parquet")

@@ -1,0 +1,203 @@
+"""Loading and checking a unigraph GraphSchema.
+
+A schema is a text-format GraphSchema (TF-GNN's format) in a `.pbtxt` file, or a
+folder holding `graph_schema.pbtxt`. Its tables are named relative to the
+schema's folder. `load_schema` parses it; `check_schema` enforces what the
+readers and the output encoding rely on; `table_files` expands table names.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+from google.protobuf import text_format
+
+from unigraph import graph_schema_pb2 as gs
+from unigraph import paths
+from unigraph.errors import SchemaError, TableError, one_line
+
+SCHEMA_FILE_NAME = "graph_schema.pbtxt"
+
+# Column names the tables may use for ids, endpoints and edge weights; the first
+# spelling is the canonical one.
+ID_COLUMNS = ("#id", "id")
+SOURCE_COLUMNS = ("#source", "source")
+TARGET_COLUMNS = ("#target", "target")
+WEIGHT_COLUMNS = ("#weight", "weight")
+
+# Feature names the output encoding writes itself.
+RESERVED_FEATURES = {"#size", "#source", "#target", "#id"}
+RESERVED_CONTEXT_FEATURES = {"seed_id"}
+READOUT_PREFIX = "_readout"
+_RAGGED_SUFFIX = re.compile(r"\.d\d+$")
+
+# Schema dtype -> numpy dtype of the decoded values.
+NUMPY_DTYPES = {
+    gs.DT_FLOAT: np.dtype(np.float32),
+    gs.DT_DOUBLE: np.dtype(np.float64),
+    gs.DT_HALF: np.dtype(np.float16),
+    gs.DT_INT64: np.dtype(np.int64),
+    gs.DT_INT32: np.dtype(np.int32),
+    gs.DT_INT16: np.dtype(np.int16),
+    gs.DT_INT8: np.dtype(np.int8),
+    gs.DT_UINT8: np.dtype(np.uint8),
+    gs.DT_UINT16: np.dtype(np.uint16),
+    gs.DT_UINT32: np.dtype(np.uint32),
+    gs.DT_BOOL: np.dtype(np.bool_),
+    gs.DT_STRING: np.dtype(object),  # values are bytes
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedSchema:
+    """A parsed GraphSchema and where it came from."""
+
+    schema: gs.GraphSchema
+    path: str    # the .pbtxt file
+    folder: str  # relative table names resolve here
+
+    def node_set(self, name: str) -> gs.NodeSet:
+        return self.schema.node_sets[name]
+
+    def edge_set(self, name: str) -> gs.EdgeSet:
+        return self.schema.edge_sets[name]
+
+
+def dtype_name(dtype: int) -> str:
+    return gs.DataType.Name(dtype) if dtype in gs.DataType.values() else str(dtype)
+
+
+def feature_shape(feature: gs.Feature) -> tuple[int, ...]:
+    """The per-item shape; -1 marks a ragged dimension."""
+    return tuple(dim.size for dim in feature.shape.dim)
+
+
+def numpy_dtype(feature: gs.Feature) -> np.dtype:
+    return NUMPY_DTYPES[feature.dtype]
+
+
+def parse_schema_text(text: str, source: str) -> gs.GraphSchema:
+    schema = gs.GraphSchema()
+    try:
+        text_format.Parse(text, schema)
+    except text_format.ParseError as e:
+        raise SchemaError(f"graph schema {source}: {one_line(e)}") from None
+    return schema
+
+
+def load_schema(path: str) -> LoadedSchema:
+    """Reads a schema from a `.pbtxt` file or a folder holding graph_schema.pbtxt."""
+    file_path = path
+    if not path.endswith((".pbtxt", ".pb.txt", ".textproto")) and paths.exists(
+            paths.join(path, SCHEMA_FILE_NAME)):
+        file_path = paths.join(path, SCHEMA_FILE_NAME)
+    if not paths.exists(file_path):
+        raise SchemaError(f"graph schema {path}: no such file (nor {SCHEMA_FILE_NAME} in it)")
+    try:
+        with paths.open_binary(file_path) as f:
+            text = f.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SchemaError(f"graph schema {file_path}: cannot read: {one_line(e)}") from None
+    return LoadedSchema(parse_schema_text(text, file_path), file_path, paths.dirname(file_path))
+
+
+def _check_feature(where: str, name: str, feature: gs.Feature, reserved: set[str]) -> None:
+    if not name:
+        raise SchemaError(f"{where}: a feature has an empty name")
+    if name in reserved:
+        raise SchemaError(f"{where}: feature name '{name}' is reserved by the output encoding")
+    if _RAGGED_SUFFIX.search(name):
+        raise SchemaError(
+            f"{where}: feature name '{name}' ends like a ragged row-length key (.d<k>); rename it")
+    if feature.dtype not in NUMPY_DTYPES:
+        supported = ", ".join(sorted(dtype_name(d) for d in NUMPY_DTYPES))
+        raise SchemaError(
+            f"{where}: feature '{name}' has dtype {dtype_name(feature.dtype)}, "
+            f"supported: {supported}")
+    if feature.shape.unknown_rank:
+        raise SchemaError(f"{where}: feature '{name}' has unknown rank; give every dimension")
+    for i, size in enumerate(feature_shape(feature)):
+        if size < -1:
+            raise SchemaError(
+                f"{where}: feature '{name}' dimension {i} has size {size}; "
+                f"use a size >= 0, or -1 for a ragged dimension")
+
+
+def _check_name(kind: str, name: str, source: str) -> None:
+    if not name:
+        raise SchemaError(f"graph schema {source}: a {kind} has an empty name")
+    if name.startswith(READOUT_PREFIX):
+        raise SchemaError(
+            f"graph schema {source}: {kind} '{name}' uses the prefix '{READOUT_PREFIX}' "
+            f"that the output's readout structure reserves")
+    if "." in name:
+        raise SchemaError(
+            f"graph schema {source}: {kind} '{name}' contains '.', which the tf.Example "
+            f"keys (nodes/<set>.<feature>) cannot tell apart")
+
+
+def check_schema(loaded: LoadedSchema, *, check_files: bool = True) -> None:
+    """Raises SchemaError/TableError naming the first problem found."""
+    schema, source = loaded.schema, loaded.path
+    if not schema.node_sets:
+        raise SchemaError(f"graph schema {source}: no node sets")
+    for name, feature in schema.context.features.items():
+        _check_feature(f"graph schema {source}: context", name, feature,
+                       RESERVED_FEATURES | RESERVED_CONTEXT_FEATURES)
+    for set_name, node_set in schema.node_sets.items():
+        _check_name("node set", set_name, source)
+        where = f"graph schema {source}: node set '{set_name}'"
+        for name, feature in node_set.features.items():
+            if name in ID_COLUMNS:
+                if feature.dtype != gs.DT_STRING or feature_shape(feature):
+                    raise SchemaError(f"{where}: id feature '{name}' must be a DT_STRING scalar")
+                continue
+            _check_feature(where, name, feature, RESERVED_FEATURES)
+        if not node_set.metadata.filename and any(
+                n not in ID_COLUMNS for n in node_set.features):
+            raise SchemaError(f"{where}: has features but no table (metadata.filename)")
+    for set_name, edge_set in schema.edge_sets.items():
+        _check_name("edge set", set_name, source)
+        where = f"graph schema {source}: edge set '{set_name}'"
+        for end, node_set_name in (("source", edge_set.source), ("target", edge_set.target)):
+            if not node_set_name:
+                raise SchemaError(f"{where}: no {end} node set")
+            if node_set_name not in schema.node_sets:
+                known = ", ".join(sorted(schema.node_sets))
+                raise SchemaError(
+                    f"{where}: {end} node set '{node_set_name}' does not exist (node sets: {known})")
+        for name, feature in edge_set.features.items():
+            if name in WEIGHT_COLUMNS:
+                if feature.dtype not in (gs.DT_FLOAT, gs.DT_DOUBLE, gs.DT_INT64, gs.DT_INT32) \
+                        or feature_shape(feature):
+                    raise SchemaError(
+                        f"{where}: weight feature '{name}' must be a numeric scalar, found "
+                        f"{dtype_name(feature.dtype)} of shape {list(feature_shape(feature))}")
+                continue
+            _check_feature(where, name, feature, RESERVED_FEATURES)
+        if not edge_set.metadata.filename:
+            raise SchemaError(f"{where}: no table (metadata.filename)")
+    if check_files:
+        for kind, name in set_names(schema):
+            table_files(loaded, kind, name)
+
+
+def set_names(schema: gs.GraphSchema) -> list[tuple[str, str]]:
+    """('nodes', name) and ('edges', name) for every set that has a table."""
+    result = [("nodes", n) for n, s in sorted(schema.node_sets.items()) if s.metadata.filename]
+    result += [("edges", n) for n, s in sorted(schema.edge_sets.items())]
+    return result
+
+
+def table_files(loaded: LoadedSchema, kind: str, name: str) -> list[str]:
+    """The files of a node set's ('nodes') or edge set's ('edges') table."""
+    pieces = loaded.schema.node_sets if kind == "nodes" else loaded.schema.edge_sets
+    what = f"{'node' if kind == 'nodes' else 'edge'} set '{name}'"
+    filename = pieces[name].metadata.filename
+    if not filename:
+        raise TableError(f"graph schema {loaded.path}: {what} has no table (metadata.filename)")
+    files = paths.expand(filename, loaded.folder, what=f"graph schema {loaded.path}: {what}")
+    for f in files:
+        paths.file_format(f)  # fail early on an unknown format
+    return files
