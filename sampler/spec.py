@@ -13,7 +13,7 @@ from google.protobuf import text_format
 
 from sampler import sampling_spec_pb2 as ss
 from unigraph import paths
-from unigraph.errors import SpecError, one_line
+from unigraph.errors import SpecError, one_line, text_format_message
 from unigraph.schema import WEIGHT_COLUMNS, LoadedSchema
 
 OpName = str
@@ -67,7 +67,7 @@ def parse_spec_text(text: str, source: str) -> ss.SamplingSpec:
     try:
         text_format.Parse(text, spec)
     except text_format.ParseError as e:
-        raise SpecError(f"sampling spec {source}: {one_line(e)}") from None
+        raise SpecError(f"sampling spec {text_format_message(e, source)}") from None
     return spec
 
 

@@ -31,3 +31,22 @@ class GraphTensorError(SamplerError):
 def one_line(text: str) -> str:
     """Collapses whitespace so a message from a library stays on one line."""
     return " ".join(str(text).split())
+
+
+def text_format_message(error, source: str) -> str:
+    """A protobuf text-format ParseError as `<source>: line L column C: <what>`.
+
+    Our message types live in packages of our own (see proto/); users know them
+    by TF-GNN's names, so the package prefix is dropped from the text.
+    """
+    text = one_line(error)
+    line, column = getattr(error, "GetLine", lambda: None)(), getattr(
+        error, "GetColumn", lambda: None)()
+    if line is not None:
+        text = text.split(" : ", 1)[-1] if " : " in text else text.split(":", 2)[-1].strip()
+        if text.startswith("'") and "': " in text:  # drop the echo of the offending token
+            text = text[text.rindex("': ") + 3:]
+        text = f"line {line} column {column}: {text}"
+    for prefix in ("graph_sampler.unigraph.", "graph_sampler.sampler.", "graph_sampler.tf."):
+        text = text.replace(prefix, "")
+    return f"{source}: {text}"

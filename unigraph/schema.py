@@ -15,7 +15,7 @@ from google.protobuf import text_format
 
 from unigraph import graph_schema_pb2 as gs
 from unigraph import paths
-from unigraph.errors import SchemaError, TableError, one_line
+from unigraph.errors import SchemaError, TableError, one_line, text_format_message
 
 SCHEMA_FILE_NAME = "graph_schema.pbtxt"
 
@@ -82,7 +82,7 @@ def parse_schema_text(text: str, source: str) -> gs.GraphSchema:
     try:
         text_format.Parse(text, schema)
     except text_format.ParseError as e:
-        raise SchemaError(f"graph schema {source}: {one_line(e)}") from None
+        raise SchemaError(f"graph schema {text_format_message(e, source)}") from None
     return schema
 
 
