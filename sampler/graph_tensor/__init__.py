@@ -1,0 +1,12 @@
+"""The numpy GraphTensor core: data model, validation, exact tf.Example codec,
+batching, broadcast/pool, readout, padding and conversion to TensorFlow.
+
+Only numpy and protobuf are imported here; TensorFlow loads lazily inside
+`to_tensorflow`, so decoding and validating stay cheap in Beam workers.
+"""
+from sampler.graph_tensor.model import (CONTEXT, SOURCE, TARGET, Adjacency, Context, EdgeSet,
+                                        Field, GraphTensor, NodeSet)
+from sampler.graph_tensor.codec import encode_example, flatten_graph, parse_example, write_example
+from sampler.graph_tensor.keys import graph_keys, schema_keys
+from sampler.graph_tensor.structured_readout import (READOUT_NODE_SET, add_readout, readout,
+                                          readout_edge_sets, readout_keys)

@@ -1,0 +1,250 @@
+"""The tf.train.Example wire format, written and read straight from numpy buffers.
+
+Protobuf encoding of the messages involved (field numbers as in TensorFlow's
+example.proto and our unigraph/example_pb2.py):
+  Example      { 1: Features }
+  Features     { 1: repeated FeatureEntry }          a map<string, Feature>
+  FeatureEntry { 1: key (string), 2: value (Feature) }
+  Feature      { oneof: 1 BytesList | 2 FloatList | 3 Int64List }
+  BytesList    { 1: repeated bytes }
+  FloatList    { 1: packed float }   tag, byte length, little-endian float32s
+  Int64List    { 1: packed int64 }   tag, byte length, varints
+Every length-delimited field is `tag | varint(length) | payload`. Packing float
+lists is one `tobytes()`; int64 varints are computed for whole arrays at once.
+Decoding keeps numpy views of the payload (floats are zero-copy) and also
+accepts what any other protobuf writer may produce: any map order, unpacked
+repeated scalars, split packed runs, unknown fields.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Union
+
+import numpy as np
+
+from unigraph.errors import GraphTensorError
+
+# Tags: (field number << 3) | wire type; 2 = length-delimited, 0 = varint, 5 = 32-bit.
+_LEN1 = b"\x0a"            # field 1, length-delimited
+_LEN2 = b"\x12"            # field 2, length-delimited
+_TAG_BYTES_LIST = b"\x0a"
+_TAG_FLOAT_LIST = b"\x12"
+_TAG_INT64_LIST = b"\x1a"
+
+BYTES, FLOAT, INT64 = "bytes_list", "float_list", "int64_list"
+_KIND_BY_FIELD = {1: BYTES, 2: FLOAT, 3: INT64}
+
+FlatValues = Union[np.ndarray, list]   # float32 / int64 arrays, or a list of bytes
+
+
+def varint(value: int) -> bytes:
+    """One unsigned varint (lengths and tags)."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+
+
+def encode_varints(values: np.ndarray) -> bytes:
+    """Packed varints of int64 values (negative ones take 10 bytes, as protobuf does)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    if values.size == 0:
+        return b""
+    low, high = values.min(), values.max()
+    if low >= 0 and high < 0x80:
+        return values.astype(np.uint8).tobytes()  # the usual case for sizes and indices
+    unsigned = values.view(np.uint64)
+    # Bytes per value: 1 + the number of 7-bit limits it reaches.
+    counts = 1 + (unsigned[:, None] >= _VARINT_LIMITS[None, :]).sum(axis=1)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    out = np.empty(int(ends[-1]), dtype=np.uint8)
+    remaining = unsigned.copy()
+    for k in range(int(counts.max())):
+        active = counts > k
+        group = (remaining[active] & np.uint64(0x7F)).astype(np.uint8)
+        more = (counts[active] > k + 1).astype(np.uint8) << 7
+        out[starts[active] + k] = group | more
+        remaining >>= np.uint64(7)
+    return out.tobytes()
+
+
+def decode_varints(payload, where: str) -> np.ndarray:
+    """int64 values of packed varints (the inverse of encode_varints)."""
+    data = np.frombuffer(payload, dtype=np.uint8)
+    if data.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if data[-1] & 0x80:
+        raise GraphTensorError(f"{where}: truncated varint in int64_list")
+    if not (data & 0x80).any():
+        return data.astype(np.int64)
+    ends = np.flatnonzero(data < 0x80)
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts + 1
+    if lengths.max() > 10:
+        raise GraphTensorError(f"{where}: varint longer than 10 bytes in int64_list")
+    result = np.zeros(len(ends), dtype=np.uint64)
+    for k in range(int(lengths.max())):
+        active = lengths > k
+        group = (data[starts[active] + k] & 0x7F).astype(np.uint64)
+        result[active] |= group << np.uint64(7 * k)
+    return result.view(np.int64)
+
+
+def _length_delimited(tag: bytes, payload: bytes) -> bytes:
+    return tag + varint(len(payload)) + payload
+
+
+def encode_feature(kind: str, values: FlatValues) -> bytes:
+    """A serialized tf.train.Feature holding `values` (kind set even when empty)."""
+    if kind == FLOAT:
+        data = np.ascontiguousarray(values, dtype="<f4").tobytes()
+        inner = _length_delimited(_LEN1, data) if data else b""
+        return _length_delimited(_TAG_FLOAT_LIST, inner)
+    if kind == INT64:
+        data = encode_varints(values)
+        inner = _length_delimited(_LEN1, data) if data else b""
+        return _length_delimited(_TAG_INT64_LIST, inner)
+    if kind == BYTES:
+        inner = b"".join([_LEN1 + varint(len(item)) + item for item in values])
+        return _length_delimited(_TAG_BYTES_LIST, inner)
+    raise ValueError(f"unknown Feature kind {kind!r}")
+
+
+def encode_example_bytes(features: Iterable[tuple[str, bytes]]) -> bytes:
+    """A serialized tf.train.Example from (key, serialized Feature) pairs, in that order."""
+    entries = []
+    for key, feature in features:
+        entry = _length_delimited(_LEN1, key.encode("utf-8")) + _length_delimited(_LEN2, feature)
+        entries.append(_length_delimited(_LEN1, entry))
+    return _length_delimited(_LEN1, b"".join(entries))
+
+
+# --- decoding ----------------------------------------------------------------
+
+def _read_varint(buf: memoryview, pos: int, end: int, where: str) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= end:
+            raise GraphTensorError(f"{where}: truncated protobuf varint at byte {pos}")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise GraphTensorError(f"{where}: malformed protobuf varint at byte {pos}")
+
+
+def _fields(buf: memoryview, start: int, end: int, where: str):
+    """Yields (field number, wire type, value or (payload start, payload end))."""
+    pos = start
+    while pos < end:
+        tag, pos = _read_varint(buf, pos, end, where)
+        number, wire_type = tag >> 3, tag & 7
+        if wire_type == 2:
+            length, pos = _read_varint(buf, pos, end, where)
+            if pos + length > end:
+                raise GraphTensorError(f"{where}: field {number} runs past the end of its "
+                                       f"message (byte {pos}, length {length})")
+            yield number, wire_type, (pos, pos + length)
+            pos += length
+        elif wire_type == 0:
+            value, pos = _read_varint(buf, pos, end, where)
+            yield number, wire_type, value
+        elif wire_type == 5:
+            if pos + 4 > end:
+                raise GraphTensorError(f"{where}: truncated 32-bit field at byte {pos}")
+            yield number, wire_type, (pos, pos + 4)
+            pos += 4
+        elif wire_type == 1:
+            if pos + 8 > end:
+                raise GraphTensorError(f"{where}: truncated 64-bit field at byte {pos}")
+            yield number, wire_type, (pos, pos + 8)
+            pos += 8
+        else:
+            raise GraphTensorError(f"{where}: unsupported protobuf wire type {wire_type} "
+                                   f"at byte {pos} (not a tf.train.Example?)")
+
+
+def split_example(serialized: bytes) -> dict[str, memoryview]:
+    """Feature key -> the bytes of its serialized Feature, for any key order.
+
+    Values are not decoded here, so keys the caller does not need cost nothing.
+    A key that appears twice keeps its last value, as protobuf maps do."""
+    buf = memoryview(serialized)
+    where = "tf.Example"
+    result: dict[str, memoryview] = {}
+    for number, wire_type, span in _fields(buf, 0, len(buf), where):
+        if number != 1 or wire_type != 2:
+            continue  # unknown fields are allowed and ignored
+        for entry_number, entry_type, entry_span in _fields(buf, *span, where):
+            if entry_number != 1 or entry_type != 2:
+                continue
+            key, value = b"", buf[0:0]
+            for item_number, item_type, item_span in _fields(buf, *entry_span, where):
+                if item_type != 2:
+                    continue
+                if item_number == 1:
+                    key = bytes(buf[item_span[0]:item_span[1]])
+                elif item_number == 2:
+                    value = buf[item_span[0]:item_span[1]]
+            try:
+                result[key.decode("utf-8")] = value
+            except UnicodeDecodeError:
+                raise GraphTensorError(f"{where}: a feature key is not UTF-8: {key!r}") from None
+    return result
+
+
+def decode_feature(feature: memoryview, where: str) -> tuple[str | None, FlatValues]:
+    """(kind, values) of a serialized Feature; kind None when no list is set."""
+    kind, chunks = None, []
+    for number, wire_type, span in _fields(feature, 0, len(feature), where):
+        if wire_type != 2 or number not in _KIND_BY_FIELD:
+            continue
+        new_kind = _KIND_BY_FIELD[number]
+        if new_kind != kind:
+            chunks = []  # a later member of the oneof replaces an earlier one
+        kind = new_kind
+        chunks.append(_decode_list(kind, feature, span, where))
+    if kind is None:
+        return None, []
+    if kind == BYTES:
+        return kind, [item for chunk in chunks for item in chunk]
+    return kind, chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+
+
+def _decode_list(kind: str, buf: memoryview, span: tuple[int, int], where: str) -> FlatValues:
+    if kind == BYTES:
+        return [bytes(buf[s:e]) for number, wire_type, (s, e) in _fields(buf, *span, where)
+                if number == 1 and wire_type == 2]
+    parts = []
+    for number, wire_type, value in _fields(buf, *span, where):
+        if number != 1:
+            continue
+        if kind == FLOAT:
+            if wire_type == 2:    # packed
+                start, end = value
+                if (end - start) % 4:
+                    raise GraphTensorError(f"{where}: packed float_list of {end - start} "
+                                           f"bytes, not a multiple of 4")
+                parts.append(np.frombuffer(buf[start:end], dtype="<f4"))
+            elif wire_type == 5:  # one unpacked float
+                parts.append(np.frombuffer(buf[value[0]:value[1]], dtype="<f4"))
+        else:
+            if wire_type == 2:    # packed
+                parts.append(decode_varints(buf[value[0]:value[1]], where))
+            elif wire_type == 0:  # one unpacked varint
+                parts.append(np.array([value & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64).view(np.int64))
+    dtype = np.float32 if kind == FLOAT else np.int64
+    if not parts:
+        return np.zeros(0, dtype=dtype)
+    return parts[0].astype(dtype, copy=False) if len(parts) == 1 else np.concatenate(
+        parts).astype(dtype, copy=False)
