@@ -10,3 +10,7 @@ from sampler.graph_tensor.codec import encode_example, flatten_graph, parse_exam
 from sampler.graph_tensor.keys import graph_keys, schema_keys
 from sampler.graph_tensor.structured_readout import (READOUT_NODE_SET, add_readout, readout,
                                           readout_edge_sets, readout_keys)
+from sampler.graph_tensor.ops import broadcast, merge_batch_to_components, pool, segment_reduce
+from sampler.graph_tensor.padding import SizeConstraints, pad_to_total_sizes, tight_size_constraints
+from sampler.graph_tensor.tf_convert import from_tfgnn, to_tensors, to_tfgnn
+from sampler.graph_tensor.validation import validate_graph
