@@ -4,6 +4,17 @@ A schema names its tables relative to the schema's own folder. A name may be
 `name@N` (TF-GNN's sharded form: name-00000-of-0000N ... name-0000{N-1}-of-0000N)
 or a glob. Local paths and `gs://` paths go through Beam's FileSystems, imported
 lazily because it pulls in much of apache_beam.
+
+GCS emulator: when the environment variable STORAGE_EMULATOR_HOST is set (e.g.
+`http://127.0.0.1:9023`, the google-cloud-storage client's own switch for an
+emulator), gs:// paths go to that emulator, anonymously. Beam 2.77's gcsio
+builds its storage client through `auth.get_service_credentials`, which knows
+nothing about emulators: without Google credentials on the machine it retries
+`google.auth.default()` with backoff for about 20 s per process (logging a
+traceback per retry) before it falls back to the anonymous client, which then
+honours STORAGE_EMULATOR_HOST. So, only while STORAGE_EMULATOR_HOST is set,
+`_filesystems()` records "no credentials" in Beam's per-process credential
+cache first; the anonymous client is what an emulator wants anyway.
 """
 from __future__ import annotations
 
@@ -54,9 +65,33 @@ def shard_names(pattern: str) -> list[str] | None:
     return [f"{prefix}-{i:05d}-of-{count:05d}{suffix}" for i in range(count)]
 
 
+EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
+
+
+def _skip_gcs_credentials_for_emulator() -> None:
+    """Tells Beam's gcsio to connect anonymously when a GCS emulator is configured.
+
+    Uses Beam's private credential cache (apache_beam.internal.gcp.auth); if a
+    future Beam renames it, this does nothing and gcsio merely starts slower.
+    """
+    if not os.environ.get(EMULATOR_ENV):
+        return
+    try:
+        from apache_beam.internal.gcp import auth
+    except ImportError:  # Beam without the [gcp] extra: no gs:// anyway
+        return
+    cache = getattr(auth, "_Credentials", None)
+    if cache is None or not hasattr(cache, "_credentials_init"):
+        return
+    with cache._credentials_lock:
+        cache._credentials = None
+        cache._credentials_init = True
+
+
 def _filesystems():
     from apache_beam.io.filesystems import FileSystems  # heavy: import on use
 
+    _skip_gcs_credentials_for_emulator()
     return FileSystems
 
 

@@ -1,0 +1,28 @@
+"""Reading unigraph tables (CSV, TFRecord, Parquet; seeds also .txt) into columnar batches.
+
+Modules, in the order data flows:
+  layout.py  what the schema asks of a table (TableLayout, FeatureSpec)
+  csv.py, tfrecord.py, parquet.py, text.py   one format each: file -> Arrow columns
+  decode.py  Arrow columns -> numpy ids, weights, features (Ragged for ragged dims)
+  build.py   column resolution and the NodeBatch/EdgeBatch/SeedBatch itself
+  read.py    the pure entry points below
+
+Error policy: bad input never passes silently. The first problem in a file
+raises a one-line TableError naming the file, where in it (CSV: 1-based line,
+header = line 1; TFRecord: 0-based record index; Parquet: 0-based row), and the
+value found. That covers a CSV row with the wrong number of columns, a value
+that does not parse as the declared dtype (and NaN/inf weights), a vector of
+the wrong length, a missing id/source/target or feature column, an empty file,
+an empty id or one ending in a NUL byte. A glob that matches nothing fails in
+unigraph.paths. Problems that span files (duplicate node ids, edges naming ids
+absent from a node set's table) are found by unigraph.checks.CheckUnigraph.
+Columns the schema does not mention are ignored.
+"""
+from unigraph.tables.layout import (DEFAULT_BATCH_ROWS, FeatureSpec, TableLayout,
+                                    is_reversed, seeds_layout, table_layout)
+from unigraph.tables.read import (WorkUnit, read_seeds, read_set, read_table, read_unit,
+                                  seed_files, split_file)
+
+__all__ = ["DEFAULT_BATCH_ROWS", "FeatureSpec", "TableLayout", "WorkUnit", "is_reversed",
+           "read_seeds", "read_set", "read_table", "read_unit", "seed_files", "seeds_layout",
+           "split_file", "table_layout"]

@@ -1,0 +1,72 @@
+"""Shared by every format reader: which table column feeds what, and the batch itself.
+
+`resolve_columns` maps the schema's needs onto a table's column names (the
+`#`-prefixed and plain spellings of id/source/target/weight are both accepted)
+and reports a missing column with the columns that are there. `make_batch`
+turns decoded columns into the NodeBatch/EdgeBatch/SeedBatch contract, swapping
+the ends of a reversed edge set and numbering rows with RowIds.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Union
+
+import numpy as np
+
+from unigraph.batches import EdgeBatch, FeatureValues, NodeBatch, SeedBatch, row_ids
+from unigraph.errors import TableError
+from unigraph.schema import WEIGHT_COLUMNS
+from unigraph.tables.layout import EDGES, NODES, TableLayout, find_column
+
+Batch = Union[NodeBatch, EdgeBatch, SeedBatch]
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnMap:
+    keys: tuple[str, ...]      # id column, or (source, target) as the table stores them
+    weight: str | None         # the weight column of an edge table, if it has one
+    features: dict[str, str]   # feature name -> column name (the same name)
+
+    def needed(self) -> list[str]:
+        names = list(self.keys) + ([self.weight] if self.weight else [])
+        return list(dict.fromkeys(names + list(self.features.values())))
+
+
+def _listing(names: Iterable[str]) -> str:
+    names = list(names)
+    return ", ".join(f"'{n}'" for n in names) if names else "none"
+
+
+def resolve_columns(layout: TableLayout, names: Iterable[str], where: str) -> ColumnMap:
+    """The columns `layout` reads from a table with columns `names`; `where` prefixes errors."""
+    names = list(names)
+    keys = []
+    for spellings in layout.key_columns:
+        found = find_column(names, spellings)
+        if found is None:
+            wanted = " or ".join(f"'{s}'" for s in spellings)
+            raise TableError(f"{where}: {layout.what}: missing {spellings[1]} column ({wanted}); "
+                             f"columns: {_listing(names)}")
+        keys.append(found)
+    weight = find_column(names, WEIGHT_COLUMNS) if layout.kind == EDGES else None
+    features = {}
+    for spec in layout.features:
+        if spec.name not in names:
+            raise TableError(f"{where}: {layout.what}: missing feature column '{spec.name}'; "
+                             f"columns: {_listing(names)}")
+        features[spec.name] = spec.name
+    return ColumnMap(tuple(keys), weight, features)
+
+
+def make_batch(layout: TableLayout, keys: list[np.ndarray], weights: np.ndarray | None,
+               features: dict[str, FeatureValues], file_index: int, first_row: int) -> Batch:
+    n = len(keys[0])
+    rows = row_ids(file_index, first_row, n)
+    if layout.kind == NODES:
+        return NodeBatch(layout.set_name, keys[0], rows, features)
+    if layout.kind == EDGES:
+        sources, targets = keys
+        if layout.reversed:  # the table is stored the other way round
+            sources, targets = targets, sources
+        return EdgeBatch(layout.set_name, sources, targets, rows, weights, features)
+    return SeedBatch(keys[0], rows)

@@ -1,0 +1,116 @@
+"""What a table must hold, derived once from the schema: its columns and features.
+
+A TableLayout is small and picklable, so Beam DoFns carry it instead of the
+whole schema. Data shapes:
+  FeatureSpec = (name, numpy dtype, per-item shape with -1 for ragged dims)
+  TableLayout = kind ('nodes' | 'edges' | 'seeds'), set name, the feature specs,
+                and for edge sets whether the table is read backwards.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from unigraph import graph_schema_pb2 as gs
+from unigraph.errors import SchemaError
+from unigraph.schema import (ID_COLUMNS, SOURCE_COLUMNS, TARGET_COLUMNS, WEIGHT_COLUMNS,
+                             LoadedSchema, dtype_name, feature_shape, numpy_dtype)
+
+NODES, EDGES, SEEDS = "nodes", "edges", "seeds"
+# Rows per emitted batch: big enough to amortise per-element costs in Beam,
+# small enough (a few MB for typical features) to ship between workers cheaply.
+DEFAULT_BATCH_ROWS = 65536
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureSpec:
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]  # per item; -1 marks a ragged dimension
+    dtype_name: str         # e.g. DT_FLOAT, for messages
+
+    @property
+    def is_string(self) -> bool:
+        return self.dtype == np.dtype(object)
+
+    @property
+    def ragged_dims(self) -> tuple[int, ...]:
+        return tuple(i for i, d in enumerate(self.shape) if d == -1)
+
+
+@dataclasses.dataclass(frozen=True)
+class TableLayout:
+    kind: str                          # NODES, EDGES or SEEDS
+    set_name: str                      # node set, edge set, or "seeds"
+    features: tuple[FeatureSpec, ...]  # decoded into batch.features, in schema order
+    reversed: bool = False             # edge set reading its table backwards
+
+    @property
+    def what(self) -> str:
+        """How messages name the set, e.g. "node set 'paper'"."""
+        if self.kind == SEEDS:
+            return "seeds"
+        return f"{'node' if self.kind == NODES else 'edge'} set '{self.set_name}'"
+
+    @property
+    def key_columns(self) -> tuple[tuple[str, ...], ...]:
+        """The accepted spellings of each key column, canonical first."""
+        if self.kind == EDGES:
+            return (SOURCE_COLUMNS, TARGET_COLUMNS)
+        return (ID_COLUMNS,)
+
+    def key_names(self) -> tuple[str, ...]:
+        """Canonical key column names as the table stores them (before any reversal)."""
+        return tuple(spellings[0] for spellings in self.key_columns)
+
+
+def is_reversed(edge_set: gs.EdgeSet) -> bool:
+    """True for TF-GNN's `extra { key: "edge_type" value: "reversed" }`."""
+    return any(kv.key == "edge_type" and kv.value == "reversed" for kv in edge_set.metadata.extra)
+
+
+def feature_spec(name: str, feature: gs.Feature) -> FeatureSpec:
+    return FeatureSpec(name, numpy_dtype(feature), feature_shape(feature),
+                       dtype_name(feature.dtype))
+
+
+def table_layout(loaded: LoadedSchema, kind: str, set_name: str) -> TableLayout:
+    """The layout of a node set's ('nodes') or edge set's ('edges') table."""
+    schema = loaded.schema
+    if kind == NODES:
+        if set_name not in schema.node_sets:
+            raise SchemaError(f"graph schema {loaded.path}: no node set '{set_name}'")
+        node_set = schema.node_sets[set_name]
+        # A declared `id`/`#id` feature is the id column itself, not a feature.
+        features = tuple(feature_spec(n, f) for n, f in node_set.features.items()
+                         if n not in ID_COLUMNS)
+        return TableLayout(NODES, set_name, features)
+    if kind == EDGES:
+        if set_name not in schema.edge_sets:
+            raise SchemaError(f"graph schema {loaded.path}: no edge set '{set_name}'")
+        edge_set = schema.edge_sets[set_name]
+        features = tuple(feature_spec(n, f) for n, f in edge_set.features.items())
+        return TableLayout(EDGES, set_name, features, reversed=is_reversed(edge_set))
+    raise ValueError(f"table kind must be '{NODES}' or '{EDGES}', got {kind!r}")
+
+
+def seeds_layout() -> TableLayout:
+    return TableLayout(SEEDS, "seeds", ())
+
+
+def weight_feature(layout: TableLayout) -> FeatureSpec | None:
+    """The declared feature that is also the weight column, if any."""
+    for spec in layout.features:
+        if spec.name in WEIGHT_COLUMNS:
+            return spec
+    return None
+
+
+def find_column(names, spellings: tuple[str, ...]) -> str | None:
+    """The first spelling present among `names` (so `#id` wins over `id`)."""
+    present = set(names)
+    for spelling in spellings:
+        if spelling in present:
+            return spelling
+    return None

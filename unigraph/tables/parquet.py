@@ -1,0 +1,70 @@
+"""Parquet tables: native columns, read one row group at a time.
+
+Scalars are plain columns; vectors are list, large_list or fixed_size_list
+columns, nested once per dimension (a multi-dimensional feature may also be one
+flat list per row); strings are string or binary columns; ids may be text or
+integers. Row groups are the unit of parallel work, so a big file spreads over
+many workers. Messages name the 0-based row within the file.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from unigraph import paths
+from unigraph.errors import TableError, one_line
+from unigraph.tables import decode
+from unigraph.tables.build import Batch, make_batch, resolve_columns
+from unigraph.tables.layout import TableLayout
+
+
+def _open(path: str, stream) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(stream)
+    except Exception as e:  # pyarrow raises ArrowInvalid/OSError for non-Parquet bytes
+        if stream.seek(0, 2) == 0:
+            raise TableError(f"{path}: row 0: empty file (0 bytes)") from None
+        raise TableError(f"{path}: not a Parquet file: {one_line(e)}") from None
+
+
+def row_groups(path: str) -> list[int]:
+    """The row counts of a file's row groups (the footer only)."""
+    with paths.open_binary(path) as stream:
+        meta = _open(path, stream).metadata
+        return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+
+def read_parquet(layout: TableLayout, path: str, file_index: int, batch_rows: int,
+                 row_group: int | None = None) -> Iterator[Batch]:
+    """Batches of one row group, or of every row group when `row_group` is None."""
+    with paths.open_binary(path) as stream:
+        parquet = _open(path, stream)
+        columns = resolve_columns(layout, parquet.schema_arrow.names, f"{path}: file schema")
+        meta = parquet.metadata
+        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        groups = range(len(sizes)) if row_group is None else [row_group]
+        for group in groups:
+            try:
+                table = parquet.read_row_group(group, columns=columns.needed())
+            except Exception as e:
+                raise TableError(f"{path}: row group {group}: cannot read: {one_line(e)}") \
+                    from None
+            for offset in range(0, table.num_rows, batch_rows):
+                part = table.slice(offset, batch_rows)
+                first_row = int(starts[group]) + offset
+
+                def locate(i: int, first_row=first_row) -> str:
+                    return f"{path}: row {first_row + i}"
+
+                keys = [decode.ids_from_arrow(part.column(name), locate, name)
+                        for name in columns.keys]
+                weights = (decode.weights_from_arrow(part.column(columns.weight), locate,
+                                                     columns.weight)
+                           if columns.weight else None)
+                features = {spec.name: decode.feature_from_arrow(spec, part.column(spec.name),
+                                                                 locate, spec.name)
+                            for spec in layout.features}
+                yield make_batch(layout, keys, weights, features, file_index, first_row)

@@ -1,0 +1,89 @@
+"""The pure entry points: one table file (or one Parquet row group) -> batches.
+
+No Beam here; beam_io.py wires these into transforms. The format comes from
+the file name (paths.file_format). A WorkUnit is what one Beam worker reads at a
+time: a whole CSV/TFRecord/text file, or one row group of a Parquet file.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator
+
+from unigraph import paths
+from unigraph.batches import SeedBatch
+from unigraph.errors import TableError
+from unigraph.schema import LoadedSchema, table_files
+from unigraph.tables.build import Batch
+from unigraph.tables.csv import read_csv
+from unigraph.tables.layout import DEFAULT_BATCH_ROWS, TableLayout, seeds_layout, table_layout
+from unigraph.tables.parquet import read_parquet, row_groups
+from unigraph.tables.text import read_text_ids
+from unigraph.tables.tfrecord import read_tfrecord
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class WorkUnit:
+    path: str
+    file_index: int                 # position in the table's expanded, sorted file list
+    row_group: int | None = None    # Parquet only: read just this row group
+
+
+def split_file(path: str, file_index: int) -> list[WorkUnit]:
+    """A file's work units: one per Parquet row group, else the whole file."""
+    if paths.file_format(path) == "parquet":
+        groups = row_groups(path)
+        if groups:
+            return [WorkUnit(path, file_index, g) for g in range(len(groups))]
+    return [WorkUnit(path, file_index)]
+
+
+def read_unit(layout: TableLayout, unit: WorkUnit,
+              batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Batch]:
+    """Every batch of one work unit, each at most `batch_rows` rows."""
+    if batch_rows < 1:
+        raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
+    fmt = paths.file_format(unit.path)
+    if fmt == "csv":
+        return read_csv(layout, unit.path, unit.file_index, batch_rows)
+    if fmt == "tfrecord":
+        return read_tfrecord(layout, unit.path, unit.file_index, batch_rows)
+    if fmt == "parquet":
+        return read_parquet(layout, unit.path, unit.file_index, batch_rows, unit.row_group)
+    if layout.kind == "seeds":
+        return read_text_ids(unit.path, unit.file_index, batch_rows)
+    raise TableError(f"{unit.path}: a .txt file can only list seeds; tables must be "
+                     f".csv, .tfrecord or .parquet")
+
+
+def read_table(loaded: LoadedSchema, kind: str, set_name: str, path: str, file_index: int, *,
+               row_group: int | None = None,
+               batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Batch]:
+    """NodeBatch (kind 'nodes') or EdgeBatch (kind 'edges') of one table file.
+
+    `file_index` is the file's position in `table_files(loaded, kind, set_name)`;
+    it goes into the RowIds. Raises TableError on the first bad value.
+    """
+    layout = table_layout(loaded, kind, set_name)
+    return read_unit(layout, WorkUnit(path, file_index, row_group), batch_rows)
+
+
+def read_set(loaded: LoadedSchema, kind: str, set_name: str, *,
+             batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Batch]:
+    """Every batch of a set's table, file after file (in-process; for tools and tests)."""
+    layout = table_layout(loaded, kind, set_name)
+    for index, path in enumerate(table_files(loaded, kind, set_name)):
+        yield from read_unit(layout, WorkUnit(path, index), batch_rows)
+
+
+def seed_files(pattern: str, base_dir: str = ".") -> list[str]:
+    """The files a seeds argument names (`@N`, globs; relative to `base_dir`)."""
+    files = paths.expand(pattern, base_dir, what="seeds")
+    for f in files:
+        paths.file_format(f)
+    return files
+
+
+def read_seeds(path: str, file_index: int = 0, *, row_group: int | None = None,
+               batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[SeedBatch]:
+    """SeedBatch of one seeds file: a table with an id column, or .txt with one id a line."""
+    return read_unit(seeds_layout(), WorkUnit(path, file_index, row_group), batch_rows)
