@@ -10,11 +10,17 @@ Beam's PipelineOptions (e.g. --runner DataflowRunner --project ... --region ...)
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import time
 
 from sampler.spec import Plan, build_plan, load_spec
+from unigraph import paths
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, check_schema, load_schema, set_names, table_files
+
+DEFAULT_SEED = 42
 
 EXAMPLES = """\
 examples:
@@ -42,8 +48,16 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", metavar="PATH",
                         help="output folder, or file prefix with @N shards; "
                              "e.g. --output out/ or --output out/samples@8")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N",
+                        help=f"random seed: the same seed gives byte-identical records on any "
+                             f"runner and worker count (default {DEFAULT_SEED}); e.g. --seed 7")
+    parser.add_argument("--node-buckets", type=int, metavar="B",
+                        help="number of node buckets each keyed join is split into (default: "
+                             "from the size of the edge tables); e.g. --node-buckets 512")
     parser.add_argument("--dry-run", action="store_true",
                         help="run every check, print the plan and exit without sampling")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only the report path, not the summary")
     return parser
 
 
@@ -93,7 +107,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             print(describe_plan(loaded, plan))
             return 0
-        raise SamplerError("sampling is not available yet; use --dry-run to check the inputs")
+        if not args.output:
+            raise SamplerError("--output is required (a folder, or a prefix with @N shards)")
+        from pipelines.run_sampling import run_sampling  # imports Beam: only when sampling
+
+        report = run_sampling(loaded, plan, seeds=args.seeds, output=args.output,
+                              seed=args.seed, node_buckets=args.node_buckets,
+                              beam_args=beam_args, verbose=not args.quiet)
+        return 0 if report["subgraphs_written"] or not report["seeds_read"] else 1
     except SamplerError as e:
         print(f"sample: error: {e}", file=sys.stderr)
         return 2

@@ -1,0 +1,74 @@
+"""Node features of one bucket of nodes, and the lookup join that copies them into samples.
+
+Features are looked up once per (bucket, node) and then copied, by numpy
+fancy indexing, into every sample that reached the node.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+from sampler.pieces import NodePiece, Requests
+from unigraph.batches import FeatureValues, NodeBatch, describe_row
+from unigraph.errors import TableError
+from unigraph.ragged import concat, take
+
+
+@dataclasses.dataclass(eq=False)
+class NodeTableBucket:
+    node_set: str
+    ids: np.ndarray   # 'S', unique and sorted
+    features: dict[str, FeatureValues]
+
+    def positions_of(self, node_ids: np.ndarray) -> np.ndarray:
+        """Position of each id in this bucket, -1 where it is absent."""
+        if len(self.ids) == 0:
+            return np.full(len(node_ids), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.ids, node_ids), len(self.ids) - 1)
+        return np.where(self.ids[pos] == node_ids, pos, -1).astype(np.int64)
+
+
+def build_node_table(node_set: str, batches: Sequence[NodeBatch],
+                     files: Sequence[str] = ()) -> NodeTableBucket:
+    """One bucket's node table; TableError on a duplicate id (naming both rows)."""
+    batches = [b for b in batches if len(b)]
+    if not batches:
+        return NodeTableBucket(node_set, np.zeros(0, "S1"), {})
+    ids = np.concatenate([b.ids for b in batches])
+    rows = np.concatenate([b.rows for b in batches])
+    order = np.lexsort((rows, ids))
+    ids, rows = ids[order], rows[order]
+    duplicate = np.flatnonzero(ids[1:] == ids[:-1])
+    if len(duplicate):
+        i = duplicate[0]
+        raise TableError(
+            f"node set '{node_set}': duplicate node id {ids[i].decode(errors='replace')!r} in "
+            f"{_where(rows[i], files)} and {_where(rows[i + 1], files)}")
+    features = {name: take(concat([b.features[name] for b in batches]), order)
+                for name in batches[0].features}
+    return NodeTableBucket(node_set, ids, features)
+
+
+def ids_only_table(node_set: str, id_arrays: Sequence[np.ndarray]) -> NodeTableBucket:
+    """A featureless node set's nodes in one bucket: the distinct ids its edges name."""
+    arrays = [a for a in id_arrays if len(a)]
+    ids = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, "S1")
+    return NodeTableBucket(node_set, ids, {})
+
+
+def lookup_nodes(table: NodeTableBucket, requests: Requests,
+                 *, is_seed: bool = False) -> tuple[NodePiece, Requests]:
+    """(the requested nodes that exist, with features; the requests whose node is absent)."""
+    positions = table.positions_of(requests.nodes)
+    found = positions >= 0
+    piece = NodePiece(table.node_set, requests.samples[found], requests.nodes[found],
+                      {k: take(v, positions[found]) for k, v in table.features.items()}, is_seed)
+    return piece, requests.take(np.flatnonzero(~found))
+
+
+def _where(row_id: int, files: Sequence[str]) -> str:
+    file_index, row = describe_row(row_id)
+    name = files[file_index] if file_index < len(files) else f"file #{file_index}"
+    return f"{name} row {row}"
