@@ -104,7 +104,8 @@ def _length_delimited(tag: bytes, payload: bytes) -> bytes:
 def encode_feature(kind: str, values: FlatValues) -> bytes:
     """A serialized tf.train.Feature holding `values` (kind set even when empty)."""
     if kind == FLOAT:
-        data = np.ascontiguousarray(values, dtype="<f4").tobytes()
+        with np.errstate(over="ignore"):  # float64 beyond float32 range becomes inf, as in TF
+            data = np.ascontiguousarray(values, dtype="<f4").tobytes()
         inner = _length_delimited(_LEN1, data) if data else b""
         return _length_delimited(_TAG_FLOAT_LIST, inner)
     if kind == INT64:
