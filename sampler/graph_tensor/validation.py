@@ -29,13 +29,19 @@ def validate_graph(graph: GraphTensor) -> None:
 
 
 def _check_component_counts(graph: GraphTensor) -> None:
-    expected = graph.context.num_components
-    for kind, pieces in (("node set", graph.node_sets), ("edge set", graph.edge_sets)):
-        for name, piece in sorted(pieces.items()):
-            if piece.num_components != expected:
+    pieces = [(f"node set '{n}'", p) for n, p in sorted(graph.node_sets.items())]
+    pieces += [(f"edge set '{n}'", p) for n, p in sorted(graph.edge_sets.items())]
+    if pieces:
+        first_name, first = pieces[0]
+        for name, piece in pieces[1:]:
+            if piece.num_components != first.num_components:
                 raise GraphTensorError(
-                    f"{kind} '{name}' sizes: {piece.num_components} graph components, but the "
-                    f"context has {expected}")
+                    f"{name} sizes: {piece.num_components} graph components, but "
+                    f"{first_name} has {first.num_components}")
+        if graph.context.num_components != first.num_components:
+            raise GraphTensorError(
+                f"context: {graph.context.num_components} graph components (from its sizes or "
+                f"features), but {first_name} has {first.num_components}")
     if (graph.context.sizes != 1).any():
         raise GraphTensorError(
             f"context sizes: every graph component has exactly one context item, got "

@@ -228,7 +228,7 @@ def test_missing_keys_parse_as_empty_like_tfgnn():
     (lambda e: e.features.feature["edges/cites.#target"].int64_list.value.__setitem__(0, 5),
      r"edge set 'cites' target: edge 0 has index 5, out of range for node set 'paper' with 2"),
     (lambda e: e.features.feature["nodes/author.#size"].int64_list.value.append(0),
-     r"node set 'author' sizes: 2 graph components, but the context has 1"),
+     r"node set 'paper' sizes: 1 graph components, but node set 'author' has 2"),
 ])
 def test_parse_errors_name_the_key(mutate, message):
     example = write_example(small_graph())
