@@ -118,14 +118,17 @@ def _pad_field(field: Field, count: int) -> Field:
 
 def tight_size_constraints(graphs, batch_size: int) -> SizeConstraints:
     """The smallest constraints that fit any `batch_size` of these graphs plus padding:
-    batch_size times the largest graph, one more node per node set, one more component."""
+    batch_size times the largest graph, one more node per node set (and one more
+    edge per readout edge set, for the padding `_readout` node), one more component."""
     graphs = list(graphs)
     if not graphs:
         raise GraphTensorError("tight_size_constraints: no graphs")
     first = graphs[0]
     nodes = {n: batch_size * max(g.node_sets[n].total_size for g in graphs) + 1
              for n in first.node_sets}
+    # Readout edge sets get one padding edge per padding `_readout` node.
     edges = {n: batch_size * max(g.edge_sets[n].total_size for g in graphs)
+             + (1 if readout_key(n) is not None else 0)
              for n in first.edge_sets}
     components = batch_size * max(g.num_components for g in graphs) + 1
     return SizeConstraints(components, nodes, edges)
