@@ -79,14 +79,14 @@ def _decode_run(layout: TableLayout, columns: ColumnMap, path: str, start: int,
                                  f"column '{name}'")
             feature = fmap[name]
             kind = feature.WhichOneof("kind")
-            if kind is None:
+            values = getattr(feature, kind).value if kind else ()
+            if not values:  # an empty list says nothing about its type
                 column.counts.append(0)
                 continue
             if kind not in allowed[name]:
                 raise TableError(f"{path}: record {record}: feature '{name}' is a {kind}, "
                                  f"expected {' or '.join(allowed[name])} for "
                                  f"{specs[name].dtype_name}")
-            values = getattr(feature, kind).value
             column.values.extend(values)
             column.counts.append(len(values))
     keys = [decode.ids_from_arrow(pa.array(raw, pa.binary()), locate, name)
