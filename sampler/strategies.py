@@ -47,6 +47,15 @@ Methods (each gives the exact distribution above):
     when the chosen edges hold little of the mass, so a hub row uses this only
     if, even after its k-1 heaviest edges are taken, a draw is new with
     probability >= MIN_ACCEPTANCE; otherwise it falls back to keys.
+  * TOP_K needs no randomness: it is computed once per distinct row and copied.
+
+Queries on the keys path are processed in chunks of about MAX_PAIRS (query,
+edge) pairs; chunking never changes a result, only memory and cache use.
+
+Bitwise reproducibility: everything is integer hashing and exactly rounded
+IEEE arithmetic, except np.log in the weighted keys path. numpy may evaluate
+log by different SIMD code on different CPUs; a last-bit difference can only
+swap two arrival times equal to within an ulp (odds ~1e-16 per pair).
 """
 from __future__ import annotations
 
@@ -57,7 +66,7 @@ from sampler.sampling_spec_pb2 import RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
 
 HUB_DEGREE = 4096        # rows with more edges than this use the O(k)-per-query methods
 MIN_ACCEPTANCE = 0.25    # ... if a draw is always new with at least this probability
-MAX_PAIRS = 1 << 22      # bounds the (query, edge) pairs held at once (memory)
+MAX_PAIRS = 1 << 16      # (query, edge) pairs per chunk: cache-sized temporaries are fastest
 
 _U64 = np.uint64
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -204,12 +213,11 @@ def _top_k(row_splits, weights, query_rows, k):
         seg, pos, _ = _row_edges(row_splits, rows[short])
         parts.append((short[seg], pos))
     ranked = np.flatnonzero((degrees > k) & (degrees <= HUB_DEGREE))
-    if ranked.size:                                    # one lexsort over all their edges
+    if ranked.size:                                    # one sort over all their edges
         seg, pos, within = _row_edges(row_splits, rows[ranked])
-        order = np.lexsort((within, -weights[pos], seg))
-        slot_rank = within                              # slots of a segment stay in place
-        keep = np.zeros(len(pos), dtype=bool)
-        keep[order[slot_rank < k]] = True
+        descending = -weights[pos] + 0.0               # + 0.0 turns -0.0 into 0.0: they tie
+        keep = _k_smallest_per_segment(seg, len(ranked), within, _sortable_bits(descending),
+                                       descending, k)
         parts.append((ranked[seg[keep]], pos[keep]))
     for r in np.flatnonzero(degrees > max(k, HUB_DEGREE)):  # O(degree) per hub row
         start = row_splits[rows[r]]
@@ -246,7 +254,7 @@ def _random_uniform(row_splits, query_rows, degrees, base, k):
     for part in _chunked_by_degree(by_keys, degrees):
         seg, pos, within = _row_edges(row_splits, query_rows[part])
         keys = rng.mix_into(base[part][seg], within)
-        keep = _k_smallest_per_segment(seg, len(part), keys, keys, within, k)
+        keep = _k_smallest_per_segment(seg, len(part), within, keys, keys, k)
         parts.append((part[seg[keep]], pos[keep]))
     return _merge_by_query(parts)
 
@@ -291,49 +299,53 @@ def _random_weighted(row_splits, weights, query_rows, degrees, base, k):
         parts.append(_expand_to_queries(take_all, row_of_query[take_all],
                                         short_rows[seg[keep]], pos[keep], len(rows)))
 
-    hub_rows = [r for r in np.flatnonzero((positive_in_row > k)
-                                          & (np.diff(row_splits)[rows] > HUB_DEGREE))
-                if _rejection_is_cheap(_row_weights(row_splits, weights, rows[r]), k)]
     by_hub = np.zeros(len(rows), dtype=bool)
-    by_hub[hub_rows] = True
-    queries_by_row = np.argsort(row_of_query, kind="stable")
-    first_query = _exclusive_cumsum(np.bincount(row_of_query, minlength=len(rows) + 1))
-    for r in hub_rows:                                  # vectorized over the row's queries
+    big = np.flatnonzero((positive_in_row > k) & (np.diff(row_splits)[rows] > HUB_DEGREE))
+    if big.size:
+        queries_by_row = np.argsort(row_of_query, kind="stable")
+        first_query = _exclusive_cumsum(np.bincount(row_of_query, minlength=len(rows) + 1))
+    for r in big:                                       # O(degree) set-up per hub row
+        drawable = np.maximum(weights[row_splits[rows[r]]:row_splits[rows[r] + 1]], 0.0)
+        if not _rejection_is_cheap(drawable, k):
+            continue                                    # keys instead, below
+        by_hub[r] = True
         queries = queries_by_row[first_query[r]:first_query[r + 1]]
-        parts.append(_weighted_hub(row_splits[rows[r]], _row_weights(row_splits, weights, rows[r]),
-                                   base[queries], queries, k))
+        parts.append(_weighted_hub(row_splits[rows[r]], drawable, base[queries], queries, k))
 
     by_keys = np.flatnonzero((positive_in_row > k)[row_of_query] & ~by_hub[row_of_query])
     for part in _chunked_by_degree(by_keys, degrees):
         seg, pos, within = _row_edges(row_splits, query_rows[part])
         w = weights[pos]
-        drawable = np.flatnonzero(w > 0)
-        seg, pos, within, w = seg[drawable], pos[drawable], within[drawable], w[drawable]
-        arrival = -np.log(rng.unit_interval(rng.mix_into(base[part][seg], within))) / w
-        # Positive floats order like their bit patterns; drop the (zero) sign bit.
+        with np.errstate(divide="ignore"):
+            arrival = -np.log(rng.unit_interval(rng.mix_into(base[part][seg], within))) / w
+        # Never drawn: these rows have more than k drawable edges, so +inf never ranks < k.
+        arrival[w <= 0] = np.inf
+        # Non-negative floats order like their bit patterns; shift out the zero sign bit.
         bits = arrival.view(_U64) << _U64(1)
-        keep = _k_smallest_per_segment(seg, len(part), bits, arrival, within, k)
+        keep = _k_smallest_per_segment(seg, len(part), within, bits, arrival, k)
         parts.append((part[seg[keep]], pos[keep]))
     return _merge_by_query(parts)
 
 
-def _row_weights(row_splits, weights, row):
-    return weights[row_splits[row]:row_splits[row + 1]]
+def _rejection_is_cheap(drawable, k) -> bool:
+    """Whether a draw stays new with chance >= MIN_ACCEPTANCE even after the k-1 heaviest edges.
 
-
-def _rejection_is_cheap(row_weights, k) -> bool:
-    """Whether a draw stays new with chance >= MIN_ACCEPTANCE even after the k-1 heaviest edges."""
-    w = np.maximum(row_weights, 0)
-    heaviest = np.partition(w, len(w) - (k - 1))[len(w) - (k - 1):].sum() if k > 1 else 0.0
-    total = w.sum()
+    `drawable` holds a row's weights with negatives clipped to 0.
+    """
+    heaviest = np.partition(drawable, len(drawable) - (k - 1))[len(drawable) - (k - 1):].sum() \
+        if k > 1 else 0.0
+    total = drawable.sum()
     return total - heaviest >= MIN_ACCEPTANCE * total
 
 
-def _weighted_hub(row_start, row_weights, base, query_index, k):
-    """First k distinct of i.i.d. draws proportional to weight (see module docstring)."""
-    cumulative = np.cumsum(np.maximum(row_weights, 0))   # from this row alone: batch-independent
+def _weighted_hub(row_start, drawable, base, query_index, k):
+    """First k distinct of i.i.d. draws proportional to weight (see module docstring).
+
+    `drawable` holds the row's weights with negatives clipped to 0.
+    """
+    cumulative = np.cumsum(drawable)      # of this row alone, so independent of the batch
     total = cumulative[-1]
-    last_positive = np.flatnonzero(row_weights > 0)[-1]
+    last_positive = np.searchsorted(cumulative, total, side="left")  # later edges weigh 0
 
     def draw(q, counter):
         x = rng.unit_interval(rng.mix_into(base[q], counter)) * total
@@ -348,13 +360,21 @@ def _weighted_hub(row_start, row_weights, base, query_index, k):
 
 # ---------------------------------------------------------------- selection kernels
 
-def _k_smallest_per_segment(seg, n_segments, sort_bits, full_key, within, k) -> np.ndarray:
+def _sortable_bits(values: np.ndarray) -> np.ndarray:
+    """uint64 whose unsigned order is the float64 order of `values` (no NaN)."""
+    bits = values.view(_U64)
+    negative = (bits >> _U64(63)).astype(bool)
+    return np.where(negative, ~bits, bits | _U64(1 << 63))
+
+
+def _k_smallest_per_segment(seg, n_segments, within, sort_bits, full_key, k) -> np.ndarray:
     """Mask of the k items per segment with the smallest (full_key, within), items in place.
 
-    Items are laid out segment after segment. One argsort of a uint64 composite
-    (segment in the high bits, the top of sort_bits below) does the work; items
-    whose composite ties are re-ordered by their exact (full_key, within), so
-    the result is exact whatever the number of segments.
+    Items are laid out segment after segment, `within` = 0, 1, ... in each. One
+    argsort of a uint64 composite (segment in the high bits, the top bits of
+    sort_bits, an order-preserving image of full_key, below) does the work;
+    items whose composite ties are re-ordered by their exact (full_key, within),
+    so the result is exact whatever the number of segments.
     """
     segment_bits = max(1, int(n_segments - 1).bit_length())
     composite = (seg.astype(_U64) << _U64(64 - segment_bits)) | (sort_bits >> _U64(segment_bits))
@@ -369,10 +389,8 @@ def _k_smallest_per_segment(seg, n_segments, sort_bits, full_key, within, k) -> 
         members = order[slots]
         order[slots] = members[np.lexsort((within[members], full_key[members],
                                            composite[members]))]
-    counts = np.bincount(seg, minlength=n_segments)
-    slot_rank = np.arange(len(seg)) - np.repeat(_exclusive_cumsum(counts), counts)
     keep = np.zeros(len(seg), dtype=bool)
-    keep[order[slot_rank < k]] = True
+    keep[order[within < k]] = True   # a segment's slots are where its items were: rank = within
     return keep
 
 

@@ -149,6 +149,8 @@ def test_top_k_breaks_ties_by_position_and_keeps_non_positive_weights():
     q, p = run(TOP_K, splits, weights, [0, 1], k=3)
     assert p[q == 0].tolist() == [0, 1, 3]      # 5, 5, then the first of the 2s
     assert p[q == 1].tolist() == [5, 6, 8]      # 0, 0, then -1: weights <= 0 are eligible
+    splits, weights = csr([0.0, -0.0, 0.0, -0.0])
+    assert run(TOP_K, splits, weights, [0], k=3)[1].tolist() == [0, 1, 2]  # -0.0 ties 0.0
 
 
 def test_top_k_is_the_same_for_every_query_of_a_row_and_needs_weights():
@@ -269,6 +271,7 @@ def test_path_choice_follows_the_row():
 
 def test_rejection_cost_rule():
     assert st._rejection_is_cheap(np.array([1.0] * 8), 3)
+    assert st._rejection_is_cheap(np.array([1.0, 0.0] * 8), 3)
     assert not st._rejection_is_cheap(np.array([100.0] + [1.0] * 8), 3)
     assert st._rejection_is_cheap(np.array([100.0] + [1.0] * 8), 1)
 
