@@ -1,0 +1,565 @@
+"""`synthetic-graph`: a seeded OGBN-MAG-shaped heterogeneous graph at any scale.
+
+    synthetic-graph --scale 0.01 --format parquet --output /tmp/mag_0.01
+
+writes, into the output folder, a unigraph that `sample` reads unchanged:
+
+  graph_schema.pbtxt    node sets paper, author, field_of_study, institution; edge sets
+                        cites, writes, written (writes read backwards: `edge_type: reversed`,
+                        as in TF-GNN's MAG example), has_topic, affiliated_with
+  sampling_spec.pbtxt   the benchmark spec (seed paper; cites 8, written 4, writes 4,
+                        affiliated_with 2, has_topic 4; all RANDOM_UNIFORM)
+  paper.<ext>           `#id`, `feat` (128 floats), `labels` (int64 [1]), `year` (int64 [1])
+  cites/writes/has_topic/affiliated_with.<ext>   `#source`, `#target`, `#weight` (float)
+  seeds.<ext>           every paper id (column `#id`)
+  hub_seeds.<ext>       with --hub-edges: the papers "author/hub" wrote
+  manifest.json         the arguments, counts, degree statistics and timings
+
+Tables are written by unigraph.writers (so the readers read them back to the same
+columns); with --shards N each table is `name@N.<ext>` (name-0000i-of-0000N.<ext>).
+
+Counts. Scale 1.0 is OGBN-MAG: 736,389 papers, 1,134,649 authors, 59,965 fields of
+study, 8,740 institutions; 5,416,271 cites, 7,145,660 writes, 7,505,078 has_topic,
+1,043,998 affiliated_with. Every count is round(count * scale), at least 2 nodes and
+1 edge per set; the tables hold exactly that many rows (plus the hub's edges, which
+come on top of the `writes` count).
+
+Node sets without features have no table. author, field_of_study and institution
+carry no features, so, as DESIGN.md allows, they have no table and their nodes are
+the ids their edges name. So that each still has exactly its nominal number of
+nodes, every author has at least one `writes` edge and every field of study and
+institution at least one incoming edge (the "coverage" below).
+
+Ids are strings "<node set>/<index>" (e.g. "paper/123"); the hub author is "author/hub".
+
+Degree model. Each end of each edge set has a popularity distribution:
+  heavy  Zipf by rank: p(node) ~ rank**-a with a random rank permutation (a few hubs
+         with thousands of edges, most nodes with few): cites targets (a=0.8, citation
+         counts), writes sources (a=0.7, papers per author), has_topic targets (a=1.0),
+         affiliated_with targets (a=1.0).
+  mild   Gamma(k)-distributed weights, so degrees are negative-binomial-like around
+         the mean: cites sources (k=4: out-degree stays moderate, so sampling 8 cites per
+         paper keeps most of a paper's citations), writes targets (k=2), has_topic
+         sources (k=4), affiliated_with sources (k=2).
+An end "covered" by its edge set gets degree >= 1 for every node: sources by
+degree = 1 + Multinomial(E - N, p); targets by giving N randomly chosen edges the
+targets 0..N-1 (the rest are drawn from p). Covered: cites sources (every paper cites
+a paper), writes sources and targets (every author wrote, every paper has an author),
+has_topic sources and targets, affiliated_with targets. Other ends are drawn
+i.i.d. from p, so some nodes have none of those edges (authors without institution).
+Duplicates: a drawn (source, target) pair that repeats an earlier one, and a
+self-citation, gets a fresh target, up to 50 rounds; the few left (only when a
+source's degree nears the size of the target set, at tiny scales) stay and are
+counted in manifest.json ("duplicates_left"); cites never keeps a self-loop (a
+leftover one is moved to the next paper). The hub's papers are distinct when
+--hub-edges <= the number of papers; beyond that they repeat.
+
+Features. `feat` is i.i.d. N(0, 1) noise rounded to 4 decimals; `year` uniform in
+2010..2019; edge weights are log-normal(0, 1) rounded to 4 decimals (>= 1e-4).
+Without --planted, `labels` are uniform in [0, num_classes) (default 349, OGBN-MAG's
+venue count): no signal anywhere, a pure throughput graph.
+
+Planted task (--planted; default 8 classes, at most 128): a label that the
+neighbourhood determines and the paper's own features do not predict.
+  label(p) = argmax_c sum_{edges (p -> q) in cites} feat_q[c],   c < num_classes,
+i.e. the class whose feature dimension is largest in the sum of the features of the
+papers p cites (first index wins a tie; a duplicated cites row counts twice). Since
+features are i.i.d. noise and cites has no self-loops, feat_p is independent of
+label(p): a classifier on a paper's own features is at chance. Every paper cites at
+least one paper (coverage above), so every label is defined; `planted_labels`
+returns -1 for a paper that cites nobody, which the generator never produces. Cites
+out-degree is mild (mean ~7.4 at every scale), so a model that sees 8 sampled
+citations of the seed sees all of them for most papers and most of the sum for the
+rest. The rule is `planted_labels()` below, a pure function for tests and training.
+
+Randomness: every table comes from its own numpy stream, SeedSequence(seed, k) with a
+fixed k per component, so the output is a function of (scale, seed, flags) alone, and
+e.g. --hub-edges does not change the rest of the graph.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+FEAT_DIM = 128
+OGBN_MAG_CLASSES = 349
+PLANTED_DEFAULT_CLASSES = 8
+BATCH_ROWS = 65536
+HUB_ID = b"author/hub"
+FORMATS = {"csv": ".csv", "parquet": ".parquet", "tfrecord": ".tfrecord"}
+DEDUP_ROUNDS = 50
+
+# OGBN-MAG at scale 1.0.
+NODE_COUNTS = {"paper": 736_389, "author": 1_134_649, "field_of_study": 59_965,
+               "institution": 8_740}
+EDGE_COUNTS = {"cites": 5_416_271, "writes": 7_145_660, "has_topic": 7_505_078,
+               "affiliated_with": 1_043_998}
+EDGE_ENDS = {"cites": ("paper", "paper"), "writes": ("author", "paper"),
+             "has_topic": ("paper", "field_of_study"),
+             "affiliated_with": ("author", "institution")}
+
+
+@dataclasses.dataclass(frozen=True)
+class EndModel:
+    """How one end of an edge set picks its nodes: ('zipf', a) or ('gamma', k), covered or not."""
+
+    kind: str
+    param: float
+    covered: bool
+
+
+# (source model, target model) per edge set; see the module docstring.
+DEGREE_MODELS = {
+    "cites": (EndModel("gamma", 4.0, True), EndModel("zipf", 0.8, False)),
+    "writes": (EndModel("zipf", 0.7, True), EndModel("gamma", 2.0, True)),
+    "has_topic": (EndModel("gamma", 4.0, True), EndModel("zipf", 1.0, True)),
+    "affiliated_with": (EndModel("gamma", 2.0, False), EndModel("zipf", 1.0, True)),
+}
+
+# Stream numbers of SeedSequence(seed, k): fixed forever, so outputs stay stable.
+_STREAMS = {"feat": 1, "year": 2, "labels": 3, "cites": 4, "writes": 5, "has_topic": 6,
+            "affiliated_with": 7, "hub": 8}
+
+
+def scaled_counts(scale: float) -> tuple[dict[str, int], dict[str, int]]:
+    """(node counts, edge counts) at `scale`: round(count * scale), >= 2 nodes, >= 1 edge."""
+    if not scale > 0:
+        raise ValueError(f"scale must be > 0, got {scale}")
+    nodes = {k: max(2, int(round(v * scale))) for k, v in NODE_COUNTS.items()}
+    edges = {k: max(1, int(round(v * scale))) for k, v in EDGE_COUNTS.items()}
+    return nodes, edges
+
+
+def _rng(seed: int, stream: str) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, _STREAMS[stream]]))
+
+
+# ---- degree model ---------------------------------------------------------------------
+
+def popularity(rng: np.random.Generator, n: int, model: EndModel) -> np.ndarray:
+    """Probabilities over n nodes (float64, sums to 1)."""
+    if model.kind == "zipf":
+        ranks = rng.permutation(n).astype(np.float64) + 1.0
+        weights = ranks ** -model.param
+    elif model.kind == "gamma":
+        weights = rng.gamma(model.param, 1.0, n)
+    else:
+        raise ValueError(f"unknown popularity model {model.kind!r}")
+    return weights / weights.sum()
+
+
+def _draw(rng: np.random.Generator, cdf: np.ndarray, size: int) -> np.ndarray:
+    index = np.searchsorted(cdf, rng.random(size) * cdf[-1], side="right")
+    return np.minimum(index, len(cdf) - 1).astype(np.int64)
+
+
+def _covered_sources(rng, n: int, e: int, p: np.ndarray) -> np.ndarray:
+    """Source indices, every node at least once, sorted: degree = 1 + Multinomial(e - n, p)."""
+    degrees = 1 + rng.multinomial(e - n, p)
+    return np.repeat(np.arange(n, dtype=np.int64), degrees)
+
+
+def draw_edges(rng: np.random.Generator, n_src: int, n_tgt: int, n_edges: int,
+               src_model: EndModel, tgt_model: EndModel, *, no_self_loops: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+    """(source index, target index, duplicates left) of one edge set; see the docstring."""
+    p_src = popularity(rng, n_src, src_model)
+    p_tgt = popularity(rng, n_tgt, tgt_model)
+    if src_model.covered and n_edges >= n_src:
+        sources = _covered_sources(rng, n_src, n_edges, p_src)
+    else:
+        sources = _draw(rng, np.cumsum(p_src), n_edges)
+    cdf_tgt = np.cumsum(p_tgt)
+    targets = _draw(rng, cdf_tgt, n_edges)
+    fixed = np.zeros(n_edges, dtype=bool)
+    if tgt_model.covered and n_edges >= n_tgt:
+        slots = rng.choice(n_edges, n_tgt, replace=False)
+        targets[slots] = rng.permutation(n_tgt)
+        fixed[slots] = True
+    redraw = _bad_edges(sources, targets, fixed, n_tgt, no_self_loops)
+    for _ in range(DEDUP_ROUNDS):
+        if not len(redraw):
+            break
+        targets[redraw] = _draw(rng, cdf_tgt, len(redraw))
+        redraw = _bad_edges(sources, targets, fixed, n_tgt, no_self_loops)
+    if no_self_loops:
+        loops = sources == targets
+        targets[loops] = (targets[loops] + 1) % n_tgt
+    keys = np.sort(sources * n_tgt + targets)
+    duplicates = int(np.count_nonzero(keys[1:] == keys[:-1]))
+    return sources, targets, duplicates
+
+
+def _bad_edges(sources, targets, fixed, n_tgt, no_self_loops) -> np.ndarray:
+    """Positions to redraw: repeats of an earlier pair (a covered edge is kept) and self-loops."""
+    keys = sources * n_tgt + targets
+    order = np.lexsort((~fixed, keys))  # within equal keys, a covered (fixed) edge first
+    sorted_keys = keys[order]
+    repeat = np.zeros(len(keys), dtype=bool)
+    repeat[order[1:]] = sorted_keys[1:] == sorted_keys[:-1]
+    if no_self_loops:
+        repeat |= (sources == targets) & ~fixed
+    return np.flatnonzero(repeat & ~fixed)
+
+
+def degree_stats(index: np.ndarray, n: int) -> dict:
+    """max/mean degree, share of edges held by the top 1% of nodes, Gini coefficient."""
+    degrees = np.bincount(index, minlength=n)
+    ordered = np.sort(degrees)
+    total = max(int(ordered.sum()), 1)
+    top = max(1, n // 100)
+    cum = np.cumsum(ordered, dtype=np.float64)
+    gini = float((n + 1 - 2 * cum.sum() / cum[-1]) / n) if cum[-1] else 0.0
+    return {"max": int(ordered[-1]), "mean": round(total / n, 3),
+            "zero": int(np.count_nonzero(degrees == 0)),
+            "top1pct_share": round(float(ordered[-top:].sum()) / total, 4),
+            "gini": round(gini, 4)}
+
+
+# ---- planted task ---------------------------------------------------------------------
+
+def planted_labels(num_papers: int, cites_source_index: np.ndarray,
+                   cites_target_index: np.ndarray, feat: np.ndarray,
+                   num_classes: int) -> np.ndarray:
+    """label(p) = argmax_c sum over cites rows (p -> q) of feat[q, c], c < num_classes.
+
+    int64 [num_papers]; -1 for a paper with no cites row. Ties go to the smallest c.
+    The sum is over rows, so a repeated (p, q) row counts twice.
+    """
+    feat = np.asarray(feat)
+    if not 1 <= num_classes <= feat.shape[1]:
+        raise ValueError(f"num_classes must be in 1..{feat.shape[1]}, got {num_classes}")
+    src = np.asarray(cites_source_index, dtype=np.int64)
+    tgt = np.asarray(cites_target_index, dtype=np.int64)
+    scores = np.empty((num_papers, num_classes), dtype=np.float64)
+    for c in range(num_classes):
+        scores[:, c] = np.bincount(src, weights=feat[tgt, c].astype(np.float64),
+                                   minlength=num_papers)
+    labels = np.argmax(scores, axis=1).astype(np.int64)
+    labels[np.bincount(src, minlength=num_papers) == 0] = -1
+    return labels
+
+
+# ---- the graph in memory --------------------------------------------------------------
+
+@dataclasses.dataclass
+class SyntheticGraph:
+    """Index arrays of every set; ids are made from them when the tables are written."""
+
+    scale: float
+    seed: int
+    num_nodes: dict[str, int]
+    edges: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # (source, target, weight)
+    feat: np.ndarray       # float32 [papers, 128]
+    labels: np.ndarray     # int64 [papers]
+    year: np.ndarray       # int64 [papers]
+    num_classes: int
+    planted: bool
+    hub_papers: np.ndarray  # int64 paper indices the hub wrote (empty without a hub)
+    duplicates_left: dict[str, int]
+
+    @property
+    def hub_index(self) -> int:
+        """The hub's author index in `edges['writes']` sources (one past the last author)."""
+        return self.num_nodes["author"]
+
+
+def generate(scale: float, seed: int, *, hub_edges: int = 0, planted: bool = False,
+             num_classes: int | None = None) -> SyntheticGraph:
+    """The whole graph as arrays; deterministic in (scale, seed, hub_edges, planted, classes)."""
+    if num_classes is None:
+        num_classes = PLANTED_DEFAULT_CLASSES if planted else OGBN_MAG_CLASSES
+    if num_classes < 1 or (planted and num_classes > FEAT_DIM):
+        raise ValueError(f"num_classes must be in 1..{FEAT_DIM if planted else 'inf'} "
+                         f"{'with --planted ' if planted else ''}, got {num_classes}")
+    if hub_edges < 0:
+        raise ValueError(f"hub_edges must be >= 0, got {hub_edges}")
+    nodes, counts = scaled_counts(scale)
+    n_papers = nodes["paper"]
+    feat = _rng(seed, "feat").standard_normal((n_papers, FEAT_DIM), dtype=np.float32)
+    feat = np.round(feat, 4)
+    year = _rng(seed, "year").integers(2010, 2020, n_papers, dtype=np.int64)
+    edges, duplicates = {}, {}
+    for name, (src_set, tgt_set) in EDGE_ENDS.items():
+        rng = _rng(seed, name)
+        src_model, tgt_model = DEGREE_MODELS[name]
+        sources, targets, dups = draw_edges(rng, nodes[src_set], nodes[tgt_set], counts[name],
+                                            src_model, tgt_model,
+                                            no_self_loops=(src_set == tgt_set))
+        weights = np.maximum(np.round(rng.lognormal(0.0, 1.0, counts[name]), 4), 1e-4)
+        edges[name] = (sources, targets, weights)
+        duplicates[name] = dups
+    hub_papers = np.zeros(0, dtype=np.int64)
+    if hub_edges:
+        rng = _rng(seed, "hub")
+        distinct = min(hub_edges, n_papers)
+        hub_papers = rng.choice(n_papers, distinct, replace=False).astype(np.int64)
+        if hub_edges > distinct:
+            hub_papers = np.concatenate(
+                [hub_papers, rng.integers(0, n_papers, hub_edges - distinct, dtype=np.int64)])
+        sources, targets, weights = edges["writes"]
+        edges["writes"] = (
+            np.concatenate([sources, np.full(hub_edges, nodes["author"], dtype=np.int64)]),
+            np.concatenate([targets, hub_papers]),
+            np.concatenate([weights, np.maximum(np.round(rng.lognormal(0.0, 1.0, hub_edges), 4),
+                                                1e-4)]))
+    if planted:
+        sources, targets, _ = edges["cites"]
+        labels = planted_labels(n_papers, sources, targets, feat, num_classes)
+        assert (labels >= 0).all(), "every paper cites a paper"
+    else:
+        labels = _rng(seed, "labels").integers(0, num_classes, n_papers, dtype=np.int64)
+    return SyntheticGraph(scale, seed, nodes, edges, feat, labels, year, num_classes, planted,
+                          hub_papers, duplicates)
+
+
+# ---- files ----------------------------------------------------------------------------
+
+def node_ids(node_set: str, index: np.ndarray, hub_index: int | None = None) -> np.ndarray:
+    """b"<node_set>/<index>" for every index (bytes 'S' array); the hub index as author/hub."""
+    ids = np.strings.add(f"{node_set}/".encode(), np.asarray(index).astype("S"))
+    if hub_index is not None:
+        ids[np.asarray(index) == hub_index] = HUB_ID
+    return ids
+
+
+def table_name(name: str, fmt: str, shards: int) -> str:
+    ext = FORMATS[fmt]
+    return f"{name}@{shards}{ext}" if shards > 1 else f"{name}{ext}"
+
+
+def schema_text(fmt: str, shards: int, note: str = "") -> str:
+    """graph_schema.pbtxt of a generated graph."""
+    t = {name: table_name(name, fmt, shards) for name in ("paper", *EDGE_COUNTS)}
+    header = f"# OGBN-MAG-shaped synthetic graph (pipelines/synthetic.py). {note}".rstrip()
+    return f"""{header}
+node_sets {{
+  key: "paper"
+  value {{
+    features {{ key: "feat"   value {{ dtype: DT_FLOAT shape {{ dim {{ size: {FEAT_DIM} }} }} }} }}
+    features {{ key: "labels" value {{ dtype: DT_INT64 shape {{ dim {{ size: 1 }} }} }} }}
+    features {{ key: "year"   value {{ dtype: DT_INT64 shape {{ dim {{ size: 1 }} }} }} }}
+    metadata {{ filename: "{t['paper']}" }}
+  }}
+}}
+# Featureless node sets without tables: their nodes are the ids the edges name.
+node_sets {{ key: "author" value {{}} }}
+node_sets {{ key: "field_of_study" value {{}} }}
+node_sets {{ key: "institution" value {{}} }}
+# Every edge table has a float '#weight' column (used by TOP_K and RANDOM_WEIGHTED).
+edge_sets {{
+  key: "cites"
+  value {{ source: "paper" target: "paper" metadata {{ filename: "{t['cites']}" }} }}
+}}
+edge_sets {{
+  key: "writes"
+  value {{ source: "author" target: "paper" metadata {{ filename: "{t['writes']}" }} }}
+}}
+edge_sets {{
+  key: "written"
+  value {{
+    source: "paper" target: "author"
+    metadata {{ filename: "{t['writes']}" extra {{ key: "edge_type" value: "reversed" }} }}
+  }}
+}}
+edge_sets {{
+  key: "has_topic"
+  value {{ source: "paper" target: "field_of_study" metadata {{ filename: "{t['has_topic']}" }} }}
+}}
+edge_sets {{
+  key: "affiliated_with"
+  value {{ source: "author" target: "institution" metadata {{ filename: "{t['affiliated_with']}" }} }}
+}}
+"""
+
+
+def spec_text(strategy: str = "RANDOM_UNIFORM") -> str:
+    """The benchmark SamplingSpec, every op with `strategy`."""
+    ops = [("seed->paper", ["seed"], "cites", 8),
+           ("paper->author", ["seed", "seed->paper"], "written", 4),
+           ("author->paper", ["paper->author"], "writes", 4),
+           ("author->institution", ["paper->author"], "affiliated_with", 2),
+           ("paper->field_of_study", ["seed", "seed->paper", "author->paper"], "has_topic", 4)]
+    lines = ["# The benchmark spec (pipelines/synthetic.py).",
+             'seed_op { op_name: "seed" node_set_name: "paper" }']
+    for name, inputs, edge_set, k in ops:
+        names = ", ".join(f'"{i}"' for i in inputs)
+        lines.append(f'sampling_ops {{ op_name: "{name}" input_op_names: [{names}] '
+                     f'edge_set_name: "{edge_set}" sample_size: {k} strategy: {strategy} }}')
+    return "\n".join(lines) + "\n"
+
+
+def _chunks(n: int, rows: int = BATCH_ROWS):
+    for lo in range(0, n, rows):
+        yield lo, min(n, lo + rows)
+
+
+def _shard_paths(folder: str, name: str, fmt: str, shards: int) -> list[str]:
+    from unigraph.paths import shard_names
+
+    pattern = os.path.join(folder, table_name(name, fmt, shards))
+    return shard_names(pattern) if shards > 1 else [pattern]
+
+
+def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1) -> dict:
+    """Writes schema, spec, tables, seeds and manifest.json into `output`; returns the manifest."""
+    from unigraph.batches import EdgeBatch, NodeBatch
+    from unigraph.schema import load_schema
+    from unigraph.tables.layout import seeds_layout, table_layout
+    from unigraph.writers import write_sharded, write_table
+
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if shards < 1:
+        raise ValueError(f"shards must be >= 1, got {shards}")
+    os.makedirs(output, exist_ok=True)
+    note = (f"scale={graph.scale} seed={graph.seed} planted={graph.planted} "
+            f"classes={graph.num_classes} hub_edges={len(graph.hub_papers)}")
+    schema_path = os.path.join(output, "graph_schema.pbtxt")
+    with open(schema_path, "w") as f:
+        f.write(schema_text(fmt, shards, note))
+    with open(os.path.join(output, "sampling_spec.pbtxt"), "w") as f:
+        f.write(spec_text())
+    loaded = load_schema(schema_path)
+    timings = {}
+
+    started = time.perf_counter()
+    n_papers = graph.num_nodes["paper"]
+
+    def paper_batches():
+        for lo, hi in _chunks(n_papers):
+            index = np.arange(lo, hi, dtype=np.int64)
+            yield NodeBatch("paper", node_ids("paper", index), index, {
+                "feat": graph.feat[lo:hi], "labels": graph.labels[lo:hi, None],
+                "year": graph.year[lo:hi, None]})
+
+    write_sharded(_shard_paths(output, "paper", fmt, shards),
+                  table_layout(loaded, "nodes", "paper"), paper_batches())
+    timings["paper"] = round(time.perf_counter() - started, 3)
+
+    for name, (src_set, tgt_set) in EDGE_ENDS.items():
+        started = time.perf_counter()
+        sources, targets, weights = graph.edges[name]
+        hub = graph.hub_index if name == "writes" else None
+
+        def edge_batches(name=name, sources=sources, targets=targets, weights=weights,
+                         hub=hub, src_set=src_set, tgt_set=tgt_set):
+            for lo, hi in _chunks(len(sources)):
+                yield EdgeBatch(name, node_ids(src_set, sources[lo:hi], hub),
+                                node_ids(tgt_set, targets[lo:hi]),
+                                np.arange(lo, hi, dtype=np.int64), weights[lo:hi], {})
+
+        write_sharded(_shard_paths(output, name, fmt, shards),
+                      table_layout(loaded, "edges", name), edge_batches())
+        timings[name] = round(time.perf_counter() - started, 3)
+
+    started = time.perf_counter()
+    ext = FORMATS[fmt]
+
+    def seed_batches(index):
+        for lo, hi in _chunks(len(index)):
+            yield NodeBatch("seeds", node_ids("paper", index[lo:hi]),
+                            np.arange(lo, hi, dtype=np.int64), {})
+
+    seeds = {"all": f"seeds{ext}"}
+    write_table(os.path.join(output, seeds["all"]), seeds_layout(),
+                seed_batches(np.arange(n_papers, dtype=np.int64)))
+    if len(graph.hub_papers):
+        seeds["hub"] = f"hub_seeds{ext}"
+        write_table(os.path.join(output, seeds["hub"]), seeds_layout(),
+                    seed_batches(np.unique(graph.hub_papers)))
+    timings["seeds"] = round(time.perf_counter() - started, 3)
+
+    manifest = {
+        "scale": graph.scale, "seed": graph.seed, "format": fmt, "shards": shards,
+        "planted": graph.planted, "num_classes": graph.num_classes,
+        "hub_edges": int(len(graph.hub_papers)),
+        "nodes": graph.num_nodes,
+        "edges": {name: int(len(e[0])) for name, e in graph.edges.items()},
+        "duplicates_left": graph.duplicates_left,
+        "degrees": {name: {"out": degree_stats(graph.edges[name][0],
+                                               graph.num_nodes[src] + (name == "writes" and bool(len(graph.hub_papers)))),
+                           "in": degree_stats(graph.edges[name][1], graph.num_nodes[tgt])}
+                    for name, (src, tgt) in EDGE_ENDS.items()},
+        "seeds": seeds,
+        "write_seconds": timings,
+        "bytes": _folder_bytes(output),
+    }
+    return manifest
+
+
+def _folder_bytes(folder: str) -> int:
+    return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
+               if os.path.isfile(os.path.join(folder, f)))
+
+
+# ---- command line ---------------------------------------------------------------------
+
+EXAMPLES = """\
+examples:
+  synthetic-graph --scale 0.01 --output /tmp/mag_0.01
+  synthetic-graph --scale 0.1 --format csv --shards 4 --seed 7 --output /tmp/mag_csv
+  synthetic-graph --scale 0.01 --planted --num-classes 8 --output /tmp/mag_planted
+  synthetic-graph --scale 0.01 --hub-edges 100000 --output /tmp/mag_hub
+"""
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="synthetic-graph", description=__doc__.split("\n\n")[0],
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", required=True, metavar="DIR",
+                        help="folder to write the graph into (created if missing)")
+    parser.add_argument("--scale", type=float, default=0.01,
+                        help="1.0 = OGBN-MAG's node and edge counts; counts scale linearly "
+                             "(default 0.01)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--format", choices=sorted(FORMATS), default="parquet",
+                        help="table file format (default parquet)")
+    parser.add_argument("--shards", type=int, default=1, metavar="N",
+                        help="files per table, as name@N (default 1)")
+    parser.add_argument("--hub-edges", type=int, default=0, metavar="N",
+                        help="add author 'author/hub' with N writes edges, and hub_seeds.<ext> "
+                             "listing its papers (default 0: no hub)")
+    parser.add_argument("--planted", action="store_true",
+                        help="paper labels from the features of the cited papers (see the "
+                             "module docstring); own features carry no signal")
+    parser.add_argument("--num-classes", type=int, metavar="C",
+                        help=f"label classes (default {OGBN_MAG_CLASSES}, or "
+                             f"{PLANTED_DEFAULT_CLASSES} with --planted, at most {FEAT_DIM})")
+    parser.add_argument("--quiet", action="store_true", help="print only the output folder")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    started = time.perf_counter()
+    try:
+        graph = generate(args.scale, args.seed, hub_edges=args.hub_edges, planted=args.planted,
+                         num_classes=args.num_classes)
+        generated = time.perf_counter() - started
+        manifest = write_graph(graph, args.output, args.format, args.shards)
+    except ValueError as e:
+        print(f"synthetic-graph: error: {e}", file=sys.stderr)
+        return 2
+    manifest["generate_seconds"] = round(generated, 3)
+    manifest["total_seconds"] = round(time.perf_counter() - started, 3)
+    with open(os.path.join(args.output, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+    if not args.quiet:
+        print(f"nodes: " + ", ".join(f"{k} {v:,}" for k, v in manifest["nodes"].items()))
+        print(f"edges: " + ", ".join(f"{k} {v:,}" for k, v in manifest["edges"].items()))
+        print(f"{manifest['bytes'] / 1e6:.1f} MB of {args.format} in "
+              f"{manifest['total_seconds']:.2f} s (generate {generated:.2f} s)")
+    print(f"graph: {os.path.join(args.output, 'graph_schema.pbtxt')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
