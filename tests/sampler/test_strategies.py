@@ -353,3 +353,75 @@ def test_result_of_a_query_ignores_the_rest_of_the_batch(batch, strategy, k, ran
         random.shuffle(subset)
         moved = chosen(moved_rows, [(where[queries[i][0]], queries[i][1]) for i in subset])
         assert moved == [everything[i] for i in subset]
+
+
+# ---------------------------------------------------------------- exact scheme (reference)
+
+def reference(strategy, row_weights, sample, node, k, seed, salt, hub):
+    """One query by the documented scheme, one draw at a time in plain Python."""
+    from sampler import rng
+    base = rng.mix(seed, salt, np.int64(sample), np.uint64(node))
+    d = len(row_weights)
+    drawable = [i for i in range(d) if row_weights[i] > 0] if strategy == RANDOM_WEIGHTED \
+        else list(range(d))
+    if len(drawable) <= k:
+        return tuple(drawable)
+    if not hub:                       # keys: smallest hash / smallest -log(u)/w
+        keys = [rng.mix_into(base, j) for j in range(d)]
+        if strategy == RANDOM_WEIGHTED:
+            keys = [-np.log(rng.unit_interval(keys[j])) / row_weights[j] if j in drawable
+                    else np.inf for j in range(d)]
+        return tuple(sorted(sorted(range(d), key=lambda j: (keys[j], j))[:k]))
+    cumulative = np.cumsum(np.maximum(row_weights, 0))
+    chosen, counter = [], 0
+    while len(chosen) < k:            # first k distinct values of the counter stream
+        h = int(rng.mix_into(base, counter))
+        counter += 1
+        if strategy == RANDOM_UNIFORM:
+            if h >= 2**64 - 2**64 % d:
+                continue
+            value = h % d
+        else:
+            value = int(np.searchsorted(cumulative, rng.unit_interval(np.uint64(h)) * cumulative[-1],
+                                        side="right"))
+        if value not in chosen:
+            chosen.append(value)
+    return tuple(sorted(chosen))
+
+
+@pytest.mark.parametrize("strategy", RANDOM)
+@pytest.mark.parametrize("hub", [False, True], ids=["keys", "hub"])
+def test_results_follow_the_documented_scheme(strategy, hub):
+    generator = np.random.default_rng(5)
+    rows = [list(generator.choice([0.0, 0.5, 1.0, 2.0, 7.0], size=d)) for d in (0, 3, 9, 14, 30)]
+    splits, weights = csr(*rows)
+    query_rows = np.repeat(np.arange(len(rows)), 4)
+    samples = np.tile([0, 1, 2, 3], len(rows))
+    nodes = query_rows.astype(np.uint64) * np.uint64(77) + np.uint64(5)
+    with constants(**(HUB_EVERYWHERE if hub else {})):
+        got = per_query(run(strategy, splits, weights, query_rows, samples, nodes, k=4, seed=9,
+                            salt=11), len(query_rows), splits, query_rows)
+        by_hub = [hub and (strategy == RANDOM_UNIFORM
+                           or st._rejection_is_cheap(np.maximum(row, 0), 4)) for row in rows]
+    if hub:
+        assert by_hub[2] and by_hub[4]
+    for i, (r, s, n) in enumerate(zip(query_rows, samples, nodes)):
+        assert got[i] == reference(strategy, rows[r], s, n, 4, 9, 11, by_hub[r]), (i, r)
+
+
+def test_golden_results():
+    # Pins the output for a fixed --seed: a change here changes every sampled graph,
+    # so treat it as a format change. Made by running this very call once.
+    splits = np.array([0, 5, 5, 12, 20], dtype=np.int64)
+    weights = np.array([1, 2, 3, 0, 5, 4, 4, 1, 0, -2, 3, 9, .5, 1, 1.5, 2, 2.5, 3, 3.5, 4])
+    rows, samples = [0, 2, 3, 2, 1, 3], [0, 0, 0, 1, 0, 7]
+    nodes = [11, 33, 44, 33, 22, 44]
+    golden = {
+        TOP_K: [1, 2, 4, 5, 6, 11, 17, 18, 19, 5, 6, 11, 17, 18, 19],
+        RANDOM_UNIFORM: [0, 1, 2, 7, 9, 11, 15, 17, 19, 6, 7, 10, 13, 16, 17],
+        RANDOM_WEIGHTED: [0, 2, 4, 5, 6, 11, 13, 16, 18, 5, 6, 11, 15, 18, 19],
+    }
+    for strategy, positions in golden.items():
+        q, p = run(strategy, splits, weights, rows, samples, nodes, k=3, seed=42, salt=7)
+        assert q.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 5, 5, 5]
+        assert p.tolist() == positions
