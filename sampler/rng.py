@@ -10,7 +10,7 @@ random number is a hash of the things that identify the draw:
 `mix` is a chain of splitmix64 finalizers (Steele, Lea, Flood: "Fast
 splittable pseudorandom number generators", 2014; constants of Stafford's
 "variant 13"), a bijection of 64-bit words with full avalanche. Because the
-chain is a fold, `mix(a, b, c)` equals `mix(mix(a, b), c)`: callers hash the
+chain is a fold, `mix(a, b, c)` equals `mix_into(mix(a, b), c)`: callers hash the
 per-query prefix once and then one step per edge.
 
 Data shapes:
