@@ -57,6 +57,17 @@ class LoadedSchema:
     path: str    # the .pbtxt file
     folder: str  # relative table names resolve here
 
+    # Beam pickles DoFns with cloudpickle, which cannot pickle upb descriptors; a schema
+    # travels to workers as its serialized bytes instead.
+    def __getstate__(self):
+        return {"schema": self.schema.SerializeToString(), "path": self.path,
+                "folder": self.folder}
+
+    def __setstate__(self, state):
+        object.__setattr__(self, "schema", gs.GraphSchema.FromString(state["schema"]))
+        object.__setattr__(self, "path", state["path"])
+        object.__setattr__(self, "folder", state["folder"])
+
     def node_set(self, name: str) -> gs.NodeSet:
         return self.schema.node_sets[name]
 
