@@ -1,0 +1,221 @@
+"""`benchmark`: time the full `sample` job on a synthetic OGBN-MAG-shaped graph.
+
+    benchmark --scale 0.01 --strategy RANDOM_UNIFORM --repeat 3
+
+1. Generates the graph with pipelines.synthetic (or reuses it): graphs are cached
+   under <repo>/benchmarks/cache/ (git-ignored), one folder per (scale, seed,
+   format, shards, hub edges); a folder counts only once its `.complete` marker
+   is written. Inside it, the spec for a strategy is `spec_<STRATEGY>.pbtxt`: the
+   benchmark spec (see synthetic.spec_text) with every op's strategy rewritten,
+   and each run writes to runs/<STRATEGY>/<i>/.
+2. Runs `python -m pipelines.sample` as a subprocess over every paper as a seed
+   (or, with --hub-edges, over the papers the hub author wrote), --repeat times.
+3. Prints per run and the median over runs:
+     wall       seconds from starting the CLI until it has exited (so the output,
+                schema and report are written); includes Python, Beam and pipeline
+                start-up, which dominate tiny graphs
+     seeds/s    subgraphs written (report `subgraphs_written`) / wall
+     edges/s    sum of the report's `edges_sampled_per_op` / wall
+     MB/s       bytes of the output folder / wall / 1e6
+     peak RSS   max over 50 ms polls of the RSS summed over the `sample` process
+                and all its descendants (pipelines/proc_stats.py says what that
+                does and does not count)
+   `--json` prints the same as one JSON line instead.
+Extra flags for `sample` go in one string: --extra-args="--direct_num_workers 2".
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import sys
+import time
+
+from pipelines import synthetic
+from pipelines.proc_stats import run_measured
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
+STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED")
+COMPLETE = ".complete"
+METRICS = ("wall_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb")
+
+
+def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int) -> str:
+    return f"mag_scale{scale:g}_seed{seed}_{fmt}_shards{shards}_hub{hub_edges}"
+
+
+def ensure_graph(cache_dir: str, *, scale: float, seed: int, fmt: str, shards: int,
+                 hub_edges: int, log=print) -> tuple[str, dict]:
+    """The folder of a generated graph, generating it unless complete; (folder, manifest)."""
+    folder = os.path.join(cache_dir, graph_key(scale, seed, fmt, shards, hub_edges))
+    marker = os.path.join(folder, COMPLETE)
+    if not os.path.exists(marker):
+        if os.path.exists(folder):
+            shutil.rmtree(folder)
+        started = time.perf_counter()
+        graph = synthetic.generate(scale, seed, hub_edges=hub_edges)
+        manifest = synthetic.write_graph(graph, folder, fmt, shards)
+        manifest["total_seconds"] = round(time.perf_counter() - started, 3)
+        with open(os.path.join(folder, "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=2)
+        open(marker, "w").close()
+        log(f"generated {folder} in {manifest['total_seconds']:.2f} s")
+    else:
+        log(f"reusing {folder}")
+    with open(os.path.join(folder, "manifest.json")) as f:
+        return folder, json.load(f)
+
+
+def write_spec(folder: str, strategy: str) -> str:
+    """spec_<strategy>.pbtxt: the graph's sampling_spec.pbtxt with every op's strategy set."""
+    from google.protobuf import text_format
+
+    from sampler import sampling_spec_pb2 as ss
+    from sampler.spec import load_spec
+
+    spec = load_spec(os.path.join(folder, "sampling_spec.pbtxt"))
+    for op in spec.sampling_ops:
+        op.strategy = ss.SamplingStrategy.Value(strategy)
+    path = os.path.join(folder, f"spec_{strategy}.pbtxt")
+    with open(path, "w") as f:
+        f.write(f"# sampling_spec.pbtxt with every strategy {strategy} (pipelines/benchmark.py)\n")
+        f.write(text_format.MessageToString(spec))
+    return path
+
+
+def sample_command(schema: str, spec: str, seeds: str, output: str,
+                   extra_args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "pipelines.sample", "--graph", schema, "--spec", spec,
+            "--seeds", seeds, "--output", output.rstrip("/") + "/", "--quiet", *extra_args]
+
+
+def folder_bytes(folder: str) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    return total
+
+
+class SampleFailed(RuntimeError):
+    pass
+
+
+def run_once(cmd: list[str], output: str, timeout: float | None = None) -> dict:
+    """One measured `sample` run; SampleFailed with the tail of its stderr if it fails."""
+    if os.path.exists(output):
+        shutil.rmtree(output)
+    stats = run_measured(cmd, cwd=REPO_ROOT, timeout=timeout)
+    report_path = os.path.join(output, "sample_report.json")
+    if stats.returncode != 0 or not os.path.exists(report_path):
+        tail = "\n".join((stats.stderr or stats.stdout).strip().splitlines()[-5:])
+        raise SampleFailed(f"sample exited with status {stats.returncode}: {tail}")
+    with open(report_path) as f:
+        report = json.load(f)
+    wall = stats.wall_seconds
+    edges = sum(report.get("edges_sampled_per_op", {}).values())
+    out_bytes = folder_bytes(output)
+    return {
+        "wall_s": round(wall, 3),
+        "seeds": report.get("subgraphs_written", 0),
+        "seeds_read": report.get("seeds_read", 0),
+        "edges_sampled": edges,
+        "output_bytes": out_bytes,
+        "seeds_per_s": round(report.get("subgraphs_written", 0) / wall, 1),
+        "edges_per_s": round(edges / wall, 1),
+        "output_mb_per_s": round(out_bytes / wall / 1e6, 3),
+        "peak_rss_mb": round(stats.peak_rss_bytes / 2**20, 1),
+        "max_processes": stats.max_processes,
+        "pipeline_wall_s": report.get("wall_time_s"),
+    }
+
+
+def median_of(runs: list[dict]) -> dict:
+    return {k: round(statistics.median(r[k] for r in runs), 3) for k in METRICS}
+
+
+def format_run(label: str, r: dict) -> str:
+    return (f"{label}: wall {r['wall_s']:.2f} s, {r['seeds_per_s']:,.1f} seeds/s, "
+            f"{r['edges_per_s']:,.0f} sampled edges/s, {r['output_mb_per_s']:.2f} MB/s out, "
+            f"peak RSS {r['peak_rss_mb']:,.0f} MB")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="benchmark", description=__doc__.split("\n\n")[0],
+        epilog="examples:\n  benchmark --scale 0.01\n"
+               "  benchmark --scale 0.1 --strategy TOP_K --repeat 1 --json\n"
+               "  benchmark --scale 0.01 --hub-edges 100000 "
+               "--extra-args='--direct_num_workers 2 --direct_running_mode multi_processing'",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", type=float, default=0.01,
+                        help="graph scale, 1.0 = OGBN-MAG (default 0.01)")
+    parser.add_argument("--seed", type=int, default=0, help="graph generator seed (default 0)")
+    parser.add_argument("--strategy", choices=STRATEGIES, default="RANDOM_UNIFORM",
+                        help="strategy written into every op of the spec (default RANDOM_UNIFORM)")
+    parser.add_argument("--format", choices=sorted(synthetic.FORMATS), default="parquet",
+                        help="table format of the generated graph (default parquet)")
+    parser.add_argument("--shards", type=int, default=1, help="files per table (default 1)")
+    parser.add_argument("--hub-edges", type=int, default=0, metavar="N",
+                        help="add a hub author with N writes edges and use its papers as seeds")
+    parser.add_argument("--repeat", type=int, default=3, metavar="N",
+                        help="runs to time; the median is reported too (default 3)")
+    parser.add_argument("--extra-args", default="", metavar="ARGS",
+                        help="one string of extra flags for `sample`; write it with '=': "
+                             "--extra-args='--direct_num_workers 2'")
+    parser.add_argument("--cache-dir", default=DEFAULT_CACHE, metavar="DIR",
+                        help="where graphs and run outputs go (default benchmarks/cache)")
+    parser.add_argument("--timeout", type=float, metavar="S", help="seconds per run before it "
+                        "is killed (default: none)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON line (config, runs, median) instead of text")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    if args.repeat < 1:
+        print("benchmark: error: --repeat must be >= 1", file=sys.stderr)
+        return 2
+    log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    folder, manifest = ensure_graph(args.cache_dir, scale=args.scale, seed=args.seed,
+                                    fmt=args.format, shards=args.shards,
+                                    hub_edges=args.hub_edges, log=log)
+    spec = write_spec(folder, args.strategy)
+    seeds = os.path.join(folder, manifest["seeds"]["hub" if args.hub_edges else "all"])
+    extra = shlex.split(args.extra_args)
+    runs = []
+    for i in range(args.repeat):
+        output = os.path.join(folder, "runs", args.strategy, str(i))
+        cmd = sample_command(os.path.join(folder, "graph_schema.pbtxt"), spec, seeds, output,
+                             extra)
+        try:
+            run = run_once(cmd, output, args.timeout)
+        except SampleFailed as e:
+            print(f"benchmark: error: run {i + 1}: {e}", file=sys.stderr)
+            print(f"benchmark: command: {shlex.join(cmd)}", file=sys.stderr)
+            return 1
+        runs.append(run)
+        if not args.json:
+            print(format_run(f"run {i + 1}/{args.repeat}", run))
+    median = median_of(runs)
+    config = {"scale": args.scale, "seed": args.seed, "strategy": args.strategy,
+              "format": args.format, "shards": args.shards, "hub_edges": args.hub_edges,
+              "extra_args": args.extra_args, "graph": folder,
+              "nodes": manifest["nodes"], "edges": manifest["edges"],
+              "seeds": runs[0]["seeds_read"]}
+    if args.json:
+        print(json.dumps({"config": config, "runs": runs, "median": median}))
+    else:
+        print(f"graph: {sum(manifest['nodes'].values()):,} nodes, "
+              f"{sum(manifest['edges'].values()):,} edges ({args.format}); "
+              f"{config['seeds']:,} seeds; strategy {args.strategy}")
+        print(format_run(f"median of {len(runs)}", median))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Wall time and peak memory of a command and every process it starts, read from /proc.
+
+`run_measured(cmd)` starts `cmd`, and while it runs a thread polls /proc every
+`interval` seconds (default 50 ms): it finds the process tree (the child, its
+children, their children, ... by parent pid from /proc/<pid>/stat) and sums the
+resident set size (/proc/<pid>/statm, resident pages * page size) over it. The
+peak of that sum is the reported memory. Notes on what it measures:
+  - a sum of RSS counts pages shared between processes (the Python binary, shared
+    libraries, copy-on-write pages after fork) once per process, so it is an upper
+    bound on the tree's physical memory; it is what a container's per-process
+    accounting would see, roughly;
+  - a process that lives less than one interval may be missed, and a peak between
+    two polls is not seen: the figure is a lower bound on the true peak sum;
+  - processes that leave the tree (daemonise, get re-parented) stop being counted.
+Linux only (needs /proc); no psutil.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def parent_map() -> dict[int, int]:
+    """pid -> parent pid of every process visible in /proc."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # exited since listdir
+            continue
+        # The command name (field 2) is in parentheses and may hold spaces or ')'.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        parents[int(entry)] = int(fields[1])
+    return parents
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and all its descendants that are alive now."""
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent_map().items():
+        children.setdefault(ppid, []).append(pid)
+    tree, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        tree.append(pid)
+        stack.extend(children.get(pid, ()))
+    return tree
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of one process; 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * PAGE_SIZE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def tree_rss(root: int) -> tuple[int, int]:
+    """(sum of RSS over the tree of `root`, number of processes in it)."""
+    tree = process_tree(root)
+    return sum(rss_bytes(pid) for pid in tree), len(tree)
+
+
+class TreeMonitor:
+    """Polls the tree of `pid` in a thread; `stop()` returns (peak RSS sum, max process count)."""
+
+    def __init__(self, pid: int, interval: float = 0.05):
+        self.pid, self.interval = pid, interval
+        self.peak_rss = 0
+        self.max_processes = 0
+        self.polls = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "TreeMonitor":
+        self._thread.start()
+        return self
+
+    def poll(self) -> None:
+        rss, count = tree_rss(self.pid)
+        self.peak_rss = max(self.peak_rss, rss)
+        self.max_processes = max(self.max_processes, count)
+        self.polls += 1
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.poll()
+            self._stop.wait(self.interval)
+
+    def stop(self) -> tuple[int, int]:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_rss, self.max_processes
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL `root` and its descendants (children first), each by its pid."""
+    for pid in reversed(process_tree(root)):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+@dataclasses.dataclass
+class RunStats:
+    returncode: int
+    wall_seconds: float      # from just before the process starts until it has exited
+    peak_rss_bytes: int      # max over polls of the RSS summed over the process tree
+    max_processes: int       # the most processes seen in the tree at one poll
+    polls: int
+    stdout: str
+    stderr: str
+
+
+def run_measured(cmd: list[str], *, interval: float = 0.05, cwd: str | None = None,
+                 env: dict | None = None, timeout: float | None = None) -> RunStats:
+    """Runs `cmd` to completion, measuring its process tree (see the module docstring)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=cwd, env=env)
+        monitor = TreeMonitor(proc.pid, interval).start()
+        try:
+            returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_tree(proc.pid)
+            returncode = proc.wait()
+        finally:
+            wall = time.perf_counter() - started
+            peak, processes = monitor.stop()
+        out.seek(0)
+        err.seek(0)
+        return RunStats(returncode, wall, peak, processes, monitor.polls,
+                        out.read().decode("utf-8", "replace"),
+                        err.read().decode("utf-8", "replace"))
