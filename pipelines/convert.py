@@ -56,7 +56,8 @@ def convert(graph: str, output: str, fmt: str, shards: int = 1) -> list[str]:
         raise SchemaError(f"--shards must be >= 1, got {shards}")
     loaded = load_schema(graph)
     check_schema(loaded)
-    if paths.join(output, "") .rstrip("/") == loaded.folder.rstrip("/"):
+    out_folder = output if paths.is_remote(output) else os.path.abspath(output)
+    if out_folder.rstrip("/") == loaded.folder.rstrip("/"):
         raise SchemaError(f"--output {output} is the input graph's folder; choose another")
     if not paths.is_remote(output):
         os.makedirs(output, exist_ok=True)
