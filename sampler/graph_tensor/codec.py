@@ -7,7 +7,9 @@ GraphSchema like `tfgnn.parse_example` with a spec made from that schema.
 
 Encoding rules (checked against tensorflow_gnn 1.0.3, see keys.py for names):
   - bool and integer features -> int64_list (uint64 keeps its bit pattern);
-    float16/32/64 -> float_list (float64 is rounded to float32: lossy);
+    float16/32/64 -> float_list (float64 is rounded to float32: lossy, and
+    results below float32's smallest normal become 0, as TensorFlow's cast
+    flushes them);
     bytes -> bytes_list.
   - values are flattened in row-major order; ragged features write their flat
     values plus `.d<k>` row lengths for every ragged dimension k. Fixed
@@ -135,7 +137,23 @@ def _io_values(values: np.ndarray):
         return flat.view(np.int64)  # same bit pattern, as TF-GNN writes it
     if flat.dtype.kind == "O":
         return list(flat)
+    if flat.dtype == np.float64:
+        with np.errstate(over="ignore"):  # beyond float32 range: inf, as in TensorFlow
+            return flush_subnormals(flat.astype(np.float32))
     return flat
+
+
+def flush_subnormals(values: np.ndarray) -> np.ndarray:
+    """Float results too small for a normal float32 become signed zeros.
+
+    TensorFlow casts between float64 and float32 with flush-to-zero on, so
+    TF-GNN writes (and parses) those values as 0; we do the same to keep the
+    bytes identical. float32 features are not cast, so they keep subnormals."""
+    tiny = np.finfo(np.float32).tiny
+    small = np.abs(values) < tiny
+    if small.any():
+        values = np.where(small, np.copysign(values.dtype.type(0), values), values)
+    return values
 
 
 # --- reading -------------------------------------------------------------------
@@ -263,6 +281,8 @@ def _restore_dtype(flat, dtype: np.dtype) -> np.ndarray:
         return flat != 0
     if dtype == np.uint64:
         return flat.astype(np.int64).view(np.uint64)
+    if dtype == np.float64:
+        return flush_subnormals(flat.astype(np.float64))  # as TF-GNN's cast does
     return flat.astype(dtype, copy=False)
 
 

@@ -93,6 +93,15 @@ def test_float64_is_rounded_to_float32():
     assert parsed[1] == np.inf and parsed[2] == 0.0
 
 
+def test_float64_subnormal_results_flush_to_signed_zero_like_tensorflow():
+    graph = GraphTensor.from_pieces(node_sets={"a": NodeSet.from_fields(sizes=[3], features={
+        "d": np.array([1e-40, -1e-40, 1e-30]), "f": np.array([1e-40, -1e-40, 1e-30], np.float32)})})
+    example = write_example(graph)
+    doubles = feature_values(example, "nodes/a.d")[1]
+    assert doubles[:2] == [0.0, 0.0] and np.signbit(doubles[1]) and doubles[2] != 0
+    assert feature_values(example, "nodes/a.f")[1][0] != 0.0  # float32 is not cast: kept
+
+
 def test_int_and_bool_widths():
     graph = GraphTensor.from_pieces(node_sets={"a": NodeSet.from_fields(sizes=[2], features={
         "b": np.array([True, False]), "u8": np.array([255, 0], np.uint8),
