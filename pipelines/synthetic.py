@@ -16,7 +16,9 @@ writes, into the output folder, a unigraph that `sample` reads unchanged:
   manifest.json         the arguments, counts, degree statistics and timings
 
 Tables are written by unigraph.writers (so the readers read them back to the same
-columns); with --shards N each table is `name@N.<ext>` (name-0000i-of-0000N.<ext>).
+columns; TFRecord's float_list holds float32, so weights read from TFRecord equal the
+4-decimal float64 weights of CSV/Parquet only as float32); with --shards N each table
+is `name@N.<ext>` (name-0000i-of-0000N.<ext>).
 
 Counts. Scale 1.0 is OGBN-MAG: 736,389 papers, 1,134,649 authors, 59,965 fields of
 study, 8,740 institutions; 5,416,271 cites, 7,145,660 writes, 7,505,078 has_topic,
