@@ -25,85 +25,102 @@ _KIND_FOR_DTYPE = {"b": ("int64_list",), "i": ("int64_list",), "u": ("int64_list
                    "f": ("float_list", "int64_list"), "O": ("bytes_list",)}
 
 
-class _Gathered:
-    """Values of one column over a run of records."""
-
-    def __init__(self):
-        self.values: list = []
-        self.counts: list[int] = []
+_PRIMARY_KIND = {"b": "int64_list", "i": "int64_list", "u": "int64_list", "f": "float_list",
+                 "O": "bytes_list"}
 
 
-def _key_value(feature, record: int, path: str, name: str) -> bytes:
+def _slow_values(data: bytes, record: int, path: str, layout: TableLayout, name: str,
+                 role: str, spec: FeatureSpec | None) -> list:
+    """One column's values of one record, checked precisely; TableError names the record.
+
+    The fast loop in _decode_run comes here only when a value list is not what
+    it expects (missing, empty, of another kind), so the message is exact. It
+    re-parses the record because indexing a protobuf map inserts missing keys.
+    """
+    example = example_pb2.Example()
+    example.ParseFromString(data)
+    fmap = example.features.feature
+    if name not in fmap:
+        what = {"key": "missing feature", "weight": "missing weight feature",
+                "feature": "missing feature column"}[role]
+        raise TableError(f"{path}: record {record}: {layout.what}: {what} '{name}'")
+    feature = fmap[name]
     kind = feature.WhichOneof("kind")
-    values = getattr(feature, kind).value if kind else ()
-    if len(values) != 1 or kind == "float_list":
-        raise TableError(f"{path}: record {record}: feature '{name}': expected one bytes id, "
-                         f"found {len(values)} value(s) of {kind or 'no kind'}")
-    value = values[0]
-    return value if kind == "bytes_list" else str(value).encode()
+    values = list(getattr(feature, kind).value) if kind else []
+    if role == "key":
+        if len(values) != 1 or kind == "float_list":
+            raise TableError(f"{path}: record {record}: feature '{name}': expected one bytes "
+                             f"id, found {len(values)} value(s) of {kind or 'no kind'}")
+        return [values[0] if kind == "bytes_list" else str(values[0]).encode()]
+    if role == "weight":
+        if len(values) != 1 or kind == "bytes_list":
+            raise TableError(f"{path}: record {record}: feature '{name}': expected one number "
+                             f"as weight, found {len(values)} value(s) of {kind or 'no kind'}")
+        return values
+    if not values:  # an empty list says nothing about its type
+        return []
+    allowed = _KIND_FOR_DTYPE[spec.dtype.kind]
+    if kind not in allowed:
+        raise TableError(f"{path}: record {record}: feature '{name}' is a {kind}, expected "
+                         f"{' or '.join(allowed)} for {spec.dtype_name}")
+    return values
 
 
 def _decode_run(layout: TableLayout, columns: ColumnMap, path: str, start: int,
-                examples: list, file_index: int) -> Batch:
+                examples: list, raw: list, file_index: int) -> Batch:
     def locate(i: int) -> str:
         return f"{path}: record {start + i}"
 
-    keys_raw = [[] for _ in columns.keys]
-    gathered = {name: _Gathered() for name in columns.features}
-    weight_values: list = []
     specs: dict[str, FeatureSpec] = {spec.name: spec for spec in layout.features}
-    allowed = {name: _KIND_FOR_DTYPE[spec.dtype.kind] for name, spec in specs.items()}
+    keys_raw = [[] for _ in columns.keys]
+    weight_values: list = []
+    feature_values = {name: [] for name in columns.features}
+    feature_counts = {name: [] for name in columns.features}
+    key_plan = list(zip(columns.keys, keys_raw))
+    feature_plan = [(name, _PRIMARY_KIND[specs[name].dtype.kind], feature_values[name],
+                     feature_counts[name]) for name in columns.features]
+    weight = columns.weight
+    # The hot loop: one attribute chain per column per record, no checks beyond
+    # the length of each value list; anything unusual goes to _slow_values.
     for offset, example in enumerate(examples):
         fmap = example.features.feature
-        record = start + offset
-        for slot, name in enumerate(columns.keys):
-            if name not in fmap:
-                raise TableError(f"{path}: record {record}: {layout.what}: missing feature "
-                                 f"'{name}'")
-            keys_raw[slot].append(_key_value(fmap[name], record, path, name))
-        if columns.weight:
-            if columns.weight not in fmap:
-                raise TableError(f"{path}: record {record}: missing weight feature "
-                                 f"'{columns.weight}' (record 0 has one)")
-            feature = fmap[columns.weight]
-            kind = feature.WhichOneof("kind")
-            values = getattr(feature, kind).value if kind in ("float_list", "int64_list") else ()
-            if len(values) != 1:
-                raise TableError(f"{path}: record {record}: feature '{columns.weight}': "
-                                 f"expected one number as weight, found "
-                                 f"{len(values)} value(s) of {kind or 'no kind'}")
-            weight_values.append(values[0])
-        for name, column in gathered.items():
-            if name not in fmap:
-                raise TableError(f"{path}: record {record}: {layout.what}: missing feature "
-                                 f"column '{name}'")
-            feature = fmap[name]
-            kind = feature.WhichOneof("kind")
-            values = getattr(feature, kind).value if kind else ()
-            if not values:  # an empty list says nothing about its type
-                column.counts.append(0)
-                continue
-            if kind not in allowed[name]:
-                raise TableError(f"{path}: record {record}: feature '{name}' is a {kind}, "
-                                 f"expected {' or '.join(allowed[name])} for "
-                                 f"{specs[name].dtype_name}")
-            column.values.extend(values)
-            column.counts.append(len(values))
-    keys = [decode.ids_from_arrow(pa.array(raw, pa.binary()), locate, name)
-            for raw, name in zip(keys_raw, columns.keys)]
+        for name, out in key_plan:
+            values = fmap[name].bytes_list.value
+            if len(values) == 1:
+                out.append(values[0])
+            else:
+                out.extend(_slow_values(raw[offset], start + offset, path, layout, name,
+                                        "key", None))
+        if weight:
+            values = fmap[weight].float_list.value
+            if len(values) == 1:
+                weight_values.append(values[0])
+            else:
+                weight_values.extend(_slow_values(raw[offset], start + offset, path, layout,
+                                                  weight, "weight", None))
+        for name, kind, out, counts in feature_plan:
+            values = getattr(fmap[name], kind).value
+            if not values:
+                values = _slow_values(raw[offset], start + offset, path, layout, name,
+                                      "feature", specs[name])
+            out.extend(values)
+            counts.append(len(values))
+    keys = [decode.ids_from_arrow(pa.array(raw_ids, pa.binary()), locate, name)
+            for raw_ids, name in zip(keys_raw, columns.keys)]
     weights = (decode.weights_from_values(np.array(weight_values, dtype=np.float64), locate,
-                                          columns.weight) if columns.weight else None)
+                                          weight) if weight else None)
     features = {}
-    for name, column in gathered.items():
+    for name in columns.features:
         spec = specs[name]
+        collected = feature_values[name]
         if spec.is_string:
-            values = pa.array(column.values, pa.binary())
+            values = pa.array(collected, pa.binary())
         elif spec.dtype.kind == "f":
-            values = pa.array(np.array(column.values, dtype=np.float64 if spec.dtype.itemsize > 4
+            values = pa.array(np.array(collected, dtype=np.float64 if spec.dtype.itemsize > 4
                                        else np.float32))
         else:
-            values = pa.array(np.array(column.values, dtype=np.int64))
-        counts = np.array(column.counts, dtype=np.int64)
+            values = pa.array(np.array(collected, dtype=np.int64))
+        counts = np.array(feature_counts[name], dtype=np.int64)
         features[name] = decode.feature_from_lists(spec, counts, values, locate, name)
     return make_batch(layout, keys, weights, features, file_index, start)
 
@@ -112,6 +129,7 @@ def read_tfrecord(layout: TableLayout, path: str, file_index: int,
                   batch_rows: int) -> Iterator[Batch]:
     columns = None
     run: list = []
+    raw: list = []  # the records' bytes, for exact messages on the slow path
     start = 0
     with paths.open_binary(path) as stream:
         for index, data in enumerate(tfrecord.iter_records(stream, path)):
@@ -124,12 +142,13 @@ def read_tfrecord(layout: TableLayout, path: str, file_index: int,
                 names = sorted(example.features.feature)
                 columns = resolve_columns(layout, names, f"{path}: record 0")
             run.append(example)
+            raw.append(data)
             if len(run) == batch_rows:
-                yield _decode_run(layout, columns, path, start, run, file_index)
+                yield _decode_run(layout, columns, path, start, run, raw, file_index)
                 start += len(run)
-                run = []
+                run, raw = [], []
     if columns is None:
         raise TableError(f"{path}: record 0: empty file, no records")
     if run:
-        yield _decode_run(layout, columns, path, start, run, file_index)
+        yield _decode_run(layout, columns, path, start, run, raw, file_index)
 
