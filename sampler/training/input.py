@@ -1,0 +1,168 @@
+"""tf.data input: sampled records -> batches of one merged graph each -> Keras.
+
+A batch is parsed in one `tf.io.parse_example` call (a feature spec derived
+from the output schema, see layout.py) and merged into one graph with one
+component per record, in the flat form `sampler.graph_tensor.to_tensors`
+gives for a numpy graph:
+
+    nodes/<set>.#size   [components]      nodes/<set>.<feature>   [nodes, *shape]
+    edges/<set>.#size   [components]      edges/<set>.#source     [edges] (into the batch)
+                                          edges/<set>.#target     [edges]
+
+The label is split off: `(inputs, labels)` with labels [components], one per
+`_readout` node. Held-out records are chosen by a hash of their seed id, so the
+split is the same on every run and does not depend on file order or sharding.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import tensorflow as tf
+
+from sampler.graph_tensor import READOUT_NODE_SET, SizeConstraints
+from sampler.graph_tensor.keys import (SIZE_NAME, SOURCE_NAME, TARGET_NAME, context_key,
+                                       edge_key, node_key)
+from sampler.training.layout import READOUT_EDGE_SET, SEED_ID_FEATURE, GraphLayout
+
+Graph = dict  # flat key -> tf.Tensor, as described above
+
+SEED_ID_KEY = context_key(SEED_ID_FEATURE)
+HASH_BUCKETS = 10_000
+PARTS = ("train", "held_out", "all")
+
+
+# --- parsing and merging -------------------------------------------------------
+
+def feature_spec(layout: GraphLayout, *, with_seed_ids: bool = False) -> dict:
+    """A ragged feature per key: each record's values flat, one row per record."""
+    def ragged(dtype):
+        return tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
+
+    spec = {}
+    for set_name, features in layout.node_sets.items():
+        spec[node_key(set_name, SIZE_NAME)] = ragged(tf.int64)
+        for feature in features:
+            spec[node_key(set_name, feature.name)] = ragged(
+                tf.float32 if feature.is_float else tf.int64)
+    for set_name in layout.edge_sets:
+        for name in (SIZE_NAME, SOURCE_NAME, TARGET_NAME):
+            spec[edge_key(set_name, name)] = ragged(tf.int64)
+    if layout.label is not None:
+        spec[label_key(layout)] = ragged(tf.int64)
+    if with_seed_ids:
+        spec[SEED_ID_KEY] = ragged(tf.string)
+    return spec
+
+
+def label_key(layout: GraphLayout) -> str:
+    return node_key(layout.label.node_set, layout.label.feature)
+
+
+def parse_and_merge(serialized: tf.Tensor, layout: GraphLayout, *,
+                    with_seed_ids: bool = False) -> Graph:
+    """A batch of serialized records [batch] as one graph, one component per record."""
+    parsed = tf.io.parse_example(serialized, feature_spec(layout, with_seed_ids=with_seed_ids))
+    graph = {}
+    nodes_per_record = {}
+    for set_name, features in layout.node_sets.items():
+        sizes = parsed[node_key(set_name, SIZE_NAME)]
+        graph[node_key(set_name, SIZE_NAME)] = sizes.flat_values
+        nodes_per_record[set_name] = tf.reduce_sum(sizes, axis=1)
+        for feature in features:
+            key = node_key(set_name, feature.name)
+            graph[key] = tf.reshape(parsed[key].flat_values, (-1,) + feature.shape)
+    for set_name, (source, target) in layout.edge_sets.items():
+        graph[edge_key(set_name, SIZE_NAME)] = parsed[edge_key(set_name, SIZE_NAME)].flat_values
+        for tag, end in ((SOURCE_NAME, source), (TARGET_NAME, target)):
+            key = edge_key(set_name, tag)
+            # Indices of record i move past the nodes of records 0..i-1 of their set.
+            offsets = tf.cumsum(nodes_per_record[end], exclusive=True)
+            indices = parsed[key]
+            graph[key] = indices.flat_values + tf.repeat(offsets, indices.row_lengths())
+    if layout.label is not None:
+        graph[label_key(layout)] = tf.reshape(parsed[label_key(layout)].flat_values, [-1])
+    if with_seed_ids:
+        graph[SEED_ID_KEY] = parsed[SEED_ID_KEY].flat_values
+    return graph
+
+
+def split_label(graph: Graph, layout: GraphLayout) -> tuple[Graph, tf.Tensor]:
+    """(model inputs without the label feature, labels [readout nodes])."""
+    inputs = dict(graph)
+    values = inputs.pop(label_key(layout))
+    inputs.pop(SEED_ID_KEY, None)
+    if layout.label.on_readout:
+        return inputs, values
+    return inputs, read_out(inputs, values)
+
+
+def read_out(graph: Graph, node_values: tf.Tensor) -> tf.Tensor:
+    """Values of the seed node set's nodes -> one per `_readout` node, via `_readout/seed`."""
+    source = graph[edge_key(READOUT_EDGE_SET, SOURCE_NAME)]
+    target = graph[edge_key(READOUT_EDGE_SET, TARGET_NAME)]
+    count = tf.reduce_sum(graph[node_key(READOUT_NODE_SET, SIZE_NAME)])
+    # Scatter by target rather than trusting edge order: the readout rules say
+    # each `_readout` node is the target of exactly one edge.
+    return tf.math.unsorted_segment_sum(tf.gather(node_values, source), target, count)
+
+
+# --- the held-out split ----------------------------------------------------------
+
+def is_held_out(seed_ids: tf.Tensor, fraction: float) -> tf.Tensor:
+    """True for the seeds in the held-out part: a fixed hash of the id, not file order."""
+    buckets = tf.strings.to_hash_bucket_fast(seed_ids, HASH_BUCKETS)
+    return buckets < int(round(fraction * HASH_BUCKETS))
+
+
+def _select_part(records: tf.data.Dataset, part: str, fraction: float) -> tf.data.Dataset:
+    if part == "all" or (part == "train" and fraction <= 0):
+        return records
+
+    def keep(batch):
+        seed_ids = tf.io.parse_example(
+            batch, {SEED_ID_KEY: tf.io.FixedLenFeature([], tf.string)})[SEED_ID_KEY]
+        held_out = is_held_out(seed_ids, fraction)
+        return tf.boolean_mask(batch, held_out if part == "held_out" else ~held_out)
+
+    # Decide in batches (one parse per 1024 records), then go back to records.
+    return records.batch(1024).map(keep, num_parallel_calls=tf.data.AUTOTUNE,
+                                   deterministic=True).unbatch()
+
+
+# --- the dataset -----------------------------------------------------------------
+
+def record_dataset(files: Sequence[str], *, shuffle: bool = False,
+                   seed: int = 0) -> tf.data.Dataset:
+    """Serialized records of all files, files interleaved (and shuffled if asked)."""
+    dataset = tf.data.Dataset.from_tensor_slices(list(files))
+    if shuffle:
+        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    return dataset.interleave(tf.data.TFRecordDataset, cycle_length=min(len(files), 8),
+                              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def make_dataset(files: Sequence[str], layout: GraphLayout, *, batch_size: int,
+                 part: str = "all", validation_fraction: float = 0.0, shuffle: bool = False,
+                 shuffle_buffer: int = 10_000, seed: int = 0,
+                 size_constraints: Optional[SizeConstraints] = None) -> tf.data.Dataset:
+    """Batches for Keras: `(inputs, labels)`, or `(inputs, labels, weights)` when padded
+    to `size_constraints` (weights are 0 for the padding)."""
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    if layout.label is None:
+        raise ValueError("make_dataset needs a layout with a label")
+    records = _select_part(record_dataset(files, shuffle=shuffle, seed=seed), part,
+                           validation_fraction)
+    if shuffle:
+        records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+
+    def to_batch(serialized):
+        inputs, labels = split_label(parse_and_merge(serialized, layout), layout)
+        if size_constraints is None:
+            return inputs, labels
+        from sampler.training.padding import pad_to_total_sizes  # only when asked for
+        return pad_to_total_sizes(inputs, labels, layout, size_constraints)
+
+    return (records.batch(batch_size)
+            .map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            .prefetch(tf.data.AUTOTUNE))

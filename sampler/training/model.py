@@ -1,0 +1,156 @@
+"""A minimal heterogeneous GNN in Keras, and a seed-only MLP to compare it with.
+
+Both take the flat graph of input.py (`nodes/<set>.<feature>`, `edges/<set>.#source`,
+...) and return logits, one row per `_readout` node (= per subgraph).
+
+The GNN, in four steps:
+  start state  per node set: Dense over its features, or a learned embedding
+               (one vector for the whole set) when it has none;
+  rounds       per edge set, mean pooling in both directions: the mean of the
+               source states at each target, and of the target states at each
+               source; per node set, new state = Dense(concat(old state, means));
+  readout      the seed's final state, through `_readout/seed`;
+  head         Dense(num_classes).
+Why both directions: the sampler walks edges from source to target, away from
+the seed (seed -cites-> paper), so what the seed needs to know sits at the
+targets of its edges. Messages only along the edges would flow away from it.
+
+Written against `tf.keras`, so it runs with Keras 3 and with tf-keras
+(TF_USE_LEGACY_KERAS=1) alike.
+"""
+from __future__ import annotations
+
+import re
+
+import tensorflow as tf
+
+from sampler.graph_tensor.keys import SIZE_NAME, SOURCE_NAME, TARGET_NAME, edge_key, node_key
+from sampler.training.input import Graph, read_out
+from sampler.training.layout import GraphLayout
+from sampler.training.samples import SamplesError
+
+MODEL_KINDS = ("gnn", "mlp")
+
+
+def node_features(graph: Graph, layout: GraphLayout, node_set: str) -> tf.Tensor:
+    """The model features of a node set as one float matrix [nodes, total width]."""
+    columns = [tf.reshape(tf.cast(graph[node_key(node_set, f.name)], tf.float32), [-1, f.width])
+               for f in layout.node_sets[node_set]]
+    return tf.concat(columns, axis=1)
+
+
+def mean_pool(values: tf.Tensor, to_indices: tf.Tensor, num_nodes: tf.Tensor) -> tf.Tensor:
+    """out[i] = mean of values[e] over the edges e with to_indices[e] == i (0 if none)."""
+    return tf.math.unsorted_segment_mean(values, to_indices, num_nodes)
+
+
+def _layer_name(*parts: str) -> str:
+    # Keras layer names may not hold '/' and friends; node set names may.
+    return re.sub(r"[^A-Za-z0-9_]", "_", "_".join(parts))
+
+
+def sets_to_update(layout: GraphLayout, num_rounds: int) -> list[list[str]]:
+    """Per round, the node sets whose new state can still reach the seed's final
+    state: the last round updates the seed set only, each round before it also
+    their neighbours. Updating the others would train weights without a gradient."""
+    needed, per_round = [layout.seed_set], []
+    for _ in range(num_rounds):
+        per_round.append(needed)
+        needed = _with_neighbours(layout, needed)
+    return per_round[::-1]
+
+
+def _with_neighbours(layout: GraphLayout, node_sets: list[str]) -> list[str]:
+    result = set(node_sets)
+    for source, target in layout.message_edge_sets.values():
+        if source in result or target in result:
+            result |= {source, target}
+    return sorted(result)
+
+
+class HeteroGNN(tf.keras.Model):
+    def __init__(self, layout: GraphLayout, num_classes: int, hidden_dim: int = 64,
+                 num_rounds: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        self.graph_layout = layout
+        updated = sets_to_update(layout, num_rounds)
+        self.start = {
+            set_name: (tf.keras.layers.Dense(hidden_dim, activation="relu",
+                                             name=_layer_name("start", set_name))
+                       if layout.node_sets[set_name] else
+                       tf.keras.layers.Embedding(1, hidden_dim,
+                                                 name=_layer_name("start", set_name)))
+            for set_name in _with_neighbours(layout, updated[0])}
+        self.rounds = [
+            {set_name: tf.keras.layers.Dense(hidden_dim, activation="relu",
+                                             name=_layer_name(f"round{r}", set_name))
+             for set_name in sets}
+            for r, sets in enumerate(updated)]
+        self.head = tf.keras.layers.Dense(num_classes, name="head")
+
+    def call(self, graph: Graph, training=False):
+        layout = self.graph_layout
+        counts = {n: tf.reduce_sum(graph[node_key(n, SIZE_NAME)]) for n in layout.graph_node_sets}
+        states = {}
+        for set_name, start in self.start.items():
+            if layout.node_sets[set_name]:
+                states[set_name] = start(node_features(graph, layout, set_name))
+            else:
+                states[set_name] = start(tf.zeros([counts[set_name]], tf.int32))
+        for updates in self.rounds:
+            received = {set_name: [states[set_name]] for set_name in updates}
+            for edge_set, (source, target) in layout.message_edge_sets.items():
+                sources = graph[edge_key(edge_set, SOURCE_NAME)]
+                targets = graph[edge_key(edge_set, TARGET_NAME)]
+                if target in updates:
+                    received[target].append(
+                        mean_pool(tf.gather(states[source], sources), targets, counts[target]))
+                if source in updates:
+                    received[source].append(
+                        mean_pool(tf.gather(states[target], targets), sources, counts[source]))
+            states.update({set_name: update(tf.concat(received[set_name], axis=1))
+                           for set_name, update in updates.items()})
+        return self.head(read_out(graph, states[layout.seed_set]))
+
+
+class SeedMLP(tf.keras.Model):
+    """The baseline: the seed's own features only, no graph."""
+
+    def __init__(self, layout: GraphLayout, num_classes: int, hidden_dim: int = 64, **kwargs):
+        super().__init__(**kwargs)
+        if not layout.node_sets[layout.seed_set]:
+            raise SamplesError(f"--baseline mlp: the seed node set '{layout.seed_set}' has no "
+                               f"features for an MLP to read")
+        self.graph_layout = layout
+        self.hidden = [tf.keras.layers.Dense(hidden_dim, activation="relu", name=f"hidden{i}")
+                       for i in range(2)]
+        self.head = tf.keras.layers.Dense(num_classes, name="head")
+
+    def call(self, graph: Graph, training=False):
+        layout = self.graph_layout
+        x = read_out(graph, node_features(graph, layout, layout.seed_set))
+        for layer in self.hidden:
+            x = layer(x)
+        return self.head(x)
+
+
+def build_model(kind: str, layout: GraphLayout, num_classes: int, *, hidden_dim: int = 64,
+                num_rounds: int = 2) -> tf.keras.Model:
+    if kind == "gnn":
+        return HeteroGNN(layout, num_classes, hidden_dim, num_rounds, name="gnn")
+    if kind == "mlp":
+        return SeedMLP(layout, num_classes, hidden_dim, name="seed_mlp")
+    raise ValueError(f"model kind must be one of {MODEL_KINDS}, got {kind!r}")
+
+
+def compile_for_classification(model: tf.keras.Model, *, learning_rate: float = 1e-3,
+                               padded: bool = False) -> tf.keras.Model:
+    """Adam, cross-entropy on logits, accuracy. Padded batches carry sample weights,
+    which only `weighted_metrics` honour, so accuracy moves there."""
+    accuracy = [tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(learning_rate),
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=None if padded else accuracy,
+        weighted_metrics=accuracy if padded else None)
+    return model

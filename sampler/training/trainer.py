@@ -1,0 +1,123 @@
+"""Training run: datasets from a samples folder, fit with held-out validation,
+evaluation against chance, optional export. The `train` CLI is a thin shell on it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Optional
+
+import numpy as np
+import tensorflow as tf
+from google.protobuf import text_format
+
+from sampler.training.export import export_model
+from sampler.training.input import make_dataset
+from sampler.training.layout import GraphLayout, layout_from_schema
+from sampler.training.model import build_model, compile_for_classification
+from sampler.training.padding import fixed_size_constraints
+from sampler.training.samples import SampleFolder, SamplesError
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainOptions:
+    label: str
+    model: str = "gnn"                # or "mlp": the seed-only baseline
+    epochs: int = 10
+    batch_size: int = 32
+    validation_fraction: float = 0.2  # of the seeds, chosen by a hash of their ids
+    hidden_dim: int = 64
+    num_rounds: int = 2
+    learning_rate: float = 1e-3
+    num_classes: Optional[int] = None  # default: 1 + the largest training label
+    pad: bool = False                 # fixed total sizes per batch
+    seed: int = 0
+    export_dir: Optional[str] = None
+    verbose: int = 1                  # Keras: 1 progress bar, 2 one line per epoch
+
+
+@dataclasses.dataclass
+class TrainResult:
+    model: tf.keras.Model
+    layout: GraphLayout
+    num_classes: int
+    train_count: int
+    held_out_count: int
+    history: dict                          # metric name -> one value per epoch
+    held_out: Optional[dict] = None        # {"loss": ..., "accuracy": ...}
+    chance: Optional[float] = None         # majority-class share of the held-out labels
+
+
+def label_counts(samples: SampleFolder, layout: GraphLayout, part: str,
+                 validation_fraction: float) -> np.ndarray:
+    """How many subgraphs of `part` have each label (index = class id)."""
+    labels_only = dataclasses.replace(layout, node_sets={n: () for n in layout.node_sets})
+    counts = np.zeros(0, np.int64)
+    dataset = make_dataset(samples.files, labels_only, batch_size=4096, part=part,
+                           validation_fraction=validation_fraction)
+    for _, labels in dataset:
+        labels = labels.numpy()
+        if labels.size and labels.min() < 0:
+            raise SamplesError(f"--label {layout.label.feature}: negative class id "
+                               f"{int(labels.min())}")
+        batch = np.bincount(labels)
+        size = max(len(counts), len(batch))
+        counts = np.pad(counts, (0, size - len(counts))) + np.pad(batch, (0, size - len(batch)))
+    return counts
+
+
+def train(samples: SampleFolder, options: TrainOptions,
+          log: Callable[[str], None] = print) -> TrainResult:
+    layout = layout_from_schema(samples.schema, options.label)
+    tf.keras.utils.set_random_seed(options.seed)
+    fraction = options.validation_fraction
+    train_labels = label_counts(samples, layout, "train", fraction)
+    held_out_labels = (label_counts(samples, layout, "held_out", fraction) if fraction > 0
+                       else np.zeros(0, np.int64))
+    train_count, held_out_count = int(train_labels.sum()), int(held_out_labels.sum())
+    if not train_count:
+        raise SamplesError(f"samples {samples.folder}: no subgraph left for training "
+                           f"(--validation-fraction {fraction})")
+    largest = max(len(train_labels), len(held_out_labels)) - 1
+    num_classes = options.num_classes or largest + 1
+    if largest >= num_classes:
+        raise SamplesError(f"--label {options.label}: class id {largest} found, but "
+                           f"--num-classes is {num_classes}")
+    log(f"{train_count} subgraphs for training, {held_out_count} held out "
+        f"(fraction {fraction} of seeds by id hash); {num_classes} classes; "
+        f"label '{layout.label.feature}' of node set '{layout.label.node_set}'")
+    if layout.unused:
+        log(f"not used by the model: {', '.join(layout.unused)}")
+
+    constraints = (fixed_size_constraints(samples.files, layout, options.batch_size)
+                   if options.pad else None)
+
+    def dataset(part: str, count: int, shuffle: bool) -> tf.data.Dataset:
+        batches = make_dataset(samples.files, layout, batch_size=options.batch_size, part=part,
+                               validation_fraction=fraction, shuffle=shuffle,
+                               seed=options.seed, size_constraints=constraints)
+        # A known length gives Keras its progress bar from the first epoch on.
+        return batches.apply(tf.data.experimental.assert_cardinality(
+            math.ceil(count / options.batch_size)))
+
+    model = build_model(options.model, layout, num_classes, hidden_dim=options.hidden_dim,
+                        num_rounds=options.num_rounds)
+    compile_for_classification(model, learning_rate=options.learning_rate,
+                               padded=constraints is not None)
+    held_out = dataset("held_out", held_out_count, False) if held_out_count else None
+    history = model.fit(dataset("train", train_count, True), validation_data=held_out,
+                        epochs=options.epochs, shuffle=False, verbose=options.verbose)
+    result = TrainResult(model, layout, num_classes, train_count, held_out_count,
+                         {k: [float(v) for v in vs] for k, vs in history.history.items()})
+    if held_out is not None:
+        metrics = model.evaluate(held_out, verbose=0, return_dict=True)
+        result.held_out = {k: float(v) for k, v in metrics.items()}
+        result.chance = float(held_out_labels.max() / held_out_count)
+    if options.export_dir:
+        schema = text_format.MessageToString(samples.schema)
+        export_model(model, layout, options.export_dir, schema_text=schema,
+                     info={"label": options.label, "num_classes": num_classes,
+                           "model": options.model, "samples": samples.folder,
+                           "held_out": result.held_out})
+        log(f"exported the model to {options.export_dir}")
+    return result
