@@ -17,7 +17,8 @@ import numpy as np
 
 from sampler.graph_tensor import (Adjacency, Context, EdgeSet, GraphTensor, NodeSet,
                                   add_readout)
-from sampler.pieces import EdgePiece, NodePiece
+from sampler import rng
+from sampler.pieces import EdgePiece, NodeFeatures, SeedPiece
 from sampler.spec import Plan
 from unigraph import graph_schema_pb2 as gs
 from unigraph.batches import FeatureValues
@@ -37,6 +38,7 @@ class ShardStats:
     nodes: dict[str, list[int]] = dataclasses.field(default_factory=dict)  # set -> per subgraph
     edges: dict[str, list[int]] = dataclasses.field(default_factory=dict)
     dangling_edges: dict[str, int] = dataclasses.field(default_factory=dict)
+    nodes_missing: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -46,6 +48,7 @@ class _Layout:
     offsets: np.ndarray                  # int64 [num_samples + 1]
     features: dict[str, FeatureValues]   # item dimension first, in layout order
     ids: np.ndarray | None = None        # node sets: 'S' ids in layout order
+    ranks: np.ndarray | None = None      # node sets: sample rank of each id
     sources: np.ndarray | None = None    # edge sets: local source indices
     targets: np.ndarray | None = None    # edge sets: local target indices
 
@@ -73,7 +76,13 @@ def _schema_features(features: dict[str, gs.Feature]) -> dict[str, gs.Feature]:
 
 
 class ShardAssembler:
-    """Builds the GraphTensors of one shard from its pieces."""
+    """Builds the GraphTensors of one shard from its pieces.
+
+    A subgraph's nodes of a set are its seed (for the seed set) and the targets of
+    its sampled edges into the set; their features come from the shard's
+    NodeFeatures. A node absent from its set's table is left out, and so are the
+    edges that touch it (counted as dangling).
+    """
 
     def __init__(self, plan: Plan, schema: gs.GraphSchema):
         self.plan = plan
@@ -82,20 +91,31 @@ class ShardAssembler:
                               for s in plan.node_sets()}
         self.edge_features = {e: _schema_features(schema.edge_sets[e].features)
                               for e in plan.edge_sets()}
+        self.has_table = {s: bool(schema.node_sets[s].metadata.filename)
+                          for s in plan.node_sets()}
 
-    def assemble(self, seed_pieces: Sequence[NodePiece], node_pieces: Sequence[NodePiece],
+    def assemble(self, seed_pieces: Sequence[SeedPiece], feature_pieces: Sequence[NodeFeatures],
                  edge_pieces: Sequence[EdgePiece]) -> tuple[Iterator[tuple[int, GraphTensor]],
                                                             ShardStats]:
         """(sample id, GraphTensor) for every sample, by ascending sample id; and the stats."""
-        seeds = NodePiece.concat(list(seed_pieces)) if seed_pieces else None
         stats = ShardStats()
-        if seeds is None or len(seeds) == 0:
+        seed_pieces = [p for p in seed_pieces if len(p)]
+        if not seed_pieces:
             return iter(()), stats
+        seeds = SeedPiece.concat(seed_pieces)
         order = np.argsort(seeds.samples, kind="stable")
         sample_ids, seed_ids = seeds.samples[order], seeds.ids[order]
-        nodes = {s: self._node_layout(s, [seeds] * (s == self.plan.seed_set) + [
-            p for p in node_pieces if p.node_set == s], sample_ids, seed_ids)
-            for s in self.plan.node_sets()}
+        edge_pieces = [p for p in edge_pieces if len(p)]
+        nodes = {}
+        for s in self.plan.node_sets():
+            arriving = [(p.samples, p.targets) for p in edge_pieces
+                        if self.schema.edge_sets[p.edge_set].target == s]
+            if s == self.plan.seed_set:
+                arriving.insert(0, (sample_ids, seed_ids))
+            nodes[s], missing = self._node_layout(
+                s, arriving, [p for p in feature_pieces if p.node_set == s], sample_ids, seed_ids)
+            if missing:
+                stats.nodes_missing[s] = missing
         edges = {}
         for e in self.plan.edge_sets():
             edges[e], dropped = self._edge_layout(e, [p for p in edge_pieces if p.edge_set == e],
@@ -107,29 +127,38 @@ class ShardAssembler:
         stats.edges = {e: np.diff(l.offsets).tolist() for e, l in edges.items()}
         return self._graphs(sample_ids, seed_ids, nodes, edges), stats
 
-    def _node_layout(self, node_set: str, pieces: list[NodePiece], sample_ids: np.ndarray,
-                     seed_ids: np.ndarray) -> _Layout:
+    def _node_layout(self, node_set: str, arriving: list[tuple[np.ndarray, np.ndarray]],
+                     feature_pieces: list[NodeFeatures], sample_ids: np.ndarray,
+                     seed_ids: np.ndarray) -> tuple[_Layout, int]:
         wanted = self.node_features[node_set]
-        pieces = [p for p in pieces if len(p)]
-        if not pieces:
-            return _Layout(np.zeros(len(sample_ids) + 1, np.int64),
+        num_samples = len(sample_ids)
+        if not arriving:
+            return _Layout(np.zeros(num_samples + 1, np.int64),
                            {k: empty_feature(f) for k, f in wanted.items()},
-                           ids=np.zeros(0, "S1"))
-        piece = NodePiece.concat([_with_features(p, wanted) for p in pieces])
-        ranks = np.searchsorted(sample_ids, piece.samples)
-        not_seed = piece.ids != seed_ids[ranks] if node_set == self.plan.seed_set else \
-            np.ones(len(piece), bool)
-        order = np.lexsort((piece.ids, not_seed, ranks))
-        ranks, ids = ranks[order], piece.ids[order]
+                           ids=np.zeros(0, "S1"), ranks=np.zeros(0, np.int64)), 0
+        samples = np.concatenate([a[0] for a in arriving])
+        ids = np.concatenate([a[1] for a in arriving])
+        ranks = np.searchsorted(sample_ids, samples)
+        not_seed = ids != seed_ids[ranks] if node_set == self.plan.seed_set else \
+            np.ones(len(ids), bool)
+        order = np.lexsort((ids, not_seed, ranks))
+        ranks, ids = ranks[order], ids[order]
         keep = np.r_[True, (ranks[1:] != ranks[:-1]) | (ids[1:] != ids[:-1])]
-        order, ranks, ids = order[keep], ranks[keep], ids[keep]
-        return _Layout(_offsets(ranks, len(sample_ids)),
-                       {k: take(piece.features[k], order) for k in wanted}, ids=ids)
+        ranks, ids = ranks[keep], ids[keep]
+        features, missing = {}, 0
+        if self.has_table[node_set]:
+            table = _feature_table(node_set, feature_pieces, wanted)
+            positions = _positions(table.ids, ids)
+            found = positions >= 0
+            missing = int((~found).sum())
+            if missing:
+                ranks, ids, positions = ranks[found], ids[found], positions[found]
+            features = {k: take(table.features[k], positions) for k in wanted}
+        return _Layout(_offsets(ranks, num_samples), features, ids=ids, ranks=ranks), missing
 
     def _edge_layout(self, edge_set: str, pieces: list[EdgePiece], sample_ids: np.ndarray,
                      nodes: dict[str, _Layout]) -> tuple[_Layout, int]:
         wanted = self.edge_features[edge_set]
-        pieces = [p for p in pieces if len(p)]
         if not pieces:
             empty = np.zeros(0, np.int64)
             return _Layout(np.zeros(len(sample_ids) + 1, np.int64),
@@ -138,9 +167,10 @@ class ShardAssembler:
         piece = EdgePiece.concat(pieces)
         ranks = np.searchsorted(sample_ids, piece.samples)
         order = np.lexsort((piece.rows, ranks))
-        keep = np.r_[True, (ranks[order][1:] != ranks[order][:-1])
-                     | (piece.rows[order][1:] != piece.rows[order][:-1])]
-        piece, ranks = piece.take(order[keep]), ranks[order[keep]]
+        sorted_ranks, sorted_rows = ranks[order], piece.rows[order]
+        keep = np.r_[True, (sorted_ranks[1:] != sorted_ranks[:-1])
+                     | (sorted_rows[1:] != sorted_rows[:-1])]
+        piece, ranks = piece.take(order[keep]), sorted_ranks[keep]
         edge_set_proto = self.schema.edge_sets[edge_set]
         sources = _local_indices(nodes[edge_set_proto.source], ranks, piece.sources)
         targets = _local_indices(nodes[edge_set_proto.target], ranks, piece.targets)
@@ -178,12 +208,24 @@ class ShardAssembler:
             yield sample_id, add_readout(graph, READOUT_KEY, seed_set, [0], validate=False)
 
 
-def _with_features(piece: NodePiece, wanted: dict[str, gs.Feature]) -> NodePiece:
-    """The piece with exactly the schema's features (a piece from a table-less set has none)."""
-    if all(k in piece.features for k in wanted) and len(piece.features) == len(wanted):
-        return piece
-    features = {k: piece.features[k] for k in wanted if k in piece.features}
-    return NodePiece(piece.node_set, piece.samples, piece.ids, features, piece.is_seed)
+def _feature_table(node_set: str, pieces: list[NodeFeatures],
+                   wanted: dict[str, gs.Feature]) -> NodeFeatures:
+    """The shard's features of `node_set`, each node once, sorted by id."""
+    pieces = [p for p in pieces if len(p)]
+    if not pieces:
+        return NodeFeatures(node_set, np.zeros(0, "S1"),
+                            {k: empty_feature(f) for k, f in wanted.items()})
+    table = NodeFeatures.concat(pieces)
+    _, first = np.unique(table.ids, return_index=True)  # sorted ids, one row each
+    return table.take(first)
+
+
+def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Position of each id in `sorted_ids`, -1 where absent."""
+    if len(sorted_ids) == 0:
+        return np.full(len(ids), -1, np.int64)
+    pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+    return np.where(sorted_ids[pos] == ids, pos, -1).astype(np.int64)
 
 
 def _slice(values: FeatureValues, lo: int, hi: int) -> FeatureValues:
@@ -193,17 +235,25 @@ def _slice(values: FeatureValues, lo: int, hi: int) -> FeatureValues:
 
 
 def _local_indices(layout: _Layout, ranks: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Index of node (sample rank, id) within its sample's node set; -1 if absent."""
+    """Index of node (sample rank, id) within its sample's node set; -1 if absent.
+
+    Searches one uint64 key per (rank, id) -- a hash -- and then checks rank and id
+    exactly, so a hash collision can only send a lookup down the exact slow path.
+    """
     if len(layout.ids) == 0 or len(ids) == 0:
         return np.full(len(ids), -1, np.int64)
-    node_ranks = np.repeat(np.arange(len(layout.offsets) - 1), np.diff(layout.offsets))
-    local = np.arange(len(layout.ids)) - layout.offsets[node_ranks]
-    # One integer key per (rank, id): codes of the ids, offset by rank.
-    uniq, codes = np.unique(np.concatenate([layout.ids, ids]), return_inverse=True)
-    width = np.int64(len(uniq))
-    node_keys = node_ranks.astype(np.int64) * width + codes[:len(layout.ids)]
-    query_keys = ranks.astype(np.int64) * width + codes[len(layout.ids):]
+    local = np.arange(len(layout.ids)) - layout.offsets[layout.ranks]
+    node_keys = rng.mix(layout.ranks, rng.fingerprint(layout.ids))
+    query_keys = rng.mix(ranks, rng.fingerprint(ids))
     order = np.argsort(node_keys)
     sorted_keys = node_keys[order]
-    pos = np.minimum(np.searchsorted(sorted_keys, query_keys), len(sorted_keys) - 1)
-    return np.where(sorted_keys[pos] == query_keys, local[order[pos]], -1).astype(np.int64)
+    candidate = order[np.minimum(np.searchsorted(sorted_keys, query_keys), len(order) - 1)]
+    hit = node_keys[candidate] == query_keys
+    exact = hit & (layout.ranks[candidate] == ranks) & (layout.ids[candidate] == ids)
+    if (hit != exact).any():  # a collision: resolve those lookups exactly
+        slow = np.flatnonzero(hit != exact)
+        for q in slow:
+            match = np.flatnonzero((layout.ranks == ranks[q]) & (layout.ids == ids[q]))
+            if len(match):
+                candidate[q], exact[q] = match[0], True
+    return np.where(exact, local[candidate], -1).astype(np.int64)

@@ -10,7 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
-from sampler.pieces import NodePiece, Requests
+from sampler.buckets import sample_buckets, split_by_bucket
+from sampler.pieces import NodeFeatures, Requests
 from unigraph.batches import FeatureValues, NodeBatch, describe_row
 from unigraph.errors import TableError
 from unigraph.ragged import concat, take
@@ -58,14 +59,27 @@ def ids_only_table(node_set: str, id_arrays: Sequence[np.ndarray]) -> NodeTableB
     return NodeTableBucket(node_set, ids, {})
 
 
-def lookup_nodes(table: NodeTableBucket, requests: Requests,
-                 *, is_seed: bool = False) -> tuple[NodePiece, Requests]:
-    """(the requested nodes that exist, with features; the requests whose node is absent)."""
-    positions = table.positions_of(requests.nodes)
+def lookup_nodes(table: NodeTableBucket, ids: np.ndarray) -> tuple[NodeFeatures, np.ndarray]:
+    """(the ids that exist, with their features; the positions of the ids that do not)."""
+    positions = table.positions_of(ids)
     found = positions >= 0
-    piece = NodePiece(table.node_set, requests.samples[found], requests.nodes[found],
-                      {k: take(v, positions[found]) for k, v in table.features.items()}, is_seed)
-    return piece, requests.take(np.flatnonzero(~found))
+    features = NodeFeatures(table.node_set, ids[found],
+                            {k: take(v, positions[found]) for k, v in table.features.items()})
+    return features, np.flatnonzero(~found)
+
+
+def features_by_shard(table: NodeTableBucket, requests: Requests,
+                      num_shards: int) -> tuple[list[tuple[int, NodeFeatures]], np.ndarray]:
+    """The features each output shard needs, every node once per shard; and the
+    distinct requested ids that are absent from the table."""
+    shards = sample_buckets(requests.samples, num_shards)
+    result = []
+    for shard, positions in split_by_bucket(shards):
+        ids = np.unique(requests.nodes[positions])
+        features, _ = lookup_nodes(table, ids)
+        result.append((shard, features))
+    all_ids = np.unique(requests.nodes)
+    return result, all_ids[table.positions_of(all_ids) < 0]
 
 
 def _where(row_id: int, files: Sequence[str]) -> str:

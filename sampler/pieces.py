@@ -77,29 +77,42 @@ class EdgePiece:
 
 
 @dataclasses.dataclass(eq=False)
-class NodePiece:
-    """Nodes of one node set with their features, for many samples.
+class SeedPiece:
+    """Each sample's seed: one (sample, seed id) pair per sample."""
 
-    `is_seed` marks a piece that holds each sample's seed (exactly one per sample).
-    """
-
-    node_set: str
     samples: np.ndarray  # int64
     ids: np.ndarray      # 'S'
-    features: dict[str, FeatureValues]
-    is_seed: bool = False
 
     def __len__(self) -> int:
         return len(self.samples)
 
-    def take(self, positions: np.ndarray) -> "NodePiece":
-        return NodePiece(self.node_set, self.samples[positions], self.ids[positions],
-                         {k: take(v, positions) for k, v in self.features.items()}, self.is_seed)
+    def take(self, positions: np.ndarray) -> "SeedPiece":
+        return SeedPiece(self.samples[positions], self.ids[positions])
 
     @staticmethod
-    def concat(parts: list["NodePiece"]) -> "NodePiece":
-        return NodePiece(parts[0].node_set,
-                         np.concatenate([p.samples for p in parts]),
-                         np.concatenate([p.ids for p in parts]),
-                         {k: concat([p.features[k] for p in parts]) for k in parts[0].features},
-                         parts[0].is_seed)
+    def concat(parts: list["SeedPiece"]) -> "SeedPiece":
+        return SeedPiece(np.concatenate([p.samples for p in parts]),
+                         np.concatenate([p.ids for p in parts]))
+
+
+@dataclasses.dataclass(eq=False)
+class NodeFeatures:
+    """Features of distinct nodes of one node set, sent once to each output shard that
+    holds a sample reaching them (not once per sample: the copies into every subgraph
+    happen when the shard is assembled, so Beam moves each node's features once)."""
+
+    node_set: str
+    ids: np.ndarray      # 'S', distinct
+    features: dict[str, FeatureValues]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def take(self, positions: np.ndarray) -> "NodeFeatures":
+        return NodeFeatures(self.node_set, self.ids[positions],
+                            {k: take(v, positions) for k, v in self.features.items()})
+
+    @staticmethod
+    def concat(parts: list["NodeFeatures"]) -> "NodeFeatures":
+        return NodeFeatures(parts[0].node_set, np.concatenate([p.ids for p in parts]),
+                            {k: concat([p.features[k] for p in parts]) for k in parts[0].features})

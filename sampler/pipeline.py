@@ -24,9 +24,9 @@ from sampler.adjacency import build_adjacency, slice_batch
 from sampler.assemble import ShardAssembler
 from sampler.graph_tensor import encode_example
 from sampler.hop import sample_hop
-from sampler.node_table import build_node_table, ids_only_table, lookup_nodes
+from sampler.node_table import build_node_table, features_by_shard, ids_only_table
 from sampler.output_files import OutputSpec, write_records, write_text
-from sampler.pieces import EdgePiece, NodePiece, Requests
+from sampler.pieces import Requests, SeedPiece
 from sampler.report import Distribution, RunStats, to_json
 from sampler.spec import Plan
 from unigraph.batches import NodeBatch, SeedBatch
@@ -87,8 +87,8 @@ def _take(values, positions):
 
 
 class _JoinSeeds(beam.DoFn):
-    """Seeds ⋈ the seed set's nodes: found seeds go on (requests, seed pieces), missing ones
-    are counted and listed in the report."""
+    """Seeds ⋈ the seed set's nodes: found seeds go on (as hop requests, seed pieces and
+    the seed nodes' features); missing ones are counted and listed in the report."""
 
     def __init__(self, job: SamplingJob):
         self.job = job
@@ -102,16 +102,24 @@ class _JoinSeeds(beam.DoFn):
         if len(requests) == 0:
             return
         table = tables[0] if tables else ids_only_table(self.job.plan.seed_set, [])
-        piece, absent = lookup_nodes(table, requests, is_seed=True)
+        found = table.positions_of(requests.nodes) >= 0
+        absent = requests.nodes[~found]
         self.read.inc(len(requests))
         self.missing.inc(len(absent))
         yield beam.pvalue.TaggedOutput(STATS, RunStats(
             seeds_read=len(requests), seeds_missing=len(absent),
-            missing_seed_ids=sorted(i.decode(errors="replace") for i in absent.nodes[:100])))
-        if len(piece):
-            yield bucket, Requests(piece.samples, piece.ids)
-            for shard, part in _split_by_shard(piece, self.job.num_shards):
-                yield beam.pvalue.TaggedOutput("pieces", (shard, part))
+            missing_seed_ids=sorted(i.decode(errors="replace") for i in absent[:100])))
+        seeds = requests.take(np.flatnonzero(found))
+        if not len(seeds):
+            return
+        yield bucket, seeds
+        for shard, part in _split_by_shard(SeedPiece(seeds.samples, seeds.nodes),
+                                           self.job.num_shards):
+            yield beam.pvalue.TaggedOutput("seeds", (shard, part))
+        if table.features:
+            shard_features, _ = features_by_shard(table, seeds, self.job.num_shards)
+            for shard, features in shard_features:
+                yield beam.pvalue.TaggedOutput("features", (shard, features))
 
 
 class _SampleHop(beam.DoFn):
@@ -136,23 +144,24 @@ class _SampleHop(beam.DoFn):
 
 
 class _LookupNodes(beam.DoFn):
+    """Reached nodes ⋈ their node table: each shard gets the features of the nodes its
+    samples reached, once per node."""
+
     def __init__(self, job: SamplingJob, node_set: str):
         self.job, self.node_set = job, node_set
         self.missing = Metrics.counter(_NAMESPACE, f"nodes_missing/{node_set}")
 
     def process(self, element):
         _, grouped = element
-        requests = Requests.concat(list(grouped["requests"])).unique()
+        requests = Requests.concat(list(grouped["requests"]))
         if len(requests) == 0:
             return
         tables = list(grouped["table"])
         table = tables[0] if tables else ids_only_table(self.node_set, [])
-        piece, absent = lookup_nodes(table, requests)
+        shard_features, absent = features_by_shard(table, requests, self.job.num_shards)
         if len(absent):
             self.missing.inc(len(absent))
-            yield beam.pvalue.TaggedOutput(STATS, RunStats(
-                nodes_missing_from_tables={self.node_set: len(absent)}))
-        yield from _split_by_shard(piece, self.job.num_shards)
+        yield from shard_features
 
 
 class _AssembleShard(beam.DoFn):
@@ -166,7 +175,8 @@ class _AssembleShard(beam.DoFn):
 
     def process(self, element):
         shard, grouped = element
-        graphs, stats = self.assembler.assemble(list(grouped["seeds"]), list(grouped["nodes"]),
+        graphs, stats = self.assembler.assemble(list(grouped["seeds"]),
+                                                list(grouped["features"]),
                                                 list(grouped["edges"]))
         path = self.job.output.shard_path(shard, self.job.num_shards)
         written = write_records(path, (encode_example(graph) for _, graph in graphs))
@@ -177,7 +187,8 @@ class _AssembleShard(beam.DoFn):
                 for v in values:
                     dist.update(v)
         run = RunStats(subgraphs_written=stats.subgraphs, bytes_written=written,
-                       dangling_edges_dropped=dict(stats.dangling_edges))
+                       dangling_edges_dropped=dict(stats.dangling_edges),
+                       nodes_missing_from_tables=dict(stats.nodes_missing))
         for target, counts in ((run.nodes_per_subgraph, stats.nodes),
                                (run.edges_per_subgraph, stats.edges)):
             for name, values in counts.items():
@@ -264,7 +275,7 @@ class SampleSubgraphs(beam.PTransform):
         joined = ({"table": seed_table, "requests": seed_requests}
                   | "Seeds/Join" >> beam.CoGroupByKey()
                   | "Seeds/Check" >> beam.ParDo(_JoinSeeds(job)).with_outputs(
-                      STATS, "pieces", main="found"))
+                      STATS, "seeds", "features", main="found"))
         stats.append(joined[STATS])
         reached = {plan.seed_op: joined.found}
         edge_pieces = []
@@ -280,27 +291,23 @@ class SampleSubgraphs(beam.PTransform):
             edge_pieces.append(out.edges)
             reached[op.name] = out.reached
 
-        node_pieces = []
+        # Features of the reached nodes of every set with a table. Table-less sets need
+        # no stage: their nodes are the targets of the sampled edges.
+        feature_pieces = [joined.features]
         for name in plan.node_sets():
             arriving = [reached[op.name] for op in plan.ops if op.target_set == name]
-            if not arriving:
+            if not arriving or name not in node_tables:
                 continue
-            requests = arriving | f"Nodes/{name}/Reached" >> beam.Flatten()
-            if name in node_tables:
-                looked_up = ({"table": node_tables[name], "requests": requests}
-                             | f"Nodes/{name}/Join" >> beam.CoGroupByKey()
-                             | f"Nodes/{name}/Lookup" >> beam.ParDo(
-                                 _LookupNodes(job, name)).with_outputs(STATS, main="pieces"))
-                stats.append(looked_up[STATS])
-                node_pieces.append(looked_up.pieces)
-            else:
-                node_pieces.append(requests | f"Nodes/{name}/Pieces" >> beam.FlatMap(
-                    lambda kv, n=name, s=job.num_shards: _split_by_shard(
-                        NodePiece(n, kv[1].samples, kv[1].nodes, {}), s)))
+            requests = arriving[0] if len(arriving) == 1 else (
+                arriving | f"Nodes/{name}/Reached" >> beam.Flatten())
+            feature_pieces.append(
+                {"table": node_tables[name], "requests": requests}
+                | f"Nodes/{name}/Join" >> beam.CoGroupByKey()
+                | f"Nodes/{name}/Lookup" >> beam.ParDo(_LookupNodes(job, name)))
 
         shards = p | "Assemble/Shards" >> beam.Create([(i, None) for i in range(job.num_shards)])
-        assembled = ({"shard": shards, "seeds": joined.pieces,
-                      "nodes": _flatten(node_pieces, p, "Assemble/Nodes"),
+        assembled = ({"shard": shards, "seeds": joined.seeds,
+                      "features": _flatten(feature_pieces, p, "Assemble/Features"),
                       "edges": _flatten(edge_pieces, p, "Assemble/Edges")}
                      | "Assemble/Join" >> beam.CoGroupByKey()
                      | "Assemble/Write" >> beam.ParDo(_AssembleShard(job)))

@@ -4,7 +4,7 @@ import pytest
 
 from sampler.adjacency import build_adjacency
 from sampler.assemble import ShardAssembler
-from sampler.pieces import EdgePiece, NodePiece, Requests
+from sampler.pieces import EdgePiece, NodeFeatures, Requests, SeedPiece
 from sampler.spec import build_plan, parse_spec_text
 from unigraph.batches import EdgeBatch, row_ids
 from unigraph.schema import parse_schema_text, LoadedSchema
@@ -36,8 +36,12 @@ def assembler():
     return ShardAssembler(plan, loaded.schema)
 
 
-def p_nodes(samples, ids, x, seed=False):
-    return NodePiece("p", np.array(samples), S(*ids), {"x": np.array(x)}, seed)
+def seeds_of(samples, ids):
+    return SeedPiece(np.array(samples), S(*ids))
+
+
+def p_features(ids, x):
+    return NodeFeatures("p", S(*ids), {"x": np.array(x)})
 
 
 def edges(edge_set, samples, sources, targets, rows):
@@ -45,13 +49,14 @@ def edges(edge_set, samples, sources, targets, rows):
 
 
 def test_seed_first_then_ids_and_each_node_once(assembler):
-    seeds = p_nodes([7, 3], ["m", "k"], [13, 11], seed=True)
-    # Sample 7 reaches z, b, m (itself) and b again; sample 3 reaches a.
-    reached = p_nodes([7, 7, 7, 7, 3], ["z", "b", "m", "b", "a"], [26, 2, 13, 2, 1])
+    seeds = seeds_of([7, 3], ["m", "k"])
+    # Features arrive once per node (two pieces may repeat a node: the seed join and a hop).
+    features = [p_features(["m", "k"], [13, 11]), p_features(["z", "b", "m", "a"], [26, 2, 13, 1])]
+    # Sample 7 reaches z, b, m (itself, via z) and z again (h2); sample 3 reaches a.
     hops = [edges("pp", [7, 7, 7, 3], ["m", "m", "z", "k"], ["z", "b", "m", "a"], [5, 1, 9, 4]),
             # h2 samples edge row 5 again for sample 7: it must appear once.
             edges("pp", [7], ["m"], ["z"], [5])]
-    graphs, stats = assembler.assemble([seeds], [reached], hops)
+    graphs, stats = assembler.assemble([seeds], features, hops)
     graphs = list(graphs)
     assert [sid for sid, _ in graphs] == [3, 7]  # ascending sample id
     g = dict(graphs)[7]
@@ -69,10 +74,9 @@ def test_seed_first_then_ids_and_each_node_once(assembler):
 
 
 def test_unreached_sets_are_empty_and_featureless_sets_have_ids(assembler):
-    seeds = p_nodes([1], ["s"], [5], seed=True)
-    a_nodes = NodePiece("a", np.array([1, 1]), S("y", "x"), {})
+    seeds = seeds_of([1], ["s"])
     hops = [edges("pa", [1, 1], ["s", "s"], ["y", "x"], [0, 1])]
-    (sid, g), = list(assembler.assemble([seeds], [a_nodes], hops)[0])
+    (sid, g), = list(assembler.assemble([seeds], [p_features(["s"], [5])], hops)[0])
     assert g.node_sets["a"]["#id"].tolist() == [b"x", b"y"]
     assert g.edge_sets["pa"].adjacency.indices("target").tolist() == [0, 1]
     assert g.edge_sets["pp"].sizes.tolist() == [0]
@@ -80,13 +84,14 @@ def test_unreached_sets_are_empty_and_featureless_sets_have_ids(assembler):
 
 
 def test_dangling_edges_are_dropped_and_counted(assembler):
-    seeds = p_nodes([1], ["s"], [5], seed=True)
-    # The edge s->gone was sampled, but 'gone' is absent from p's table (no node piece).
+    seeds = seeds_of([1], ["s"])
+    # The edge s->gone was sampled, but 'gone' is absent from p's table (no features).
     hops = [edges("pp", [1], ["s"], ["gone"], [3])]
-    graphs, stats = assembler.assemble([seeds], [], hops)
+    graphs, stats = assembler.assemble([seeds], [p_features(["s"], [5])], hops)
     (_, g), = list(graphs)
+    assert g.node_sets["p"]["#id"].tolist() == [b"s"]
     assert g.edge_sets["pp"].sizes.tolist() == [0]
-    assert stats.dangling_edges == {"pp": 1}
+    assert stats.dangling_edges == {"pp": 1} and stats.nodes_missing == {"p": 1}
 
 
 def test_no_seeds_gives_nothing(assembler):
