@@ -1,0 +1,194 @@
+"""`sample-check`: decode and validate every record of a `sample` output folder.
+
+    sample-check out/
+
+Each record is decoded with the numpy GraphTensor core against the folder's
+graph_schema.pbtxt and checked: the core's rules (sizes, index ranges, edges
+inside their component, the readout structure) and the output encoding's
+(DESIGN.md section 3): one subgraph per record, `#id` on every node set, ids
+unique and in canonical order (the seed first, the rest by id), one `_readout`
+node reached from node 0 of the seed node set by `_readout/seed`, and context
+`seed_id` equal to the seed's `#id`. Prints counts and the first bad record
+with its file and index; exits 1 if any record is bad (or the counts disagree
+with sample_report.json), 2 if the folder cannot be read at all.
+No TensorFlow: this runs wherever the sampler runs.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import Optional
+
+import numpy as np
+
+from sampler.graph_tensor import READOUT_NODE_SET, GraphTensor, parse_example
+from sampler.output_files import REPORT_FILE
+from sampler.training.layout import ID_FEATURE, READOUT_EDGE_SET, SEED_ID_FEATURE
+from sampler.training.samples import SamplesError, iter_records, open_samples
+from unigraph import graph_schema_pb2 as gs
+from unigraph import paths
+from unigraph.errors import SamplerError, one_line
+
+
+class BadRecord(SamplerError):
+    """A record breaks a rule of the output encoding."""
+
+
+@dataclasses.dataclass
+class BadRecordAt:
+    file: str
+    index: int       # record index within its file, from 0
+    message: str
+
+
+@dataclasses.dataclass
+class CheckReport:
+    files: int = 0
+    records: int = 0
+    bad_records: int = 0
+    first_bad: Optional[BadRecordAt] = None
+    nodes: dict = dataclasses.field(default_factory=dict)   # node set -> total over records
+    edges: dict = dataclasses.field(default_factory=dict)
+    report_mismatches: list = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.bad_records and not self.report_mismatches
+
+
+def check_schema(schema: gs.GraphSchema) -> None:
+    """The folder's schema must describe the output encoding; SamplesError if not."""
+    if READOUT_EDGE_SET not in schema.edge_sets or READOUT_NODE_SET not in schema.node_sets:
+        raise SamplesError(f"graph schema: no '{READOUT_EDGE_SET}' edge set or "
+                           f"'{READOUT_NODE_SET}' node set")
+    if schema.edge_sets[READOUT_EDGE_SET].source not in schema.node_sets:
+        raise SamplesError(f"graph schema: '{READOUT_EDGE_SET}' starts at unknown node set "
+                           f"'{schema.edge_sets[READOUT_EDGE_SET].source}'")
+    for name, node_set in sorted(schema.node_sets.items()):
+        if name != READOUT_NODE_SET and ID_FEATURE not in node_set.features:
+            raise SamplesError(f"graph schema: node set '{name}' has no '{ID_FEATURE}' feature")
+    if SEED_ID_FEATURE not in schema.context.features:
+        raise SamplesError(f"graph schema: no context feature '{SEED_ID_FEATURE}'")
+
+
+def check_sampled_graph(graph: GraphTensor, seed_set: str) -> None:
+    """The output encoding's rules for one decoded (and core-validated) record."""
+    if graph.num_components != 1:
+        raise BadRecord(f"{graph.num_components} graph components, expected 1 subgraph")
+    for name, node_set in sorted(graph.node_sets.items()):
+        if name == READOUT_NODE_SET:
+            continue
+        ids = node_set.features.get(ID_FEATURE)
+        if ids is None:
+            raise BadRecord(f"node set '{name}' has no '{ID_FEATURE}'")
+        rest = ids[1:] if name == seed_set else ids
+        if len(rest) > 1:
+            steps = rest[1:] > rest[:-1]
+            if not steps.all():
+                i = int(np.flatnonzero(~steps)[0]) + 1 + (name == seed_set)
+                raise BadRecord(f"node set '{name}': node {i} has {ID_FEATURE} {ids[i]!r} "
+                                f"after {ids[i - 1]!r}; ids must be unique and sorted "
+                                f"(after the seed)")
+    if graph.node_sets[READOUT_NODE_SET].total_size != 1:
+        raise BadRecord(f"node set '{READOUT_NODE_SET}' has "
+                        f"{graph.node_sets[READOUT_NODE_SET].total_size} nodes, expected 1")
+    adjacency = graph.edge_sets[READOUT_EDGE_SET].adjacency
+    if adjacency.source.tolist() != [0]:
+        raise BadRecord(f"edge set '{READOUT_EDGE_SET}' has sources "
+                        f"{adjacency.source.tolist()}, expected [0]: the seed is node 0 "
+                        f"of '{seed_set}'")
+    seed_ids = graph.node_sets[seed_set].features[ID_FEATURE]
+    seed_id = graph.context.features[SEED_ID_FEATURE][0]
+    if seed_ids[0] != seed_id:
+        raise BadRecord(f"context {SEED_ID_FEATURE} {seed_id!r} is not node 0 of "
+                        f"'{seed_set}' ({ID_FEATURE} {seed_ids[0]!r})")
+
+
+def check_folder(folder: str) -> CheckReport:
+    samples = open_samples(folder)
+    check_schema(samples.schema)
+    seed_set = samples.schema.edge_sets[READOUT_EDGE_SET].source
+    report = CheckReport(files=len(samples.files),
+                         nodes={n: 0 for n in sorted(samples.schema.node_sets)},
+                         edges={n: 0 for n in sorted(samples.schema.edge_sets)})
+
+    def bad(path: str, index: int, message: str) -> None:
+        report.bad_records += 1
+        if report.first_bad is None:
+            report.first_bad = BadRecordAt(path, index, one_line(message))
+
+    for path in samples.files:
+        index = -1
+        try:
+            for index, record in enumerate(iter_records(path)):
+                report.records += 1
+                try:
+                    graph = parse_example(samples.schema, record)
+                    check_sampled_graph(graph, seed_set)
+                except SamplerError as e:
+                    bad(path, index, str(e))
+                    continue
+                for name, piece in graph.node_sets.items():
+                    report.nodes[name] += piece.total_size
+                for name, piece in graph.edge_sets.items():
+                    report.edges[name] += piece.total_size
+        except SamplerError as e:  # damaged framing: the rest of the file is unreadable
+            bad(path, index + 1, str(e))
+    report.report_mismatches = _compare_with_run_report(samples.folder, report)
+    return report
+
+
+def _compare_with_run_report(folder: str, report: CheckReport) -> list[str]:
+    """Counts in sample_report.json that the records do not match (none if it is absent)."""
+    path = paths.join(folder, REPORT_FILE)
+    if not paths.exists(path):
+        return []
+    with paths.open_binary(path) as f:
+        written = json.loads(f.read().decode("utf-8"))
+    mismatches = []
+    if "subgraphs_written" in written and written["subgraphs_written"] != report.records:
+        mismatches.append(f"{REPORT_FILE} says {written['subgraphs_written']} subgraphs "
+                          f"written, the files hold {report.records} records")
+    if report.bad_records:
+        return mismatches  # totals of a partly bad folder mean little
+    for kind, key, counted in (("node set", "nodes_per_subgraph", report.nodes),
+                               ("edge set", "edges_per_subgraph", report.edges)):
+        for name, stats in sorted(written.get(key, {}).items()):
+            if name in counted and stats.get("total") != counted[name]:
+                mismatches.append(f"{REPORT_FILE}: {kind} '{name}' total {stats.get('total')}, "
+                                  f"the records hold {counted[name]}")
+    return mismatches
+
+
+def format_report(folder: str, report: CheckReport) -> str:
+    per = max(report.records - report.bad_records, 1)
+    lines = [f"{folder}: {report.records:,} records in {report.files} files, "
+             f"{report.bad_records:,} bad"]
+    for kind, totals in (("nodes", report.nodes), ("edges", report.edges)):
+        lines.append(f"{kind}: " + ", ".join(f"{name} {total:,} ({total / per:.2f}/record)"
+                                             for name, total in totals.items()))
+    if report.first_bad:
+        b = report.first_bad
+        lines.append(f"first bad record: {b.file} record {b.index}: {b.message}")
+    lines += [f"mismatch: {m}" for m in report.report_mismatches]
+    lines.append("OK" if report.ok else "FAILED")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="sample-check", description=__doc__.split("\n\n")[0])
+    parser.add_argument("output", metavar="OUT", help="a `sample` output folder")
+    args = parser.parse_args(argv)
+    try:
+        report = check_folder(args.output)
+    except SamplerError as e:
+        print(f"sample-check: error: {e}", file=sys.stderr)
+        return 2
+    print(format_report(args.output, report))
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
