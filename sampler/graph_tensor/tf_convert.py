@@ -23,18 +23,26 @@ def _tf():
     return tf
 
 
+def _constant(array: np.ndarray):
+    tf = _tf()
+    if array.dtype.kind == "O":
+        # Straight from the object array: a numpy 'S' array would drop trailing NULs.
+        return tf.constant(array, dtype=tf.string)
+    return tf.constant(array)
+
+
 def to_tf_value(field: Field, shape: Optional[tuple[int, ...]] = None):
     """A dense tf.Tensor, or a tf.RaggedTensor for a Ragged field. With the
     feature's per-item `shape` from a schema, fixed dimensions inside the
     ragged nesting become uniform row lengths, as TF-GNN's parser makes them."""
     tf = _tf()
     if not isinstance(field, Ragged):
-        return tf.constant(_tf_ready(field))
+        return _constant(field)
     levels, values = [], field
     while isinstance(values, Ragged):
         levels.append(values.row_lengths)
         values = values.values
-    result = tf.constant(_tf_ready(values))
+    result = _constant(values)
     for dimension in range(len(levels), 0, -1):
         lengths = levels[dimension - 1]
         size = shape[dimension - 1] if shape is not None else -1
@@ -44,12 +52,6 @@ def to_tf_value(field: Field, shape: Optional[tuple[int, ...]] = None):
         else:
             result = tf.RaggedTensor.from_row_lengths(result, lengths)
     return result
-
-
-def _tf_ready(array: np.ndarray) -> np.ndarray:
-    if array.dtype.kind == "O":
-        return array.astype(bytes) if array.size else np.zeros(array.shape, dtype=bytes)
-    return array
 
 
 def to_tensors(graph: GraphTensor) -> dict:

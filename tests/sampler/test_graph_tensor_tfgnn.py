@@ -105,3 +105,13 @@ def test_golden_schema_parses_with_tfgnn(tfgnn):
     parsed = tfgnn.parse_single_example(spec, tf.constant(encode_example(small_graph())))
     assert parsed.node_sets["paper"]["words"].to_list() == [[7, 8], [9]]
     assert parsed.context["seed_id"].numpy().tolist() == [b"p1"]
+
+
+def test_strings_keep_trailing_nuls(tfgnn):
+    from sampler.graph_tensor import GraphTensor, NodeSet
+    values = np.empty(2, dtype=object)
+    values[:] = [b"ab\x00", b"\x00"]
+    graph = GraphTensor.from_pieces(node_sets={"a": NodeSet.from_fields(
+        sizes=[2], features={"s": values})})
+    assert to_tensors(graph)["nodes/a.s"].numpy().tolist() == [b"ab\x00", b"\x00"]
+    assert from_tfgnn(to_tfgnn(graph)) == graph
