@@ -19,11 +19,16 @@ $(STAMP): setup.py
 
 install: $(STAMP)
 
+# Samples the demo graph, shows one decoded subgraph, then validates every record.
 demo: $(STAMP)
 	$(VENV)/bin/sample --graph examples/mag_tiny/graph_schema.pbtxt \
 	    --spec examples/mag_tiny/sampling_spec.pbtxt \
 	    --seeds examples/mag_tiny/seeds.csv \
-	    --output $(DEMO_OUT) --dry-run
+	    --output $(DEMO_OUT)/
+	@echo
+	$(VENV)/bin/sample-inspect $(DEMO_OUT)
+	@echo
+	$(VENV)/bin/sample-check $(DEMO_OUT)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests

@@ -39,6 +39,12 @@ setup(
     entry_points={
         "console_scripts": [
             "sample=pipelines.sample:main",
+            "sample-check=pipelines.sample_check:main",
+            "sample-inspect=pipelines.inspect_output:main",
+            "unigraph-convert=pipelines.convert:main",
+            "synthetic-graph=pipelines.synthetic:main",
+            "benchmark=pipelines.benchmark:main",
+            "train=pipelines.train:main",
         ],
     },
 )
