@@ -95,9 +95,10 @@ def test_bad_arguments_raise():
 # Skew. A uniform endpoint choice with these means gives Poisson degrees: max/mean
 # at most about 3 (about 1.3 for the 87 institutions), top-1% share about 2-3%, Gini
 # about 0.2 or less. The heavy (Zipf) ends must be far above that: max >= 10 x mean
-# (measured at seed 5: 15x for institutions, 44x fields, 188x authors, 249x cited
+# (measured at seed 5: 15x for institutions, 44x fields, 168x authors, 248x cited
 # papers), top 1% of nodes >= 15% of the edges, Gini >= 0.45.
-# The mild ends (paper out-degrees) stay moderate: max <= 6 x mean.
+# The paper-side ends stay moderate at this scale: max <= 8 x mean (measured 4.2x cites
+# out-degree, 4.7x topics per paper, 5.5x authors per paper).
 HEAVY_ENDS = [("cites", 1), ("writes", 0), ("has_topic", 1), ("affiliated_with", 1)]
 MILD_ENDS = [("cites", 0), ("has_topic", 0), ("writes", 1)]
 
@@ -114,7 +115,7 @@ def test_heavy_ends_are_skewed(graph_001, name, end):
 @pytest.mark.parametrize("name,end", MILD_ENDS)
 def test_paper_side_degrees_stay_moderate(graph_001, name, end):
     stats = synthetic.degree_stats(graph_001.edges[name][end], graph_001.num_nodes["paper"])
-    assert stats["max"] <= 6 * stats["mean"], stats
+    assert stats["max"] <= 8 * stats["mean"], stats
 
 
 def test_no_self_citations_and_no_duplicate_pairs(graph_001):
@@ -294,7 +295,7 @@ def test_the_neighbourhood_carries_the_signal_even_when_sampled(planted):
     n = g.num_nodes["paper"]
     src, tgt, _ = g.edges["cites"]
     # The mean feature of the cited papers, through the same least squares: far above chance
-    # (0.73 at this seed; bound 0.5).
+    # (0.77 at this seed; bound 0.5).
     degree = np.bincount(src, minlength=n)
     mean = np.zeros((n, synthetic.FEAT_DIM))
     np.add.at(mean, src, g.feat[tgt])
