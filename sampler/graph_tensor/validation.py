@@ -96,6 +96,8 @@ def _check_adjacency(graph: GraphTensor, name: str) -> None:
             raise GraphTensorError(
                 f"{where}: edge {i} has index {int(indices[i])}, out of range for node set "
                 f"'{set_name}' with {node_total} nodes")
+        if len(edge_set.sizes) == 1:
+            continue  # one component: in range means inside it
         # An edge must stay inside its own graph component; merging and padding
         # rely on it, and a violation is the typical symptom of a batching bug.
         edge_component = np.repeat(np.arange(len(edge_set.sizes)), edge_set.sizes)

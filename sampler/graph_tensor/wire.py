@@ -46,6 +46,8 @@ def varint(value: int) -> bytes:
     return bytes(out)
 
 
+# Smallest value needing k+2 bytes, for k = 0..8: a value's byte count is
+# 1 + the number of these it reaches.
 _VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 
 
@@ -54,22 +56,21 @@ def encode_varints(values: np.ndarray) -> bytes:
     values = np.ascontiguousarray(values, dtype=np.int64)
     if values.size == 0:
         return b""
-    low, high = values.min(), values.max()
-    if low >= 0 and high < 0x80:
-        return values.astype(np.uint8).tobytes()  # the usual case for sizes and indices
     unsigned = values.view(np.uint64)
-    # Bytes per value: 1 + the number of 7-bit limits it reaches.
-    counts = 1 + (unsigned[:, None] >= _VARINT_LIMITS[None, :]).sum(axis=1)
+    widest = int(unsigned.max())
+    if widest < 0x80:
+        return values.astype(np.uint8).tobytes()  # the usual case for sizes and small indices
+    counts = np.searchsorted(_VARINT_LIMITS, unsigned, side="right") + 1
     ends = np.cumsum(counts)
     starts = ends - counts
     out = np.empty(int(ends[-1]), dtype=np.uint8)
-    remaining = unsigned.copy()
+    # Byte k of every value that has one, scattered to its place; the top bit
+    # says "more bytes follow". At most 10 passes, each over whole arrays.
     for k in range(int(counts.max())):
-        active = counts > k
-        group = (remaining[active] & np.uint64(0x7F)).astype(np.uint8)
-        more = (counts[active] > k + 1).astype(np.uint8) << 7
-        out[starts[active] + k] = group | more
-        remaining >>= np.uint64(7)
+        chosen = np.flatnonzero(counts > k) if k else slice(None)
+        group = ((unsigned[chosen] >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+        group |= (counts[chosen] > k + 1).view(np.uint8) << 7
+        out[starts[chosen] + k] = group
     return out.tobytes()
 
 
@@ -80,20 +81,21 @@ def decode_varints(payload, where: str) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if data[-1] & 0x80:
         raise GraphTensorError(f"{where}: truncated varint in int64_list")
-    if not (data & 0x80).any():
+    last = data < 0x80
+    if last.all():
         return data.astype(np.int64)
-    ends = np.flatnonzero(data < 0x80)
+    ends = np.flatnonzero(last)
     starts = np.empty_like(ends)
     starts[0] = 0
     starts[1:] = ends[:-1] + 1
-    lengths = ends - starts + 1
-    if lengths.max() > 10:
+    if int((ends - starts).max()) >= 10:
         raise GraphTensorError(f"{where}: varint longer than 10 bytes in int64_list")
-    result = np.zeros(len(ends), dtype=np.uint64)
-    for k in range(int(lengths.max())):
-        active = lengths > k
-        group = (data[starts[active] + k] & 0x7F).astype(np.uint64)
-        result[active] |= group << np.uint64(7 * k)
+    lengths = ends - starts + 1
+    result = (data[starts] & 0x7F).astype(np.uint64)
+    for k in range(1, int(lengths.max())):
+        chosen = np.flatnonzero(lengths > k)
+        group = (data[starts[chosen] + k] & 0x7F).astype(np.uint64)
+        result[chosen] |= group << np.uint64(7 * k)
     return result.view(np.int64)
 
 
