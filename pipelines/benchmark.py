@@ -17,6 +17,8 @@
      seeds/s    subgraphs written (report `subgraphs_written`) / wall
      edges/s    sum of the report's `edges_sampled_per_op` / wall
      MB/s       bytes of the output folder / wall / 1e6
+     cpu        user + system CPU seconds of the whole process tree (steadier than
+                wall time on a busy machine)
      peak RSS   max over 50 ms polls of the RSS summed over the `sample` process
                 and all its descendants (pipelines/proc_stats.py says what that
                 does and does not count)
@@ -41,7 +43,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
 STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED")
 COMPLETE = ".complete"
-METRICS = ("wall_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb")
+METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb")
 
 
 def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int) -> str:
@@ -120,6 +122,7 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None) -> dict:
     out_bytes = folder_bytes(output)
     return {
         "wall_s": round(wall, 3),
+        "cpu_s": round(stats.cpu_seconds, 3),
         "seeds": report.get("subgraphs_written", 0),
         "seeds_read": report.get("seeds_read", 0),
         "edges_sampled": edges,
@@ -138,7 +141,8 @@ def median_of(runs: list[dict]) -> dict:
 
 
 def format_run(label: str, r: dict) -> str:
-    return (f"{label}: wall {r['wall_s']:.2f} s, {r['seeds_per_s']:,.1f} seeds/s, "
+    return (f"{label}: wall {r['wall_s']:.2f} s (cpu {r['cpu_s']:.2f} s), "
+            f"{r['seeds_per_s']:,.1f} seeds/s, "
             f"{r['edges_per_s']:,.0f} sampled edges/s, {r['output_mb_per_s']:.2f} MB/s out, "
             f"peak RSS {r['peak_rss_mb']:,.0f} MB")
 

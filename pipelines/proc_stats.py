@@ -12,12 +12,17 @@ peak of that sum is the reported memory. Notes on what it measures:
   - a process that lives less than one interval may be missed, and a peak between
     two polls is not seen: the figure is a lower bound on the true peak sum;
   - processes that leave the tree (daemonise, get re-parented) stop being counted.
+CPU time comes from getrusage(RUSAGE_CHILDREN) before and after the run: it counts
+the child and every descendant that was waited for, and also any other child this
+process reaps meanwhile (run one measured command at a time). On a shared machine,
+CPU time is steadier than wall time.
 Linux only (needs /proc); no psutil.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import resource
 import signal
 import subprocess
 import tempfile
@@ -119,6 +124,7 @@ class RunStats:
     wall_seconds: float      # from just before the process starts until it has exited
     peak_rss_bytes: int      # max over polls of the RSS summed over the process tree
     max_processes: int       # the most processes seen in the tree at one poll
+    cpu_seconds: float       # user + system CPU of the tree (processes that were waited for)
     polls: int
     stdout: str
     stderr: str
@@ -128,6 +134,7 @@ def run_measured(cmd: list[str], *, interval: float = 0.05, cwd: str | None = No
                  env: dict | None = None, timeout: float | None = None) -> RunStats:
     """Runs `cmd` to completion, measuring its process tree (see the module docstring)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=cwd, env=env)
         monitor = TreeMonitor(proc.pid, interval).start()
@@ -139,8 +146,10 @@ def run_measured(cmd: list[str], *, interval: float = 0.05, cwd: str | None = No
         finally:
             wall = time.perf_counter() - started
             peak, processes = monitor.stop()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         out.seek(0)
         err.seek(0)
-        return RunStats(returncode, wall, peak, processes, monitor.polls,
+        return RunStats(returncode, wall, peak, processes, cpu, monitor.polls,
                         out.read().decode("utf-8", "replace"),
                         err.read().decode("utf-8", "replace"))

@@ -27,6 +27,7 @@ def test_peak_rss_sums_over_the_process_tree():
     assert 200 * MB <= stats.peak_rss_bytes <= 400 * MB, stats.peak_rss_bytes / MB
     assert stats.wall_seconds >= 0.6
     assert stats.polls >= 5
+    assert 0.05 < stats.cpu_seconds < stats.wall_seconds + 1  # touching 200 MB costs CPU
 
 
 def test_process_tree_and_rss_of_this_process():
@@ -93,10 +94,11 @@ def test_incomplete_cache_folder_is_regenerated(tmp_path):
 def test_median_and_text_line():
     runs = [{k: v for k in benchmark.METRICS} for v in (3.0, 1.0, 2.0)]
     assert benchmark.median_of(runs) == {k: 2.0 for k in benchmark.METRICS}
-    line = benchmark.format_run("median", {"wall_s": 2, "seeds_per_s": 1500, "edges_per_s": 2e5,
-                                           "output_mb_per_s": 1.5, "peak_rss_mb": 400})
-    assert line == ("median: wall 2.00 s, 1,500.0 seeds/s, 200,000 sampled edges/s, "
-                    "1.50 MB/s out, peak RSS 400 MB")
+    line = benchmark.format_run("median", {"wall_s": 2, "cpu_s": 3.5, "seeds_per_s": 1500,
+                                           "edges_per_s": 2e5, "output_mb_per_s": 1.5,
+                                           "peak_rss_mb": 400})
+    assert line == ("median: wall 2.00 s (cpu 3.50 s), 1,500.0 seeds/s, 200,000 sampled "
+                    "edges/s, 1.50 MB/s out, peak RSS 400 MB")
 
 
 def test_tiny_benchmark_end_to_end(tmp_path, capsys):
