@@ -117,3 +117,13 @@ def test_tensorflow_written_records_read_the_same(tmp_path, all_formats):
                 features=tf.train.Features(feature=feature)).SerializeToString())
     item = read_graph(f"{folder}/graph_schema.pbtxt")["item"]
     graphs.assert_same_batch(all_formats["csv"]["item"], item)
+
+
+def test_csv_with_bom_crlf_and_extra_columns(tmp_path):
+    (tmp_path / "n.csv").write_bytes(b"\xef\xbb\xbfid,x,ignored\r\na,1,z\r\n\r\nb,2,z\r\n")
+    (tmp_path / "graph_schema.pbtxt").write_text(
+        'node_sets { key: "n" value { features { key: "x" value { dtype: DT_INT64 } } '
+        'metadata { filename: "n.csv" } } }')
+    (batch,) = read_set(load_schema(str(tmp_path)), "nodes", "n")
+    assert batch.ids.tolist() == [b"a", b"b"] and batch.features["x"].tolist() == [1, 2]
+    assert list(batch.features) == ["x"] and batch.rows.tolist() == [0, 1]

@@ -49,7 +49,7 @@ def line_of_row(path: str, row: int) -> int:
 
 def read_header(path: str) -> list[str]:
     for _, cells in _python_rows(path):
-        names = [c.strip() for c in cells]
+        names = list(cells)
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise TableError(f"{path}: line 1: duplicate column name(s) "
