@@ -6,6 +6,7 @@ package: apache-beam[gcp] installs proto-plus, whose import name is `proto`.
 """
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -20,15 +21,19 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def compile_protos(out_dir: str, *, descriptor_set: str | None = None) -> None:
-    """Runs protoc (from grpcio-tools) on every source, into out_dir."""
-    from grpc_tools import protoc  # a dev dependency only
+    """Runs protoc (from grpcio-tools, a dev dependency) on every source, into out_dir.
 
-    args = ["protoc", f"-I{REPO_ROOT}", f"--python_out={out_dir}"]
+    In a child process: protoc's C++ runtime must not share a process with
+    TensorFlow's, which a test session may have loaded.
+    """
+    args = [sys.executable, "-m", "grpc_tools.protoc", f"-I{REPO_ROOT}",
+            f"--python_out={out_dir}"]
     if descriptor_set:
         args.append(f"--descriptor_set_out={descriptor_set}")
     args += [os.path.join(REPO_ROOT, p) for p in PROTO_MODULES]
-    if protoc.main(args) != 0:
-        raise RuntimeError(f"protoc failed: {' '.join(args)}")
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"protoc failed: {result.stderr.strip()}")
 
 
 def main() -> int:
