@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from sampler.pieces import encode_ids
 from unigraph.batches import EdgeBatch, FeatureValues
 from unigraph.ragged import concat, take
 
@@ -22,14 +23,19 @@ class AdjacencyBucket:
     edge_set: str
     sources: np.ndarray      # 'S', unique source ids, sorted
     row_splits: np.ndarray   # int64 [len(sources) + 1]: CSR into the edge arrays
-    targets: np.ndarray      # 'S', per edge
+    target_codes: np.ndarray  # int32 per edge, into target_ids
+    target_ids: np.ndarray   # 'S', sorted distinct targets
     rows: np.ndarray         # int64 RowId, per edge
     weights: np.ndarray | None
     features: dict[str, FeatureValues]
 
     @property
     def num_edges(self) -> int:
-        return len(self.targets)
+        return len(self.target_codes)
+
+    @property
+    def targets(self) -> np.ndarray:
+        return self.target_ids[self.target_codes]
 
     def rows_of(self, node_ids: np.ndarray) -> np.ndarray:
         """CSR row of each node id, -1 where the node has no edges here."""
@@ -54,7 +60,8 @@ def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch]) -> AdjacencyBuck
     pieces = [p for p in pieces if len(p)]
     if not pieces:
         return AdjacencyBucket(edge_set, np.zeros(0, "S1"), np.zeros(1, np.int64),
-                               np.zeros(0, "S1"), np.zeros(0, np.int64), None, {})
+                               np.zeros(0, np.int32), np.zeros(0, "S1"), np.zeros(0, np.int64),
+                               None, {})
     sources = np.concatenate([p.sources for p in pieces])
     targets = np.concatenate([p.targets for p in pieces])
     rows = np.concatenate([p.rows for p in pieces])
@@ -66,5 +73,6 @@ def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch]) -> AdjacencyBuck
                 for name in pieces[0].features}
     starts = np.flatnonzero(np.r_[True, sources[1:] != sources[:-1]])
     row_splits = np.r_[starts, len(sources)].astype(np.int64)
-    return AdjacencyBucket(edge_set, sources[starts], row_splits, targets, rows,
+    target_ids, target_codes = encode_ids(targets)
+    return AdjacencyBucket(edge_set, sources[starts], row_splits, target_codes, target_ids, rows,
                            None if weights is None else weights[order], features)

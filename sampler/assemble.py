@@ -15,14 +15,13 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from sampler.graph_tensor import (Adjacency, Context, EdgeSet, GraphTensor, NodeSet,
-                                  add_readout)
-from sampler import rng
+from sampler.graph_tensor import (READOUT_NODE_SET, Adjacency, Context, EdgeSet, GraphTensor,
+                                  NodeSet, add_readout)
 from sampler.pieces import EdgePiece, NodeFeatures, SeedPiece
 from sampler.spec import Plan
 from unigraph import graph_schema_pb2 as gs
 from unigraph.batches import FeatureValues
-from unigraph.ragged import Ragged, take
+from unigraph.ragged import Ragged, concat, take
 from unigraph.schema import ID_COLUMNS, feature_shape, numpy_dtype
 
 ID_FEATURE = "#id"
@@ -48,7 +47,7 @@ class _Layout:
     offsets: np.ndarray                  # int64 [num_samples + 1]
     features: dict[str, FeatureValues]   # item dimension first, in layout order
     ids: np.ndarray | None = None        # node sets: 'S' ids in layout order
-    ranks: np.ndarray | None = None      # node sets: sample rank of each id
+    keys: np.ndarray | None = None       # node sets: int64 sort key per node (see _NodeKeys)
     sources: np.ndarray | None = None    # edge sets: local source indices
     targets: np.ndarray | None = None    # edge sets: local target indices
 
@@ -75,6 +74,86 @@ def _schema_features(features: dict[str, gs.Feature]) -> dict[str, gs.Feature]:
     return {k: v for k, v in sorted(features.items()) if k not in ID_COLUMNS}
 
 
+@dataclasses.dataclass
+class AssembledShard:
+    """Every sample of one shard, laid out as arrays per node set and edge set."""
+
+    assembler: "ShardAssembler"
+    sample_ids: np.ndarray  # int64, ascending
+    seed_ids: np.ndarray    # 'S'
+    nodes: dict[str, _Layout]
+    edges: dict[str, _Layout]
+
+    def __len__(self) -> int:
+        return len(self.sample_ids)
+
+    def examples(self) -> Iterator[bytes]:
+        """Each sample's serialized tf.train.Example, by ascending sample id; the same
+        bytes as `encode_example(graph, output schema)` of `graphs()`."""
+        from sampler.graph_tensor import keys as k
+        from sampler.shard_encoder import (bytes_column, constant_column, encode_examples,
+                                           feature_columns, scalar_int_column, values_column)
+        from sampler.graph_tensor import wire
+
+        schema = self.assembler.schema
+        count = len(self.sample_ids)
+        one = np.arange(count + 1, dtype=np.int64)
+        columns = [values_column(k.context_key(SEED_ID_FEATURE), self.seed_ids, one),
+                   constant_column(k.node_key(READOUT_NODE_SET, k.SIZE_NAME),
+                                   wire.encode_feature(wire.INT64, np.ones(1, np.int64)))]
+        readout = f"{READOUT_NODE_SET}/{READOUT_KEY}"
+        for field, value in ((k.SIZE_NAME, 1), (k.SOURCE_NAME, 0), (k.TARGET_NAME, 0)):
+            columns.append(constant_column(k.edge_key(readout, field), wire.encode_feature(
+                wire.INT64, np.array([value], np.int64))))
+        for name, layout in self.nodes.items():
+            declared = schema.node_sets[name].features
+            columns.append(scalar_int_column(k.node_key(name, k.SIZE_NAME),
+                                             np.diff(layout.offsets)))
+            columns.append(values_column(k.node_key(name, ID_FEATURE), layout.ids,
+                                         layout.offsets))
+            for feature, values in layout.features.items():
+                columns += feature_columns(k.node_key(name, feature), values, layout.offsets,
+                                           declared.get(feature))
+        for name, layout in self.edges.items():
+            declared = schema.edge_sets[name].features
+            columns.append(scalar_int_column(k.edge_key(name, k.SIZE_NAME),
+                                             np.diff(layout.offsets)))
+            columns.append(values_column(k.edge_key(name, k.SOURCE_NAME), layout.sources,
+                                         layout.offsets))
+            columns.append(values_column(k.edge_key(name, k.TARGET_NAME), layout.targets,
+                                         layout.offsets))
+            for feature, values in layout.features.items():
+                columns += feature_columns(k.edge_key(name, feature), values, layout.offsets,
+                                           declared.get(feature))
+        return encode_examples(columns, count)
+
+    def graphs(self) -> Iterator[tuple[int, GraphTensor]]:
+        """(sample id, GraphTensor) per sample: the reference the fast encoder must match."""
+        seed_set = self.assembler.plan.seed_set
+        for i, (sample_id, seed_id) in enumerate(zip(self.sample_ids.tolist(), self.seed_ids)):
+            node_sets = {}
+            for name, layout in self.nodes.items():
+                lo, hi = layout.offsets[i], layout.offsets[i + 1]
+                features = {k: _slice(v, lo, hi) for k, v in layout.features.items()}
+                features[ID_FEATURE] = layout.ids[lo:hi].astype(object)
+                node_sets[name] = NodeSet.from_fields(sizes=[hi - lo], features=features)
+            edge_sets = {}
+            for name, layout in self.edges.items():
+                lo, hi = layout.offsets[i], layout.offsets[i + 1]
+                proto = self.assembler.schema.edge_sets[name]
+                edge_sets[name] = EdgeSet.from_fields(
+                    sizes=[hi - lo],
+                    adjacency=Adjacency.from_indices(source=(proto.source, layout.sources[lo:hi]),
+                                                     target=(proto.target, layout.targets[lo:hi])),
+                    features={k: _slice(v, lo, hi) for k, v in layout.features.items()})
+            context = Context.from_fields(
+                features={SEED_ID_FEATURE: np.array([bytes(seed_id)], dtype=object)}, sizes=[1])
+            graph = GraphTensor.from_pieces(context=context, node_sets=node_sets,
+                                            edge_sets=edge_sets, validate=False)
+            yield sample_id, add_readout(graph, READOUT_KEY, seed_set, [0], validate=False)
+
+
+
 class ShardAssembler:
     """Builds the GraphTensors of one shard from its pieces.
 
@@ -95,137 +174,140 @@ class ShardAssembler:
                           for s in plan.node_sets()}
 
     def assemble(self, seed_pieces: Sequence[SeedPiece], feature_pieces: Sequence[NodeFeatures],
-                 edge_pieces: Sequence[EdgePiece]) -> tuple[Iterator[tuple[int, GraphTensor]],
-                                                            ShardStats]:
-        """(sample id, GraphTensor) for every sample, by ascending sample id; and the stats."""
+                 edge_pieces: Sequence[EdgePiece]) -> tuple["AssembledShard", ShardStats]:
+        """Every sample's subgraph, by ascending sample id; and the stats."""
         stats = ShardStats()
         seed_pieces = [p for p in seed_pieces if len(p)]
         if not seed_pieces:
-            return iter(()), stats
+            empty = np.zeros(0, np.int64)
+            return AssembledShard(self, empty, np.zeros(0, "S1"), {}, {}), stats
         seeds = SeedPiece.concat(seed_pieces)
         order = np.argsort(seeds.samples, kind="stable")
         sample_ids, seed_ids = seeds.samples[order], seeds.ids[order]
         edge_pieces = [p for p in edge_pieces if len(p)]
+        ends = {e: (self.schema.edge_sets[e].source, self.schema.edge_sets[e].target)
+                for e in self.plan.edge_sets()}
+        # One sorted id dictionary per node set for the whole shard.
+        keys = {}
+        for s in self.plan.node_sets():
+            parts = [p.source_ids for p in edge_pieces if ends[p.edge_set][0] == s]
+            parts += [p.target_ids for p in edge_pieces if ends[p.edge_set][1] == s]
+            parts += [p.ids for p in feature_pieces if p.node_set == s]
+            if s == self.plan.seed_set:
+                parts.append(seed_ids)
+            keys[s] = _NodeKeys(np.unique(np.concatenate(parts)) if parts else
+                                np.zeros(0, "S1"), len(sample_ids),
+                                seed_ids if s == self.plan.seed_set else None)
         nodes = {}
         for s in self.plan.node_sets():
-            arriving = [(p.samples, p.targets) for p in edge_pieces
-                        if self.schema.edge_sets[p.edge_set].target == s]
-            if s == self.plan.seed_set:
-                arriving.insert(0, (sample_ids, seed_ids))
+            arriving = [(np.arange(len(sample_ids)), keys[s].codes_of(seed_ids))] \
+                if s == self.plan.seed_set else []
+            arriving += [(np.searchsorted(sample_ids, p.samples),
+                          keys[s].codes_of(p.target_ids)[p.target_codes])
+                         for p in edge_pieces if ends[p.edge_set][1] == s]
             nodes[s], missing = self._node_layout(
-                s, arriving, [p for p in feature_pieces if p.node_set == s], sample_ids, seed_ids)
+                s, keys[s], arriving, [p for p in feature_pieces if p.node_set == s])
             if missing:
                 stats.nodes_missing[s] = missing
         edges = {}
         for e in self.plan.edge_sets():
-            edges[e], dropped = self._edge_layout(e, [p for p in edge_pieces if p.edge_set == e],
-                                                  sample_ids, nodes)
+            edges[e], dropped = self._edge_layout(
+                e, [p for p in edge_pieces if p.edge_set == e], sample_ids,
+                keys[ends[e][0]], keys[ends[e][1]], nodes[ends[e][0]], nodes[ends[e][1]])
             if dropped:
                 stats.dangling_edges[e] = dropped
         stats.subgraphs = len(sample_ids)
         stats.nodes = {s: np.diff(l.offsets).tolist() for s, l in nodes.items()}
         stats.edges = {e: np.diff(l.offsets).tolist() for e, l in edges.items()}
-        return self._graphs(sample_ids, seed_ids, nodes, edges), stats
+        return AssembledShard(self, sample_ids, seed_ids, nodes, edges), stats
 
-    def _node_layout(self, node_set: str, arriving: list[tuple[np.ndarray, np.ndarray]],
-                     feature_pieces: list[NodeFeatures], sample_ids: np.ndarray,
-                     seed_ids: np.ndarray) -> tuple[_Layout, int]:
+    def _node_layout(self, node_set: str, keys: "_NodeKeys",
+                     arriving: list[tuple[np.ndarray, np.ndarray]],
+                     feature_pieces: list[NodeFeatures]) -> tuple[_Layout, int]:
+        """The set's nodes of every sample: its seed (if any) and the targets of its edges
+        into the set, each once, in canonical order (by key: rank, seed first, then id)."""
         wanted = self.node_features[node_set]
-        num_samples = len(sample_ids)
-        if not arriving:
-            return _Layout(np.zeros(num_samples + 1, np.int64),
-                           {k: empty_feature(f) for k, f in wanted.items()},
-                           ids=np.zeros(0, "S1"), ranks=np.zeros(0, np.int64)), 0
-        samples = np.concatenate([a[0] for a in arriving])
-        ids = np.concatenate([a[1] for a in arriving])
-        ranks = np.searchsorted(sample_ids, samples)
-        not_seed = ids != seed_ids[ranks] if node_set == self.plan.seed_set else \
-            np.ones(len(ids), bool)
-        order = np.lexsort((ids, not_seed, ranks))
-        ranks, ids = ranks[order], ids[order]
-        keep = np.r_[True, (ranks[1:] != ranks[:-1]) | (ids[1:] != ids[:-1])]
-        ranks, ids = ranks[keep], ids[keep]
+        if arriving:
+            node_keys = np.unique(np.concatenate([keys.key(r, c) for r, c in arriving]))
+        else:
+            node_keys = np.zeros(0, np.int64)
+        ranks, codes = keys.split(node_keys)
         features, missing = {}, 0
         if self.has_table[node_set]:
-            table = _feature_table(node_set, feature_pieces, wanted)
-            positions = _positions(table.ids, ids)
-            found = positions >= 0
+            row_of_code = np.full(len(keys.ids), -1, np.int64)
+            pieces = [p for p in feature_pieces if len(p)]
+            table = NodeFeatures.concat(pieces) if pieces else None
+            if table is not None:
+                row_of_code[keys.codes_of(table.ids)] = np.arange(len(table))
+            rows = row_of_code[codes]
+            found = rows >= 0
             missing = int((~found).sum())
             if missing:
-                ranks, ids, positions = ranks[found], ids[found], positions[found]
-            features = {k: take(table.features[k], positions) for k in wanted}
-        return _Layout(_offsets(ranks, num_samples), features, ids=ids, ranks=ranks), missing
+                node_keys, ranks, codes, rows = (node_keys[found], ranks[found], codes[found],
+                                                 rows[found])
+            features = {k: take(table.features[k], rows) if table is not None else
+                        empty_feature(f) for k, f in wanted.items()}
+        return _Layout(_offsets(ranks, keys.num_samples), features, ids=keys.ids[codes],
+                       keys=node_keys), missing
 
     def _edge_layout(self, edge_set: str, pieces: list[EdgePiece], sample_ids: np.ndarray,
-                     nodes: dict[str, _Layout]) -> tuple[_Layout, int]:
+                     source_keys: "_NodeKeys", target_keys: "_NodeKeys",
+                     sources_layout: _Layout, targets_layout: _Layout) -> tuple[_Layout, int]:
         wanted = self.edge_features[edge_set]
         if not pieces:
             empty = np.zeros(0, np.int64)
             return _Layout(np.zeros(len(sample_ids) + 1, np.int64),
                            {k: empty_feature(f) for k, f in wanted.items()},
                            sources=empty, targets=empty), 0
-        piece = EdgePiece.concat(pieces)
-        ranks = np.searchsorted(sample_ids, piece.samples)
-        order = np.lexsort((piece.rows, ranks))
-        sorted_ranks, sorted_rows = ranks[order], piece.rows[order]
-        keep = np.r_[True, (sorted_ranks[1:] != sorted_ranks[:-1])
-                     | (sorted_rows[1:] != sorted_rows[:-1])]
-        piece, ranks = piece.take(order[keep]), sorted_ranks[keep]
-        edge_set_proto = self.schema.edge_sets[edge_set]
-        sources = _local_indices(nodes[edge_set_proto.source], ranks, piece.sources)
-        targets = _local_indices(nodes[edge_set_proto.target], ranks, piece.targets)
-        valid = (sources >= 0) & (targets >= 0)
-        order = np.flatnonzero(valid)
-        order = order[np.lexsort((piece.rows[order], targets[order], sources[order],
-                                  ranks[order]))]
+        ranks = np.concatenate([np.searchsorted(sample_ids, p.samples) for p in pieces])
+        source_codes = np.concatenate([source_keys.codes_of(p.source_ids)[p.source_codes]
+                                       for p in pieces])
+        target_codes = np.concatenate([target_keys.codes_of(p.target_ids)[p.target_codes]
+                                       for p in pieces])
+        rows = np.concatenate([p.rows for p in pieces])
+        features = {k: concat([p.features[k] for p in pieces]) for k in wanted}
+        # The same edge sampled twice in one sample (by two ops) appears once.
+        order = np.lexsort((rows, ranks))
+        keep = order[np.r_[True, (ranks[order][1:] != ranks[order][:-1])
+                           | (rows[order][1:] != rows[order][:-1])]]
+        ranks, rows = ranks[keep], rows[keep]
+        sources = _local_indices(sources_layout, source_keys.key(ranks, source_codes[keep]), ranks)
+        targets = _local_indices(targets_layout, target_keys.key(ranks, target_codes[keep]), ranks)
+        valid = np.flatnonzero((sources >= 0) & (targets >= 0))
+        order = valid[np.lexsort((rows[valid], targets[valid], sources[valid], ranks[valid]))]
         layout = _Layout(_offsets(ranks[order], len(sample_ids)),
-                         {k: take(piece.features[k], order) for k in wanted},
+                         {k: take(v, keep[order]) for k, v in features.items()},
                          sources=sources[order], targets=targets[order])
-        return layout, int((~valid).sum())
-
-    def _graphs(self, sample_ids, seed_ids, nodes, edges) -> Iterator[tuple[int, GraphTensor]]:
-        seed_set = self.plan.seed_set
-        for i, (sample_id, seed_id) in enumerate(zip(sample_ids.tolist(), seed_ids)):
-            node_sets = {}
-            for name, layout in nodes.items():
-                lo, hi = layout.offsets[i], layout.offsets[i + 1]
-                features = {k: _slice(v, lo, hi) for k, v in layout.features.items()}
-                features[ID_FEATURE] = layout.ids[lo:hi].astype(object)
-                node_sets[name] = NodeSet.from_fields(sizes=[hi - lo], features=features)
-            edge_sets = {}
-            for name, layout in edges.items():
-                lo, hi = layout.offsets[i], layout.offsets[i + 1]
-                proto = self.schema.edge_sets[name]
-                edge_sets[name] = EdgeSet.from_fields(
-                    sizes=[hi - lo],
-                    adjacency=Adjacency.from_indices(source=(proto.source, layout.sources[lo:hi]),
-                                                     target=(proto.target, layout.targets[lo:hi])),
-                    features={k: _slice(v, lo, hi) for k, v in layout.features.items()})
-            context = Context.from_fields(
-                features={SEED_ID_FEATURE: np.array([bytes(seed_id)], dtype=object)}, sizes=[1])
-            graph = GraphTensor.from_pieces(context=context, node_sets=node_sets,
-                                            edge_sets=edge_sets, validate=False)
-            yield sample_id, add_readout(graph, READOUT_KEY, seed_set, [0], validate=False)
+        return layout, len(keep) - len(valid)
 
 
-def _feature_table(node_set: str, pieces: list[NodeFeatures],
-                   wanted: dict[str, gs.Feature]) -> NodeFeatures:
-    """The shard's features of `node_set`, each node once, sorted by id."""
-    pieces = [p for p in pieces if len(p)]
-    if not pieces:
-        return NodeFeatures(node_set, np.zeros(0, "S1"),
-                            {k: empty_feature(f) for k, f in wanted.items()})
-    table = NodeFeatures.concat(pieces)
-    _, first = np.unique(table.ids, return_index=True)  # sorted ids, one row each
-    return table.take(first)
+class _NodeKeys:
+    """Integer sort keys for the (sample, node) pairs of one node set in a shard.
 
+    key = rank * 2N + (0 if the node is the sample's seed else N) + code, where code
+    indexes the shard's sorted id dictionary of the set (N ids): sorting keys sorts by
+    sample, puts the seed first and the other nodes by id -- the canonical order."""
 
-def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Position of each id in `sorted_ids`, -1 where absent."""
-    if len(sorted_ids) == 0:
-        return np.full(len(ids), -1, np.int64)
-    pos = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
-    return np.where(sorted_ids[pos] == ids, pos, -1).astype(np.int64)
+    def __init__(self, ids: np.ndarray, num_samples: int, seed_ids: np.ndarray | None):
+        self.ids = ids
+        self.num_samples = num_samples
+        self.width = np.int64(max(len(ids), 1))
+        self.seed_codes = self.codes_of(seed_ids) if seed_ids is not None else None
+
+    def codes_of(self, ids: np.ndarray) -> np.ndarray:
+        """Codes of ids that are in the dictionary (all are, by construction)."""
+        return np.searchsorted(self.ids, ids).astype(np.int64)
+
+    def key(self, ranks: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        ranks = ranks.astype(np.int64)
+        codes = codes.astype(np.int64)
+        not_seed = np.ones(len(codes), np.int64) if self.seed_codes is None else (
+            codes != self.seed_codes[ranks]).astype(np.int64)
+        return (ranks * 2 + not_seed) * self.width + codes
+
+    def split(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rank, code) of every key."""
+        return keys // (2 * self.width), keys % self.width
 
 
 def _slice(values: FeatureValues, lo: int, hi: int) -> FeatureValues:
@@ -234,26 +316,10 @@ def _slice(values: FeatureValues, lo: int, hi: int) -> FeatureValues:
     return values[lo:hi]
 
 
-def _local_indices(layout: _Layout, ranks: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Index of node (sample rank, id) within its sample's node set; -1 if absent.
-
-    Searches one uint64 key per (rank, id) -- a hash -- and then checks rank and id
-    exactly, so a hash collision can only send a lookup down the exact slow path.
-    """
-    if len(layout.ids) == 0 or len(ids) == 0:
-        return np.full(len(ids), -1, np.int64)
-    local = np.arange(len(layout.ids)) - layout.offsets[layout.ranks]
-    node_keys = rng.mix(layout.ranks, rng.fingerprint(layout.ids))
-    query_keys = rng.mix(ranks, rng.fingerprint(ids))
-    order = np.argsort(node_keys)
-    sorted_keys = node_keys[order]
-    candidate = order[np.minimum(np.searchsorted(sorted_keys, query_keys), len(order) - 1)]
-    hit = node_keys[candidate] == query_keys
-    exact = hit & (layout.ranks[candidate] == ranks) & (layout.ids[candidate] == ids)
-    if (hit != exact).any():  # a collision: resolve those lookups exactly
-        slow = np.flatnonzero(hit != exact)
-        for q in slow:
-            match = np.flatnonzero((layout.ranks == ranks[q]) & (layout.ids == ids[q]))
-            if len(match):
-                candidate[q], exact[q] = match[0], True
-    return np.where(exact, local[candidate], -1).astype(np.int64)
+def _local_indices(layout: _Layout, keys: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Index of each (sample rank, node) key within its sample's node set; -1 if absent."""
+    if len(layout.keys) == 0 or len(keys) == 0:
+        return np.full(len(keys), -1, np.int64)
+    pos = np.minimum(np.searchsorted(layout.keys, keys), len(layout.keys) - 1)
+    local = pos - layout.offsets[ranks]
+    return np.where(layout.keys[pos] == keys, local, -1).astype(np.int64)

@@ -7,7 +7,7 @@ import numpy as np
 
 from sampler import rng
 from sampler.adjacency import AdjacencyBucket
-from sampler.pieces import EdgePiece, Requests
+from sampler.pieces import EdgePiece, Requests, prune
 from sampler.spec import PlannedOp
 from sampler.strategies import sample_edges
 from unigraph.ragged import take
@@ -15,17 +15,22 @@ from unigraph.ragged import take
 
 def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
                seed: int) -> EdgePiece:
-    """The edges `op` samples for every (sample, node) request, in request order."""
+    """The edges `op` samples for every (sample, node) request."""
     requests = requests.unique()
-    rows = adjacency.rows_of(requests.nodes)
+    rows = adjacency.rows_of(requests.ids)[requests.codes]  # the CSR row of every request
     with_edges = np.flatnonzero(rows >= 0)
-    samples, nodes, rows = requests.samples[with_edges], requests.nodes[with_edges], rows[
+    samples, codes, rows = requests.samples[with_edges], requests.codes[with_edges], rows[
         with_edges]
     query_index, edge_position = sample_edges(
         op.strategy, row_splits=adjacency.row_splits, weights=adjacency.weights,
-        query_rows=rows, query_samples=samples, query_nodes=rng.fingerprint(nodes),
+        query_rows=rows, query_samples=samples,
+        query_nodes=rng.fingerprint(requests.ids)[codes],
         k=op.sample_size, seed=seed, op_salt=rng.name_salt(op.name))
+    # Sources are coded by their CSR row (adjacency.sources is sorted and distinct).
+    source_ids, source_codes = prune(adjacency.sources, rows[query_index])
+    target_ids, target_codes = prune(adjacency.target_ids, adjacency.target_codes[edge_position])
     return EdgePiece(
-        edge_set=op.edge_set, samples=samples[query_index], sources=nodes[query_index],
-        targets=adjacency.targets[edge_position], rows=adjacency.rows[edge_position],
+        edge_set=op.edge_set, samples=samples[query_index], source_codes=source_codes,
+        target_codes=target_codes, source_ids=source_ids, target_ids=target_ids,
+        rows=adjacency.rows[edge_position],
         features={k: take(v, edge_position) for k, v in adjacency.features.items()})

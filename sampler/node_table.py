@@ -73,13 +73,16 @@ def features_by_shard(table: NodeTableBucket, requests: Requests,
     """The features each output shard needs, every node once per shard; and the
     distinct requested ids that are absent from the table."""
     shards = sample_buckets(requests.samples, num_shards)
+    positions_of_ids = table.positions_of(requests.ids)  # one search per distinct id
     result = []
     for shard, positions in split_by_bucket(shards):
-        ids = np.unique(requests.nodes[positions])
-        features, _ = lookup_nodes(table, ids)
-        result.append((shard, features))
-    all_ids = np.unique(requests.nodes)
-    return result, all_ids[table.positions_of(all_ids) < 0]
+        codes = np.unique(requests.codes[positions])
+        codes = codes[positions_of_ids[codes] >= 0]
+        result.append((shard, NodeFeatures(
+            table.node_set, requests.ids[codes],
+            {k: take(v, positions_of_ids[codes]) for k, v in table.features.items()})))
+    used = np.unique(requests.codes)
+    return result, requests.ids[used[positions_of_ids[used] < 0]]
 
 
 def _where(row_id: int, files: Sequence[str]) -> str:

@@ -1,19 +1,50 @@
 """What flows between the sampler's stages: arrays of (sample, node) pairs and pieces
 of subgraphs, each a batch of numpy columns for many samples at once.
 
+Node ids travel dictionary-encoded: a piece holds a small sorted array of the
+distinct ids it names and int32 codes into it. Shuffles then move 4 bytes per
+node reference instead of a padded id, and joins, dedupes and sorts work on
+integers; since a dictionary is sorted, code order is id order.
+
 Data shapes:
   SampleId = int64: the seed row's RowId in the seeds table (see unigraph.batches),
              so a duplicated seed id is two samples with their own random draws.
-  NodeId   = bytes: numpy 'S' arrays.
+  NodeId   = bytes, in numpy 'S' arrays.
+  Code     = int32 index into a piece's sorted id dictionary.
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Sequence
 
 import numpy as np
 
 from unigraph.batches import FeatureValues
 from unigraph.ragged import concat, take
+
+_EMPTY_IDS = np.zeros(0, "S1")
+
+
+def encode_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct ids, int32 code of every id)."""
+    if len(ids) == 0:
+        return _EMPTY_IDS, np.zeros(0, np.int32)
+    dictionary, codes = np.unique(ids, return_inverse=True)
+    return dictionary, codes.astype(np.int32)
+
+
+def prune(dictionary: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dictionary cut down to the ids `codes` use, and the codes renumbered."""
+    used, codes = np.unique(codes, return_inverse=True)
+    return dictionary[used], codes.astype(np.int32)
+
+
+def merge(dictionaries: Sequence[np.ndarray], codes: Sequence[np.ndarray]
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """One dictionary for several (dictionary, codes) parts, and all codes concatenated."""
+    merged = np.unique(np.concatenate(dictionaries)) if dictionaries else _EMPTY_IDS
+    remapped = [np.searchsorted(merged, d).astype(np.int32)[c] for d, c in zip(dictionaries, codes)]
+    return merged, (np.concatenate(remapped) if remapped else np.zeros(0, np.int32))
 
 
 @dataclasses.dataclass(eq=False)
@@ -21,30 +52,44 @@ class Requests:
     """(sample, node) pairs: the nodes some op reached, per sample."""
 
     samples: np.ndarray  # int64
-    nodes: np.ndarray    # 'S'
+    codes: np.ndarray    # int32 into ids
+    ids: np.ndarray      # 'S', sorted distinct
+
+    @staticmethod
+    def from_ids(samples: np.ndarray, nodes: np.ndarray) -> "Requests":
+        ids, codes = encode_ids(nodes)
+        return Requests(samples, codes, ids)
+
+    @property
+    def nodes(self) -> np.ndarray:
+        return self.ids[self.codes]
 
     def __len__(self) -> int:
         return len(self.samples)
 
     def take(self, positions: np.ndarray) -> "Requests":
-        return Requests(self.samples[positions], self.nodes[positions])
+        ids, codes = prune(self.ids, self.codes[positions])
+        return Requests(self.samples[positions], codes, ids)
 
     @staticmethod
     def concat(parts: list["Requests"]) -> "Requests":
+        parts = [p for p in parts if len(p)]
         if not parts:
-            return Requests(np.zeros(0, np.int64), np.zeros(0, "S1"))
-        return Requests(np.concatenate([p.samples for p in parts]),
-                        np.concatenate([p.nodes for p in parts]))
+            return Requests(np.zeros(0, np.int64), np.zeros(0, np.int32), _EMPTY_IDS)
+        if len(parts) == 1:
+            return parts[0]
+        ids, codes = merge([p.ids for p in parts], [p.codes for p in parts])
+        return Requests(np.concatenate([p.samples for p in parts]), codes, ids)
 
     def unique(self) -> "Requests":
         """Each (sample, node) pair once, sorted by sample then node: a node reached
         twice within one sample (by several input ops, or several edges) is sampled once."""
         if len(self) == 0:
             return self
-        order = np.lexsort((self.nodes, self.samples))
-        samples, nodes = self.samples[order], self.nodes[order]
-        keep = np.r_[True, (samples[1:] != samples[:-1]) | (nodes[1:] != nodes[:-1])]
-        return Requests(samples[keep], nodes[keep])
+        order = np.lexsort((self.codes, self.samples))
+        samples, codes = self.samples[order], self.codes[order]
+        keep = np.r_[True, (samples[1:] != samples[:-1]) | (codes[1:] != codes[:-1])]
+        return Requests(samples[keep], codes[keep], self.ids)
 
 
 @dataclasses.dataclass(eq=False)
@@ -52,28 +97,39 @@ class EdgePiece:
     """Sampled edges of one edge set, for many samples."""
 
     edge_set: str
-    samples: np.ndarray   # int64
-    sources: np.ndarray   # 'S'
-    targets: np.ndarray   # 'S'
-    rows: np.ndarray      # int64 RowId of the edge in its table
+    samples: np.ndarray        # int64
+    source_codes: np.ndarray   # int32 into source_ids
+    target_codes: np.ndarray   # int32 into target_ids
+    source_ids: np.ndarray     # 'S', sorted distinct
+    target_ids: np.ndarray     # 'S', sorted distinct
+    rows: np.ndarray           # int64 RowId of the edge in its table
     features: dict[str, FeatureValues]
+
+    @staticmethod
+    def from_ids(edge_set: str, samples: np.ndarray, sources: np.ndarray, targets: np.ndarray,
+                 rows: np.ndarray, features: dict[str, FeatureValues]) -> "EdgePiece":
+        source_ids, source_codes = encode_ids(sources)
+        target_ids, target_codes = encode_ids(targets)
+        return EdgePiece(edge_set, samples, source_codes, target_codes, source_ids, target_ids,
+                         rows, features)
+
+    @property
+    def sources(self) -> np.ndarray:
+        return self.source_ids[self.source_codes]
+
+    @property
+    def targets(self) -> np.ndarray:
+        return self.target_ids[self.target_codes]
 
     def __len__(self) -> int:
         return len(self.samples)
 
     def take(self, positions: np.ndarray) -> "EdgePiece":
-        return EdgePiece(self.edge_set, self.samples[positions], self.sources[positions],
-                         self.targets[positions], self.rows[positions],
+        source_ids, source_codes = prune(self.source_ids, self.source_codes[positions])
+        target_ids, target_codes = prune(self.target_ids, self.target_codes[positions])
+        return EdgePiece(self.edge_set, self.samples[positions], source_codes, target_codes,
+                         source_ids, target_ids, self.rows[positions],
                          {k: take(v, positions) for k, v in self.features.items()})
-
-    @staticmethod
-    def concat(parts: list["EdgePiece"]) -> "EdgePiece":
-        return EdgePiece(parts[0].edge_set,
-                         np.concatenate([p.samples for p in parts]),
-                         np.concatenate([p.sources for p in parts]),
-                         np.concatenate([p.targets for p in parts]),
-                         np.concatenate([p.rows for p in parts]),
-                         {k: concat([p.features[k] for p in parts]) for k in parts[0].features})
 
 
 @dataclasses.dataclass(eq=False)
@@ -99,7 +155,7 @@ class SeedPiece:
 class NodeFeatures:
     """Features of distinct nodes of one node set, sent once to each output shard that
     holds a sample reaching them (not once per sample: the copies into every subgraph
-    happen when the shard is assembled, so Beam moves each node's features once)."""
+    happen when the shard is encoded, so Beam moves each node's features once)."""
 
     node_set: str
     ids: np.ndarray      # 'S', distinct

@@ -22,7 +22,6 @@ from apache_beam.metrics import Metrics
 from sampler import buckets
 from sampler.adjacency import build_adjacency, slice_batch
 from sampler.assemble import ShardAssembler
-from sampler.graph_tensor import encode_example
 from sampler.hop import sample_hop
 from sampler.node_table import build_node_table, features_by_shard, ids_only_table
 from sampler.output_files import OutputSpec, write_records, write_text
@@ -52,8 +51,8 @@ class SamplingJob:
 
 
 def _split_requests(requests: Requests, num_buckets: int):
-    for bucket, positions in buckets.split_by_bucket(
-            buckets.node_buckets(requests.nodes, num_buckets)):
+    bucket_of_id = buckets.node_buckets(requests.ids, num_buckets)  # once per distinct id
+    for bucket, positions in buckets.split_by_bucket(bucket_of_id[requests.codes]):
         yield bucket, requests.take(positions)
 
 
@@ -102,7 +101,7 @@ class _JoinSeeds(beam.DoFn):
         if len(requests) == 0:
             return
         table = tables[0] if tables else ids_only_table(self.job.plan.seed_set, [])
-        found = table.positions_of(requests.nodes) >= 0
+        found = (table.positions_of(requests.ids) >= 0)[requests.codes]
         absent = requests.nodes[~found]
         self.read.inc(len(requests))
         self.missing.inc(len(absent))
@@ -140,7 +139,8 @@ class _SampleHop(beam.DoFn):
             return
         for shard, part in _split_by_shard(edges, self.job.num_shards):
             yield beam.pvalue.TaggedOutput("edges", (shard, part))
-        yield from _split_requests(Requests(edges.samples, edges.targets), self.job.node_buckets)
+        yield from _split_requests(Requests(edges.samples, edges.target_codes, edges.target_ids),
+                                   self.job.node_buckets)
 
 
 class _LookupNodes(beam.DoFn):
@@ -175,11 +175,11 @@ class _AssembleShard(beam.DoFn):
 
     def process(self, element):
         shard, grouped = element
-        graphs, stats = self.assembler.assemble(list(grouped["seeds"]),
-                                                list(grouped["features"]),
-                                                list(grouped["edges"]))
+        assembled, stats = self.assembler.assemble(list(grouped["seeds"]),
+                                                   list(grouped["features"]),
+                                                   list(grouped["edges"]))
         path = self.job.output.shard_path(shard, self.job.num_shards)
-        written = write_records(path, (encode_example(graph) for _, graph in graphs))
+        written = write_records(path, assembled.examples())
         self.written.inc(stats.subgraphs)
         for kind, counts in (("nodes", stats.nodes), ("edges", stats.edges)):
             for name, values in counts.items():
@@ -271,7 +271,7 @@ class SampleSubgraphs(beam.PTransform):
         else:
             seeds = seed_table | "Seeds/FromEdges" >> beam.Map(_seeds_from_ids)
         seed_requests = seeds | "Seeds/Split" >> beam.FlatMap(
-            lambda batch, n=job.node_buckets: _split_requests(Requests(batch.rows, batch.ids), n))
+            lambda batch, n=job.node_buckets: _split_requests(Requests.from_ids(batch.rows, batch.ids), n))
         joined = ({"table": seed_table, "requests": seed_requests}
                   | "Seeds/Join" >> beam.CoGroupByKey()
                   | "Seeds/Check" >> beam.ParDo(_JoinSeeds(job)).with_outputs(

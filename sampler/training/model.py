@@ -4,8 +4,10 @@ Both take the flat graph of input.py (`nodes/<set>.<feature>`, `edges/<set>.#sou
 ...) and return logits, one row per `_readout` node (= per subgraph).
 
 The GNN, in four steps:
-  start state  per node set: Dense over its features, or a learned embedding
-               (one vector for the whole set) when it has none;
+  start state  per node set: Dense over its features (standardized with the
+               training data's mean and variance, when given: raw features
+               like a year would otherwise swamp the rest), or a learned
+               embedding (one vector for the whole set) when it has none;
   rounds       per edge set, mean pooling in both directions: the mean of the
                source states at each target, and of the target states at each
                source; per node set, new state = Dense(concat(old state, means));
@@ -21,7 +23,9 @@ Written against `tf.keras`, so it runs with Keras 3 and with tf-keras
 from __future__ import annotations
 
 import re
+from typing import Mapping, Optional
 
+import numpy as np
 import tensorflow as tf
 
 from sampler.graph_tensor.keys import SIZE_NAME, SOURCE_NAME, TARGET_NAME, edge_key, node_key
@@ -30,6 +34,9 @@ from sampler.training.layout import GraphLayout
 from sampler.training.samples import SamplesError
 
 MODEL_KINDS = ("gnn", "mlp")
+
+# Per node set: (mean, variance) of its node_features columns, from the training data.
+FeatureNorms = Mapping[str, tuple[np.ndarray, np.ndarray]]
 
 
 def node_features(graph: Graph, layout: GraphLayout, node_set: str) -> tf.Tensor:
@@ -49,6 +56,34 @@ def _layer_name(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", "_".join(parts))
 
 
+class FeatureInput(tf.keras.layers.Layer):
+    """A featured node set's start state: Dense over its standardized features."""
+
+    def __init__(self, hidden_dim: int, norms: Optional[tuple] = None, dropout: float = 0.0,
+                 **kwargs):
+        super().__init__(**kwargs)
+        # Plain numpy constants, not Keras weights: they are fixed, and this also
+        # sidesteps Keras 3's lazily built Normalization inside a subclassed model.
+        self.mean = self.inverse_std = None
+        if norms is not None:
+            mean, variance = norms
+            self.mean = np.asarray(mean, np.float32)
+            self.inverse_std = (1.0 / np.sqrt(np.maximum(variance, 1e-12))).astype(np.float32)
+        self.dropout = tf.keras.layers.Dropout(dropout)
+        self.dense = tf.keras.layers.Dense(hidden_dim, activation="relu")
+
+    def call(self, features, training=False):
+        if self.mean is not None:
+            features = (features - self.mean) * self.inverse_std
+        return self.dense(self.dropout(features, training=training))
+
+
+def _feature_input(set_name: str, hidden_dim: int, norms: Optional[FeatureNorms],
+                   dropout: float) -> FeatureInput:
+    return FeatureInput(hidden_dim, (norms or {}).get(set_name), dropout,
+                        name=_layer_name("start", set_name))
+
+
 def sets_to_update(layout: GraphLayout, num_rounds: int) -> list[list[str]]:
     """Per round, the node sets whose new state can still reach the seed's final
     state: the last round updates the seed set only, each round before it also
@@ -63,20 +98,20 @@ def sets_to_update(layout: GraphLayout, num_rounds: int) -> list[list[str]]:
 def _with_neighbours(layout: GraphLayout, node_sets: list[str]) -> list[str]:
     result = set(node_sets)
     for source, target in layout.message_edge_sets.values():
-        if source in result or target in result:
+        if source in node_sets or target in node_sets:
             result |= {source, target}
     return sorted(result)
 
 
 class HeteroGNN(tf.keras.Model):
     def __init__(self, layout: GraphLayout, num_classes: int, hidden_dim: int = 64,
-                 num_rounds: int = 2, **kwargs):
+                 num_rounds: int = 2, feature_norms: Optional[FeatureNorms] = None,
+                 dropout: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         self.graph_layout = layout
         updated = sets_to_update(layout, num_rounds)
         self.start = {
-            set_name: (tf.keras.layers.Dense(hidden_dim, activation="relu",
-                                             name=_layer_name("start", set_name))
+            set_name: (_feature_input(set_name, hidden_dim, feature_norms, dropout)
                        if layout.node_sets[set_name] else
                        tf.keras.layers.Embedding(1, hidden_dim,
                                                  name=_layer_name("start", set_name)))
@@ -86,6 +121,7 @@ class HeteroGNN(tf.keras.Model):
                                              name=_layer_name(f"round{r}", set_name))
              for set_name in sets}
             for r, sets in enumerate(updated)]
+        self.dropout = tf.keras.layers.Dropout(dropout)
         self.head = tf.keras.layers.Dense(num_classes, name="head")
 
     def call(self, graph: Graph, training=False):
@@ -94,7 +130,8 @@ class HeteroGNN(tf.keras.Model):
         states = {}
         for set_name, start in self.start.items():
             if layout.node_sets[set_name]:
-                states[set_name] = start(node_features(graph, layout, set_name))
+                states[set_name] = start(node_features(graph, layout, set_name),
+                                         training=training)
             else:
                 states[set_name] = start(tf.zeros([counts[set_name]], tf.int32))
         for updates in self.rounds:
@@ -108,7 +145,8 @@ class HeteroGNN(tf.keras.Model):
                 if source in updates:
                     received[source].append(
                         mean_pool(tf.gather(states[target], targets), sources, counts[source]))
-            states.update({set_name: update(tf.concat(received[set_name], axis=1))
+            states.update({set_name: update(self.dropout(tf.concat(received[set_name], axis=1),
+                                                         training=training))
                            for set_name, update in updates.items()})
         return self.head(read_out(graph, states[layout.seed_set]))
 
@@ -116,40 +154,44 @@ class HeteroGNN(tf.keras.Model):
 class SeedMLP(tf.keras.Model):
     """The baseline: the seed's own features only, no graph."""
 
-    def __init__(self, layout: GraphLayout, num_classes: int, hidden_dim: int = 64, **kwargs):
+    def __init__(self, layout: GraphLayout, num_classes: int, hidden_dim: int = 64,
+                 feature_norms: Optional[FeatureNorms] = None, dropout: float = 0.0,
+                 **kwargs):
         super().__init__(**kwargs)
         if not layout.node_sets[layout.seed_set]:
             raise SamplesError(f"--baseline mlp: the seed node set '{layout.seed_set}' has no "
                                f"features for an MLP to read")
         self.graph_layout = layout
-        self.hidden = [tf.keras.layers.Dense(hidden_dim, activation="relu", name=f"hidden{i}")
-                       for i in range(2)]
+        self.hidden = [_feature_input(layout.seed_set, hidden_dim, feature_norms, dropout),
+                       tf.keras.layers.Dense(hidden_dim, activation="relu", name="hidden")]
         self.head = tf.keras.layers.Dense(num_classes, name="head")
 
     def call(self, graph: Graph, training=False):
         layout = self.graph_layout
         x = read_out(graph, node_features(graph, layout, layout.seed_set))
         for layer in self.hidden:
-            x = layer(x)
+            x = layer(x, training=training)
         return self.head(x)
 
 
 def build_model(kind: str, layout: GraphLayout, num_classes: int, *, hidden_dim: int = 64,
-                num_rounds: int = 2) -> tf.keras.Model:
+                num_rounds: int = 2, feature_norms: Optional[FeatureNorms] = None,
+                dropout: float = 0.0) -> tf.keras.Model:
     if kind == "gnn":
-        return HeteroGNN(layout, num_classes, hidden_dim, num_rounds, name="gnn")
+        return HeteroGNN(layout, num_classes, hidden_dim, num_rounds, feature_norms, dropout,
+                         name="gnn")
     if kind == "mlp":
-        return SeedMLP(layout, num_classes, hidden_dim, name="seed_mlp")
+        return SeedMLP(layout, num_classes, hidden_dim, feature_norms, dropout, name="seed_mlp")
     raise ValueError(f"model kind must be one of {MODEL_KINDS}, got {kind!r}")
 
 
 def compile_for_classification(model: tf.keras.Model, *, learning_rate: float = 1e-3,
-                               padded: bool = False) -> tf.keras.Model:
-    """Adam, cross-entropy on logits, accuracy. Padded batches carry sample weights,
+                               weight_decay: float = 0.0, padded: bool = False) -> tf.keras.Model:
+    """AdamW, cross-entropy on logits, accuracy. Padded batches carry sample weights,
     which only `weighted_metrics` honour, so accuracy moves there."""
     accuracy = [tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
     model.compile(
-        optimizer=tf.keras.optimizers.Adam(learning_rate),
+        optimizer=tf.keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay),
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=None if padded else accuracy,
         weighted_metrics=accuracy if padded else None)

@@ -14,7 +14,7 @@ from google.protobuf import text_format
 from sampler.training.export import export_model
 from sampler.training.input import make_dataset
 from sampler.training.layout import GraphLayout, layout_from_schema
-from sampler.training.model import build_model, compile_for_classification
+from sampler.training.model import build_model, compile_for_classification, node_features
 from sampler.training.padding import fixed_size_constraints
 from sampler.training.samples import SampleFolder, SamplesError
 
@@ -29,6 +29,8 @@ class TrainOptions:
     hidden_dim: int = 64
     num_rounds: int = 2
     learning_rate: float = 1e-3
+    dropout: float = 0.0
+    weight_decay: float = 0.0
     num_classes: Optional[int] = None  # default: 1 + the largest training label
     pad: bool = False                 # fixed total sizes per batch
     seed: int = 0
@@ -48,14 +50,28 @@ class TrainResult:
     chance: Optional[float] = None         # majority-class share of the held-out labels
 
 
-def label_counts(samples: SampleFolder, layout: GraphLayout, part: str,
-                 validation_fraction: float) -> np.ndarray:
-    """How many subgraphs of `part` have each label (index = class id)."""
-    labels_only = dataclasses.replace(layout, node_sets={n: () for n in layout.node_sets})
+@dataclasses.dataclass
+class PartSummary:
+    label_counts: np.ndarray   # subgraphs per class id
+    feature_norms: dict        # node set -> (mean, variance) of its features; may be empty
+
+    @property
+    def count(self) -> int:
+        return int(self.label_counts.sum())
+
+
+def summarize(samples: SampleFolder, layout: GraphLayout, part: str, validation_fraction: float,
+              *, with_features: bool = False) -> PartSummary:
+    """One pass over a part: its labels, and (if asked) the moments of the node
+    features the model reads, for standardizing them."""
+    if not with_features:
+        layout = dataclasses.replace(layout, node_sets={n: () for n in layout.node_sets})
     counts = np.zeros(0, np.int64)
-    dataset = make_dataset(samples.files, labels_only, batch_size=4096, part=part,
+    moments = {n: np.zeros((3, sum(f.width for f in features)))  # count, sum, sum of squares
+               for n, features in layout.node_sets.items() if features}
+    dataset = make_dataset(samples.files, layout, batch_size=1024, part=part,
                            validation_fraction=validation_fraction)
-    for _, labels in dataset:
+    for inputs, labels in dataset:
         labels = labels.numpy()
         if labels.size and labels.min() < 0:
             raise SamplesError(f"--label {layout.label.feature}: negative class id "
@@ -63,7 +79,16 @@ def label_counts(samples: SampleFolder, layout: GraphLayout, part: str,
         batch = np.bincount(labels)
         size = max(len(counts), len(batch))
         counts = np.pad(counts, (0, size - len(counts))) + np.pad(batch, (0, size - len(batch)))
-    return counts
+        for set_name, moment in moments.items():
+            values = node_features(inputs, layout, set_name).numpy().astype(np.float64)
+            moment += [np.full(values.shape[1], len(values)), values.sum(0),
+                       np.square(values).sum(0)]
+    norms = {}
+    for set_name, (count, total, squares) in moments.items():
+        if count[0]:
+            mean = total / count
+            norms[set_name] = (mean, np.maximum(squares / count - np.square(mean), 0.0))
+    return PartSummary(counts, norms)
 
 
 def train(samples: SampleFolder, options: TrainOptions,
@@ -71,14 +96,14 @@ def train(samples: SampleFolder, options: TrainOptions,
     layout = layout_from_schema(samples.schema, options.label)
     tf.keras.utils.set_random_seed(options.seed)
     fraction = options.validation_fraction
-    train_labels = label_counts(samples, layout, "train", fraction)
-    held_out_labels = (label_counts(samples, layout, "held_out", fraction) if fraction > 0
-                       else np.zeros(0, np.int64))
-    train_count, held_out_count = int(train_labels.sum()), int(held_out_labels.sum())
+    training = summarize(samples, layout, "train", fraction, with_features=True)
+    held_out_part = (summarize(samples, layout, "held_out", fraction) if fraction > 0
+                     else PartSummary(np.zeros(0, np.int64), {}))
+    train_count, held_out_count = training.count, held_out_part.count
     if not train_count:
         raise SamplesError(f"samples {samples.folder}: no subgraph left for training "
                            f"(--validation-fraction {fraction})")
-    largest = max(len(train_labels), len(held_out_labels)) - 1
+    largest = max(len(training.label_counts), len(held_out_part.label_counts)) - 1
     num_classes = options.num_classes or largest + 1
     if largest >= num_classes:
         raise SamplesError(f"--label {options.label}: class id {largest} found, but "
@@ -101,8 +126,10 @@ def train(samples: SampleFolder, options: TrainOptions,
             math.ceil(count / options.batch_size)))
 
     model = build_model(options.model, layout, num_classes, hidden_dim=options.hidden_dim,
-                        num_rounds=options.num_rounds)
+                        num_rounds=options.num_rounds, feature_norms=training.feature_norms,
+                        dropout=options.dropout)
     compile_for_classification(model, learning_rate=options.learning_rate,
+                               weight_decay=options.weight_decay,
                                padded=constraints is not None)
     held_out = dataset("held_out", held_out_count, False) if held_out_count else None
     history = model.fit(dataset("train", train_count, True), validation_data=held_out,
@@ -112,7 +139,7 @@ def train(samples: SampleFolder, options: TrainOptions,
     if held_out is not None:
         metrics = model.evaluate(held_out, verbose=0, return_dict=True)
         result.held_out = {k: float(v) for k, v in metrics.items()}
-        result.chance = float(held_out_labels.max() / held_out_count)
+        result.chance = float(held_out_part.label_counts.max() / held_out_count)
     if options.export_dir:
         schema = text_format.MessageToString(samples.schema)
         export_model(model, layout, options.export_dir, schema_text=schema,

@@ -86,6 +86,14 @@ def test_every_record_has_the_readout_and_the_seed_first(topk_out):
         assert g.node_sets["_readout"].sizes.tolist() == [1]
 
 
+def test_records_are_the_core_encoders_bytes(topk_out):
+    from sampler.graph_tensor import encode_example, parse_example
+
+    schema = load_schema(os.path.join(topk_out, "graph_schema.pbtxt")).schema
+    for record in read_records(topk_out):
+        assert encode_example(parse_example(schema, record), schema) == record
+
+
 def test_unreached_sets_are_left_out_of_records_and_schema(topk_out):
     schema = load_schema(os.path.join(topk_out, "graph_schema.pbtxt")).schema
     assert "shop" not in schema.node_sets and "sells" not in schema.edge_sets

@@ -45,7 +45,8 @@ def p_features(ids, x):
 
 
 def edges(edge_set, samples, sources, targets, rows):
-    return EdgePiece(edge_set, np.array(samples), S(*sources), S(*targets), np.array(rows), {})
+    return EdgePiece.from_ids(edge_set, np.array(samples), S(*sources), S(*targets),
+                              np.array(rows), {})
 
 
 def test_seed_first_then_ids_and_each_node_once(assembler):
@@ -56,8 +57,8 @@ def test_seed_first_then_ids_and_each_node_once(assembler):
     hops = [edges("pp", [7, 7, 7, 3], ["m", "m", "z", "k"], ["z", "b", "m", "a"], [5, 1, 9, 4]),
             # h2 samples edge row 5 again for sample 7: it must appear once.
             edges("pp", [7], ["m"], ["z"], [5])]
-    graphs, stats = assembler.assemble([seeds], features, hops)
-    graphs = list(graphs)
+    shard, stats = assembler.assemble([seeds], features, hops)
+    graphs = list(shard.graphs())
     assert [sid for sid, _ in graphs] == [3, 7]  # ascending sample id
     g = dict(graphs)[7]
     assert g.node_sets["p"]["#id"].tolist() == [b"m", b"b", b"z"]
@@ -76,7 +77,7 @@ def test_seed_first_then_ids_and_each_node_once(assembler):
 def test_unreached_sets_are_empty_and_featureless_sets_have_ids(assembler):
     seeds = seeds_of([1], ["s"])
     hops = [edges("pa", [1, 1], ["s", "s"], ["y", "x"], [0, 1])]
-    (sid, g), = list(assembler.assemble([seeds], [p_features(["s"], [5])], hops)[0])
+    (sid, g), = list(assembler.assemble([seeds], [p_features(["s"], [5])], hops)[0].graphs())
     assert g.node_sets["a"]["#id"].tolist() == [b"x", b"y"]
     assert g.edge_sets["pa"].adjacency.indices("target").tolist() == [0, 1]
     assert g.edge_sets["pp"].sizes.tolist() == [0]
@@ -87,16 +88,16 @@ def test_dangling_edges_are_dropped_and_counted(assembler):
     seeds = seeds_of([1], ["s"])
     # The edge s->gone was sampled, but 'gone' is absent from p's table (no features).
     hops = [edges("pp", [1], ["s"], ["gone"], [3])]
-    graphs, stats = assembler.assemble([seeds], [p_features(["s"], [5])], hops)
-    (_, g), = list(graphs)
+    shard, stats = assembler.assemble([seeds], [p_features(["s"], [5])], hops)
+    (_, g), = list(shard.graphs())
     assert g.node_sets["p"]["#id"].tolist() == [b"s"]
     assert g.edge_sets["pp"].sizes.tolist() == [0]
     assert stats.dangling_edges == {"pp": 1} and stats.nodes_missing == {"p": 1}
 
 
 def test_no_seeds_gives_nothing(assembler):
-    graphs, stats = assembler.assemble([], [], [])
-    assert list(graphs) == [] and stats.subgraphs == 0
+    shard, stats = assembler.assemble([], [], [])
+    assert list(shard.graphs()) == [] and list(shard.examples()) == [] and stats.subgraphs == 0
 
 
 def test_adjacency_is_canonical_whatever_the_input_order():
@@ -117,5 +118,15 @@ def test_adjacency_is_canonical_whatever_the_input_order():
 
 
 def test_requests_unique_keeps_one_pair_each():
-    r = Requests(np.array([2, 1, 2, 1]), S("x", "y", "x", "x")).unique()
+    r = Requests.from_ids(np.array([2, 1, 2, 1]), S("x", "y", "x", "x")).unique()
     assert list(zip(r.samples.tolist(), r.nodes.tolist())) == [(1, b"x"), (1, b"y"), (2, b"x")]
+
+
+def test_requests_concat_and_take_keep_the_pairs():
+    a = Requests.from_ids(np.array([1, 2]), S("b", "a"))
+    b = Requests.from_ids(np.array([3, 4, 5]), S("c", "a", "zz"))
+    both = Requests.concat([a, b])
+    assert both.ids.tolist() == [b"a", b"b", b"c", b"zz"]
+    assert both.nodes.tolist() == [b"b", b"a", b"c", b"a", b"zz"]
+    part = both.take(np.array([4, 1]))
+    assert part.ids.tolist() == [b"a", b"zz"] and part.nodes.tolist() == [b"zz", b"a"]

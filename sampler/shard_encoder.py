@@ -1,0 +1,169 @@
+"""Encoding every subgraph of a shard at once, straight from the assembly's arrays.
+
+The per-graph path (build a GraphTensor, then `graph_tensor.encode_example`) pays
+Python overhead per graph and per feature. Here each tf.Example key becomes one
+column for the whole shard: its values are encoded once (floats by one
+`tobytes`, int64 varints and framed id strings vectorized), and a graph's bytes
+are slices of those buffers wrapped in their protobuf headers. The result is
+byte-identical to `encode_example(graph, output_schema)` of the same graph;
+tests/sampler/test_shard_encoder.py checks that on every record.
+
+Wire format (see sampler/graph_tensor/wire.py): Example{1: Features{1: entries}},
+entry = {1: key, 2: Feature}, Feature = {1: BytesList | 2: FloatList | 3: Int64List},
+packed lists {1: data}; every message field is tag | varint(length) | payload.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterator
+
+import numpy as np
+
+from sampler.graph_tensor import keys as k
+from sampler.graph_tensor import wire
+from sampler.graph_tensor.codec import flush_subnormals
+from unigraph import graph_schema_pb2 as gs
+from unigraph.ragged import Ragged, take
+
+_VARINTS = [wire.varint(i) for i in range(1 << 14)]  # lengths up to 16 KiB without a call
+_TAG = {wire.BYTES: b"\x0a", wire.FLOAT: b"\x12", wire.INT64: b"\x1a"}
+
+
+def _varint(n: int) -> bytes:
+    return _VARINTS[n] if n < 16384 else wire.varint(n)
+
+
+def _frame(tag: bytes, payload: bytes) -> bytes:
+    return tag + _varint(len(payload)) + payload
+
+
+@dataclasses.dataclass
+class Column:
+    """One key for every sample: `feature(i)` is sample i's serialized tf.train.Feature."""
+
+    key: str
+    feature: Callable[[int], bytes]
+
+
+def packed_column(key: str, kind: str, buffer: bytes, byte_offsets: np.ndarray) -> Column:
+    """Float or int64 values; sample i's packed data is buffer[offsets[i]:offsets[i+1]]."""
+    tag = _TAG[kind]
+    offsets = byte_offsets.tolist()
+
+    def feature(i: int) -> bytes:
+        data = buffer[offsets[i]:offsets[i + 1]]
+        return _frame(tag, _frame(b"\x0a", data) if data else b"")
+    return Column(key, feature)
+
+
+def bytes_column(key: str, framed: bytes, byte_offsets: np.ndarray) -> Column:
+    """Strings, already framed one by one; sample i's are framed[offsets[i]:offsets[i+1]]."""
+    offsets = byte_offsets.tolist()
+    return Column(key, lambda i: _frame(b"\x0a", framed[offsets[i]:offsets[i + 1]]))
+
+
+def scalar_int_column(key: str, values: np.ndarray) -> Column:
+    """One int64 per sample (sizes); equal values share their encoding."""
+    cache: dict[int, bytes] = {}
+    values = values.tolist()
+
+    def feature(i: int) -> bytes:
+        v = values[i]
+        if v not in cache:
+            cache[v] = wire.encode_feature(wire.INT64, np.array([v], np.int64))
+        return cache[v]
+    return Column(key, feature)
+
+
+def constant_column(key: str, feature_bytes: bytes) -> Column:
+    return Column(key, lambda i: feature_bytes)
+
+
+def _item_offsets(per_item: np.ndarray, item_offsets: np.ndarray) -> np.ndarray:
+    """Byte offsets per sample from the byte size of every item."""
+    ends = np.zeros(len(per_item) + 1, np.int64)
+    np.cumsum(per_item, out=ends[1:])
+    return ends[item_offsets]
+
+
+def values_column(key: str, values: np.ndarray, item_offsets: np.ndarray) -> Column:
+    """A dense feature (items first, any fixed inner shape) of every sample."""
+    width = int(np.prod(values.shape[1:], dtype=np.int64)) if values.ndim > 1 else 1
+    flat = values.reshape(-1)
+    if flat.dtype.kind == "f":
+        if flat.dtype == np.float64:
+            with np.errstate(over="ignore"):
+                flat = flush_subnormals(flat.astype(np.float32))
+        buffer = np.ascontiguousarray(flat, dtype="<f4").tobytes()
+        return packed_column(key, wire.FLOAT, buffer, item_offsets * (4 * width))
+    if flat.dtype.kind in "biu":
+        ints = flat.view(np.int64) if flat.dtype == np.uint64 else flat.astype(np.int64)
+        return packed_column(key, wire.INT64, wire.encode_varints(ints),
+                             _item_offsets(_varint_sizes(ints), item_offsets * width))
+    return _strings_column(key, flat, item_offsets * width)
+
+
+def _varint_sizes(values: np.ndarray) -> np.ndarray:
+    unsigned = values.view(np.uint64)
+    sizes = np.ones(len(values), np.int64)
+    for shift in range(7, 64, 7):
+        sizes += unsigned >= np.uint64(1 << shift)
+    return sizes
+
+
+def _strings_column(key: str, strings: np.ndarray, value_offsets: np.ndarray) -> Column:
+    """bytes values ('S' or object arrays); each framed as field 1 of a BytesList."""
+    if strings.dtype.kind == "S" and strings.dtype.itemsize < 128:
+        # Vectorized framing: rows of [0x0a, length, bytes...] with the padding masked out.
+        width = strings.dtype.itemsize
+        raw = strings.view(np.uint8).reshape(len(strings), width)
+        lengths = width - np.argmax(raw[:, ::-1] != 0, axis=1)
+        lengths[~raw.any(axis=1)] = 0
+        rows = np.empty((len(strings), width + 2), np.uint8)
+        rows[:, 0], rows[:, 1], rows[:, 2:] = 0x0A, lengths, raw
+        keep = np.arange(width + 2)[None, :] < (lengths + 2)[:, None]
+        framed = rows[keep].tobytes()
+        return bytes_column(key, framed, _item_offsets(lengths + 2, value_offsets))
+    pieces = [b"\x0a" + _varint(len(v)) + bytes(v) for v in strings.tolist()]
+    sizes = np.fromiter((len(p) for p in pieces), np.int64, len(pieces))
+    return bytes_column(key, b"".join(pieces), _item_offsets(sizes, value_offsets))
+
+
+def ragged_columns(key: str, values: Ragged, item_offsets: np.ndarray,
+                   shape: tuple[int, ...]) -> list[Column]:
+    """A ragged feature: per sample through the GraphTensor core's own flattening."""
+    from sampler.graph_tensor.codec import _flatten_field  # one rule for .d<k> keys
+
+    per_sample: dict[int, dict[str, bytes]] = {}
+
+    def encoded(i: int) -> dict[str, bytes]:
+        if i not in per_sample:
+            part = take(values, np.arange(item_offsets[i], item_offsets[i + 1]))
+            per_sample.clear()
+            per_sample[i] = {key_: wire.encode_feature(kind, flat)
+                             for key_, kind, flat in _flatten_field(key, part, shape)}
+        return per_sample[i]
+    keys = [key] + [k.ragged_key(key, d) for d in k.ragged_dimensions(shape)]
+    return [Column(key_, lambda i, key_=key_: encoded(i)[key_]) for key_ in keys]
+
+
+def feature_columns(key: str, values, item_offsets: np.ndarray,
+                    feature: gs.Feature | None) -> list[Column]:
+    if isinstance(values, Ragged):
+        shape = tuple(d.size for d in feature.shape.dim) if feature is not None else None
+        return ragged_columns(key, values, item_offsets, shape)
+    return [values_column(key, values, item_offsets)]
+
+
+def encode_examples(columns: list[Column], count: int) -> Iterator[bytes]:
+    """Sample i's serialized tf.train.Example, for i in range(count), keys sorted."""
+    columns = sorted(columns, key=lambda c: c.key)
+    headers = [_frame(b"\x0a", c.key.encode("utf-8")) + b"\x12" for c in columns]
+    features = [c.feature for c in columns]
+    for i in range(count):
+        entries = []
+        for header, feature in zip(headers, features):
+            value = feature(i)
+            entry = header + _varint(len(value)) + value
+            entries.append(b"\x0a" + _varint(len(entry)) + entry)
+        yield _frame(b"\x0a", b"".join(entries))
