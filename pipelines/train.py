@@ -43,6 +43,10 @@ def make_parser() -> argparse.ArgumentParser:
                         help="GNN message-passing rounds (default 2)")
     parser.add_argument("--hidden-dim", type=_positive, default=64, metavar="D")
     parser.add_argument("--learning-rate", type=float, default=1e-3, metavar="LR")
+    parser.add_argument("--dropout", type=_fraction, default=0.0, metavar="P",
+                        help="dropout rate on layer inputs (default 0)")
+    parser.add_argument("--weight-decay", type=float, default=0.0, metavar="W",
+                        help="AdamW decoupled weight decay (default 0)")
     parser.add_argument("--num-classes", type=_positive, metavar="C",
                         help="default: 1 + the largest label found")
     parser.add_argument("--pad", action="store_true",
@@ -88,7 +92,8 @@ def main(argv=None) -> int:
             label=args.label, model=args.baseline or "gnn", epochs=args.epochs,
             batch_size=args.batch_size, validation_fraction=args.validation_fraction,
             hidden_dim=args.hidden_dim, num_rounds=args.rounds,
-            learning_rate=args.learning_rate, num_classes=args.num_classes, pad=args.pad,
+            learning_rate=args.learning_rate, dropout=args.dropout,
+            weight_decay=args.weight_decay, num_classes=args.num_classes, pad=args.pad,
             seed=args.seed, export_dir=args.export, verbose=args.verbose)
         result = train(samples, options)
     except SamplerError as e:
