@@ -10,15 +10,12 @@ Beam's PipelineOptions (e.g. --runner DataflowRunner --project ... --region ...)
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import time
 
 from sampler.spec import Plan, build_plan, load_spec
-from unigraph import paths
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, check_schema, load_schema, set_names, table_files
+from unigraph.tables.layout import is_reversed
 
 DEFAULT_SEED = 42
 
@@ -93,10 +90,6 @@ def describe_plan(loaded: LoadedSchema, plan: Plan) -> str:
     if unused:
         lines.append(f"not reached by the spec (omitted from the output): {', '.join(unused)}")
     return "\n".join(lines)
-
-
-def is_reversed(edge_set) -> bool:
-    return any(kv.key == "edge_type" and kv.value == "reversed" for kv in edge_set.metadata.extra)
 
 
 def main(argv: list[str] | None = None) -> int:
