@@ -14,6 +14,7 @@ import time
 from sampler.output_files import (REPORT_FILE, SCHEMA_FILE, parse_output, prepare_folder,
                                   write_text)
 from sampler.output_schema import sampled_schema, schema_text
+from sampler.progress import enable_console
 from sampler.report import format_report
 from sampler.spec import Plan
 from unigraph import paths
@@ -69,6 +70,10 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, seeds: str | None, output:
                       node_buckets=node_buckets or choose_node_buckets(loaded, plan), seed=seed,
                       stats_path=stats_path)
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    enable_console(verbose)
+    if verbose:
+        print(f"sampling {len(plan.ops)} op(s) into {job.num_shards} shard(s) with "
+              f"{job.node_buckets} node buckets; progress follows", flush=True)
     pipeline = make_pipeline(beam_args)
     _ = pipeline | "Sample" >> SampleSubgraphs(job)
     result = pipeline.run()

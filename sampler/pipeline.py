@@ -26,6 +26,7 @@ from sampler.hop import sample_hop
 from sampler.node_table import build_node_table, features_by_shard, ids_only_table
 from sampler.output_files import OutputSpec, write_records, write_text
 from sampler.pieces import Requests, SeedPiece
+from sampler.progress import Progress, log_shard
 from sampler.report import Distribution, RunStats, to_json
 from sampler.spec import Plan
 from unigraph.batches import NodeBatch, SeedBatch
@@ -126,6 +127,9 @@ class _SampleHop(beam.DoFn):
         self.job, self.op = job, job.plan.ops[op_index]
         self.sampled = Metrics.counter(_NAMESPACE, f"edges_sampled/{self.op.name}")
 
+    def setup(self):
+        self.progress = Progress(f"Hop/{self.op.name}")
+
     def process(self, element):
         _, grouped = element
         requests = Requests.concat(list(grouped["requests"]))
@@ -134,6 +138,7 @@ class _SampleHop(beam.DoFn):
             return
         edges = sample_hop(adjacency[0], requests, self.op, self.job.seed)
         self.sampled.inc(len(edges))
+        self.progress.add(buckets=1, requests=len(requests), edges=len(edges))
         yield beam.pvalue.TaggedOutput(STATS, RunStats(edges_sampled_per_op={self.op.name: len(edges)}))
         if not len(edges):
             return
@@ -180,6 +185,7 @@ class _AssembleShard(beam.DoFn):
                                                    list(grouped["edges"]))
         path = self.job.output.shard_path(shard, self.job.num_shards)
         written = write_records(path, assembled.examples())
+        log_shard(shard, self.job.num_shards, stats.subgraphs, written / 1e6)
         self.written.inc(stats.subgraphs)
         for kind, counts in (("nodes", stats.nodes), ("edges", stats.edges)):
             for name, values in counts.items():
