@@ -31,6 +31,7 @@ from sampler.report import Distribution, RunStats, to_json
 from sampler.spec import Plan
 from unigraph.batches import NodeBatch, SeedBatch
 from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadSeeds
+from unigraph.ragged import take
 from unigraph.schema import LoadedSchema, table_files
 
 _NAMESPACE = "sampler"
@@ -75,15 +76,9 @@ class _SplitRows(beam.DoFn):
                 buckets.node_buckets(ids, self.num_buckets)):
             if isinstance(batch, NodeBatch):
                 yield bucket, NodeBatch(batch.node_set, batch.ids[positions], batch.rows[positions],
-                                        {k: _take(v, positions) for k, v in batch.features.items()})
+                                        {k: take(v, positions) for k, v in batch.features.items()})
             else:
                 yield bucket, slice_batch(batch, positions)
-
-
-def _take(values, positions):
-    from unigraph.ragged import take
-
-    return take(values, positions)
 
 
 class _JoinSeeds(beam.DoFn):
@@ -173,7 +168,6 @@ class _AssembleShard(beam.DoFn):
     def __init__(self, job: SamplingJob):
         self.job = job
         self.written = Metrics.counter(_NAMESPACE, "subgraphs_written")
-        self.sizes = {}
 
     def setup(self):
         self.assembler = ShardAssembler(self.job.plan, self.job.loaded.schema)
