@@ -19,7 +19,8 @@ from unigraph.errors import SamplerError, TableError
 from unigraph.schema import SCHEMA_FILE_NAME, load_schema
 
 SHARD_GLOBS = ("*-?????-of-?????.tfrecord", "*-?????-of-?????.tfrecords")
-_SHARD_NAME = re.compile(r"^(?P<prefix>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})(?P<suffix>\.tfrecords?)$")
+_SHARD_NAME = re.compile(
+    r"^(?P<prefix>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})(?P<suffix>\.tfrecords?)$")
 
 FilePath = str
 

@@ -1,7 +1,6 @@
 """train: a tiny planted end-to-end run (GNN beats the seed-only MLP, loss falls),
 the CLI with padding and export, and one-line errors."""
 import json
-import os
 
 import numpy as np
 import pytest
@@ -70,7 +69,7 @@ def test_cli_pads_trains_and_exports(planted, tmp_path, capsys):
     served = predict(examples=tf.constant(records))
     assert served["logits"].shape == (5, NUM_CLASSES)
     seed_ids = [bytes(s) for s in served["seed_id"].numpy()]
-    assert seed_ids == [r for r in _seed_ids(records)]
+    assert seed_ids == _seed_ids(records)
     np.testing.assert_allclose(served["probabilities"].numpy().sum(axis=1), 1.0, rtol=1e-5)
 
 

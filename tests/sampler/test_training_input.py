@@ -35,8 +35,9 @@ def _paper_graph(num_papers, cites, label_of_seed, seed_id):
             "#id": np.array([b"%s-%d" % (seed_id, i) for i in range(num_papers)], object),
             "feat": np.stack([index, 10 * index], axis=1), "labels": labels}),
             "author": NodeSet.from_fields(sizes=[1], features={"#id": np.array([b"a"], object)})},
-        edge_sets={"cites": EdgeSet.from_fields(sizes=[len(source)], adjacency=Adjacency.from_indices(
-            source=("paper", source), target=("paper", target))),
+        edge_sets={"cites": EdgeSet.from_fields(
+            sizes=[len(source)],
+            adjacency=Adjacency.from_indices(source=("paper", source), target=("paper", target))),
             "written": EdgeSet.from_fields(sizes=[1], adjacency=Adjacency.from_indices(
                 source=("paper", [0]), target=("author", [0])))})
     return add_readout(graph, "seed", "paper", [0])
