@@ -25,7 +25,7 @@ import numpy as np
 
 from sampler.graph_tensor import READOUT_NODE_SET, GraphTensor, parse_example
 from sampler.output_files import REPORT_FILE
-from sampler.training.layout import ID_FEATURE, READOUT_EDGE_SET, SEED_ID_FEATURE
+from sampler.output_encoding import ID_FEATURE, READOUT_EDGE_SET, SEED_ID_FEATURE
 from sampler.training.samples import SamplesError, iter_records, open_samples
 from unigraph import graph_schema_pb2 as gs
 from unigraph import paths

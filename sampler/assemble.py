@@ -17,6 +17,7 @@ import numpy as np
 
 from sampler.graph_tensor import (READOUT_NODE_SET, Adjacency, Context, EdgeSet, GraphTensor,
                                   NodeSet, add_readout)
+from sampler.output_encoding import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
 from sampler.pieces import EdgePiece, NodeFeatures, SeedPiece
 from sampler.spec import Plan
 from unigraph import graph_schema_pb2 as gs
@@ -24,9 +25,6 @@ from unigraph.batches import FeatureValues
 from unigraph.ragged import Ragged, concat, take
 from unigraph.schema import ID_COLUMNS, feature_shape, numpy_dtype
 
-ID_FEATURE = "#id"
-SEED_ID_FEATURE = "seed_id"
-READOUT_KEY = "seed"
 
 
 @dataclasses.dataclass

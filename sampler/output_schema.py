@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from google.protobuf import text_format
 
-from sampler.assemble import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
+from sampler.output_encoding import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
 from sampler.graph_tensor import READOUT_NODE_SET
 from sampler.spec import Plan
 from unigraph import graph_schema_pb2 as gs

@@ -19,15 +19,13 @@ import math
 from typing import Optional
 
 from sampler.graph_tensor import READOUT_NODE_SET
+from sampler.output_encoding import ID_FEATURE, READOUT_EDGE_SET, SEED_ID_FEATURE
 from sampler.training.samples import SamplesError
 from unigraph import graph_schema_pb2 as gs
 from unigraph.schema import dtype_name, feature_shape
 
 # The output encoding (DESIGN.md section 3), as sampler/assemble.py writes it;
 # repeated here so reading records does not import the Beam-side assembly code.
-ID_FEATURE = "#id"
-SEED_ID_FEATURE = "seed_id"
-READOUT_EDGE_SET = f"{READOUT_NODE_SET}/seed"
 _FLOAT_DTYPES = (gs.DT_FLOAT, gs.DT_DOUBLE, gs.DT_HALF, gs.DT_BFLOAT16)
 _INT_DTYPES = (gs.DT_INT64, gs.DT_INT32, gs.DT_INT16, gs.DT_INT8, gs.DT_UINT8, gs.DT_UINT16,
                gs.DT_UINT32, gs.DT_UINT64, gs.DT_BOOL)
