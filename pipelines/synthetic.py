@@ -63,20 +63,20 @@ venue count): no signal anywhere, a pure throughput graph.
 
 Planted task (--planted; default 8 classes, at most 128): a label that the
 neighbourhood determines and the paper's own features do not predict.
-  label(p) = argmax_c sum_{edges (p -> q) in cites} feat_q[c],   c < num_classes,
-i.e. the class whose feature dimension is largest in the sum of the features of the
-papers p cites (first index wins a tie; a duplicated cites row counts twice). Since
-features are i.i.d. noise and cites has no self-loops, feat_p is independent of
-label(p): a classifier on a paper's own features is at chance. Every paper cites at
-least one paper (coverage above), so every label is defined; `planted_labels`
-returns -1 for a paper that cites nobody, which the generator never produces (it
-refuses a scale so small that there are fewer cites than papers). Cites out-degree is
-mild (mean ~7.4 at every scale), so a model that sees 8 sampled citations of the seed
-sees all of them for about 2/3 of the papers, and the rule applied to a random 8 of a
-paper's cites gives its label for about 87% of the papers (scale 0.01, seed 11).
-Classes are not exactly balanced: a much-cited paper enters many sums (8 classes at
-scale 0.01: shares 0.10 to 0.17). The rule is `planted_labels()` below, a pure
-function for tests and training.
+  colour(q) = argmax_c feat_q[c], c < num_classes
+  label(p)  = the colour most of the papers p cites have (smallest on a tie)
+Generation makes this clean: every paper gets its own colour z, written into its
+features as feat[z] += PLANTED_SIGNAL (5 standard deviations, so the argmax reads it
+back for all but about 0.1% of papers), and, independently, a label colour t; its
+cites are then redrawn, by the same popularity, among the papers of colour t (no
+self-citations). So all papers p cites share one colour, the label is that colour,
+and since z_p is independent of t_p a classifier on a paper's own features is at
+chance, while a single sampled citation reveals the label. Classes are balanced
+(t is uniform). Every paper cites at least one paper (coverage above), so every
+label is defined; `planted_labels` returns -1 for a paper that cites nobody, which
+the generator never produces (it refuses a scale so small that there are fewer
+cites than papers). The rule is `planted_labels()` below, a pure function for tests
+and training.
 
 Randomness: every table comes from its own numpy stream, SeedSequence(seed, k) with a
 fixed k per component, so the output is a function of (scale, seed, flags) alone, and
@@ -96,6 +96,7 @@ import numpy as np
 FEAT_DIM = 128
 OGBN_MAG_CLASSES = 349
 PLANTED_DEFAULT_CLASSES = 8
+PLANTED_SIGNAL = 5.0  # added to feat[colour]: 5 standard deviations of the N(0, 1) noise
 BATCH_ROWS = 65536
 HUB_ID = b"author/hub"
 FORMATS = {"csv": ".csv", "parquet": ".parquet", "tfrecord": ".tfrecord"}
@@ -130,7 +131,7 @@ DEGREE_MODELS = {
 
 # Stream numbers of SeedSequence(seed, k): fixed forever, so outputs stay stable.
 _STREAMS = {"feat": 1, "year": 2, "labels": 3, "cites": 4, "writes": 5, "has_topic": 6,
-            "affiliated_with": 7, "hub": 8}
+            "affiliated_with": 7, "hub": 8, "planted": 9}
 
 
 def scaled_counts(scale: float) -> tuple[dict[str, int], dict[str, int]]:
@@ -282,23 +283,55 @@ def degree_stats(index: np.ndarray, n: int) -> dict:
 def planted_labels(num_papers: int, cites_source_index: np.ndarray,
                    cites_target_index: np.ndarray, feat: np.ndarray,
                    num_classes: int) -> np.ndarray:
-    """label(p) = argmax_c sum over cites rows (p -> q) of feat[q, c], c < num_classes.
+    """label(p) = the colour (argmax of feat[q, :num_classes]) most papers q that p cites
+    have; ties go to the smallest colour, a repeated (p, q) row counts twice.
 
-    int64 [num_papers]; -1 for a paper with no cites row. Ties go to the smallest c.
-    The sum is over rows, so a repeated (p, q) row counts twice.
+    int64 [num_papers]; -1 for a paper with no cites row.
     """
     feat = np.asarray(feat)
     if not 1 <= num_classes <= feat.shape[1]:
         raise ValueError(f"num_classes must be in 1..{feat.shape[1]}, got {num_classes}")
     src = np.asarray(cites_source_index, dtype=np.int64)
     tgt = np.asarray(cites_target_index, dtype=np.int64)
-    scores = np.empty((num_papers, num_classes), dtype=np.float64)
-    for c in range(num_classes):
-        scores[:, c] = np.bincount(src, weights=feat[tgt, c].astype(np.float64),
-                                   minlength=num_papers)
-    labels = np.argmax(scores, axis=1).astype(np.int64)
-    labels[np.bincount(src, minlength=num_papers) == 0] = -1
+    colour = np.argmax(feat[:, :num_classes], axis=1).astype(np.int64)
+    votes = np.bincount(src * num_classes + colour[tgt],
+                        minlength=num_papers * num_classes).reshape(num_papers, num_classes)
+    labels = np.argmax(votes, axis=1).astype(np.int64)
+    labels[votes.sum(axis=1) == 0] = -1
     return labels
+
+
+def plant_colours(rng: np.random.Generator, feat: np.ndarray, sources: np.ndarray,
+                  targets: np.ndarray, num_classes: int) -> tuple[np.ndarray, int]:
+    """Writes every paper's own colour into `feat` (in place) and redraws the cites
+    targets so that each paper cites only papers of its (independent) label colour.
+
+    Returns the new targets and the number of duplicate (source, target) pairs left.
+    Within a colour, targets are drawn by the popularity the first draw gave them
+    (in-degree + 1), so the cited side stays skewed.
+    """
+    n = len(feat)
+    own = rng.integers(0, num_classes, n)
+    feat[np.arange(n), own] += PLANTED_SIGNAL
+    label_colour = rng.integers(0, num_classes, n)
+    popularity = np.bincount(targets, minlength=n).astype(np.float64) + 1.0
+    wanted = label_colour[sources]
+    targets = targets.copy()
+    for colour in range(num_classes):
+        members = np.flatnonzero(own == colour)
+        edges = np.flatnonzero(wanted == colour)
+        if not len(edges):
+            continue
+        cdf = np.cumsum(popularity[members])
+        picks = np.minimum(np.searchsorted(cdf, rng.random(len(edges)) * cdf[-1]),
+                           len(members) - 1)
+        # A self-citation moves to the next paper of the colour (none if it is alone).
+        self_cite = members[picks] == sources[edges]
+        picks[self_cite] = (picks[self_cite] + 1) % len(members)
+        targets[edges] = members[picks]
+    keys = sources * n + targets
+    duplicates = len(keys) - len(np.unique(keys))
+    return targets, duplicates
 
 
 # ---- the graph in memory --------------------------------------------------------------
@@ -368,7 +401,10 @@ def generate(scale: float, seed: int, *, hub_edges: int = 0, planted: bool = Fal
             np.concatenate([weights, np.maximum(np.round(rng.lognormal(0.0, 1.0, hub_edges), 4),
                                                 1e-4)]))
     if planted:
-        sources, targets, _ = edges["cites"]
+        sources, targets, weights = edges["cites"]
+        targets, duplicates["cites"] = plant_colours(_rng(seed, "planted"), feat, sources,
+                                                     targets, num_classes)
+        edges["cites"] = (sources, targets, weights)
         labels = planted_labels(n_papers, sources, targets, feat, num_classes)
         assert (labels >= 0).all(), "every paper cites a paper"
     else:
