@@ -70,6 +70,10 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, seeds: str | None, output:
                       node_buckets=node_buckets or choose_node_buckets(loaded, plan), seed=seed,
                       stats_path=stats_path)
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
+    # A bad-input error raised in a DoFn reaches the user as one line (the CLI prints the
+    # SamplerError); Beam would log its traceback first. Other errors still propagate
+    # with their traceback.
+    logging.getLogger("apache_beam.runners.common").setLevel(logging.CRITICAL)
     enable_console(verbose)
     if verbose:
         print(f"sampling {len(plan.ops)} op(s) into {job.num_shards} shard(s) with "

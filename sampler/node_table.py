@@ -13,6 +13,7 @@ import numpy as np
 from sampler.buckets import sample_buckets, split_by_bucket
 from sampler.pieces import NodeFeatures, Requests
 from unigraph.batches import FeatureValues, NodeBatch, describe_row
+from unigraph.checks import row_location
 from unigraph.errors import TableError
 from unigraph.ragged import concat, take
 
@@ -86,6 +87,7 @@ def features_by_shard(table: NodeTableBucket, requests: Requests,
 
 
 def _where(row_id: int, files: Sequence[str]) -> str:
-    file_index, row = describe_row(row_id)
-    name = files[file_index] if file_index < len(files) else f"file #{file_index}"
-    return f"{name} row {row}"
+    if not files:
+        file_index, row = describe_row(row_id)
+        return f"file #{file_index} row {row}"
+    return row_location(list(files), row_id)

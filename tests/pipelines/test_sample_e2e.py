@@ -227,3 +227,21 @@ def test_tfgnn_parses_every_record(topk_out, tmp_path):
         seed = g.context["seed_id"].numpy()[0]
         assert g.node_sets["user"]["#id"].numpy()[0] == seed
         assert g.edge_sets["_readout/seed"].adjacency.source.numpy().tolist() == [0]
+
+
+def test_bad_table_inside_the_pipeline_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    graph = tmp_path / "g"
+    shutil.copytree(TOPK, graph)
+    (graph / "user.csv").write_text("id,age\nu1,30\nu2,41\nu1,25\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "pipelines.sample", "--graph", str(graph), "--spec",
+         str(graph / "sampling_spec.pbtxt"), "--output", f"{tmp_path}/out/", "--quiet"],
+        capture_output=True, text=True, cwd=REPO_ROOT)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert (f"sample: error: node set 'user': duplicate node id 'u1' in {graph}/user.csv line 2 "
+            f"and {graph}/user.csv line 4") in result.stderr
