@@ -43,11 +43,20 @@ class _Layout:
     """One set's items for every sample of the shard, sorted by (sample, canonical order)."""
 
     offsets: np.ndarray                  # int64 [num_samples + 1]
-    features: dict[str, FeatureValues]   # item dimension first, in layout order
+    # Features stay where they are (a node table, the edge pieces) until encoded: item i
+    # of the layout is row feature_rows[i] of feature_values. Gathering them for the
+    # whole shard at once would hold every copy of every node's features in memory.
+    feature_values: dict[str, FeatureValues]
+    feature_rows: np.ndarray | None = None
     ids: np.ndarray | None = None        # node sets: 'S' ids in layout order
     keys: np.ndarray | None = None       # node sets: int64 sort key per node (see _NodeKeys)
     sources: np.ndarray | None = None    # edge sets: local source indices
     targets: np.ndarray | None = None    # edge sets: local target indices
+
+    def features(self, lo: int, hi: int) -> dict[str, FeatureValues]:
+        """Features of items [lo, hi), gathered."""
+        rows = self.feature_rows[lo:hi] if self.feature_rows is not None else np.arange(lo, hi)
+        return {k: take(v, rows) for k, v in self.feature_values.items()}
 
 
 def empty_feature(feature: gs.Feature) -> FeatureValues:
@@ -85,44 +94,49 @@ class AssembledShard:
     def __len__(self) -> int:
         return len(self.sample_ids)
 
-    def examples(self) -> Iterator[bytes]:
+    def examples(self, chunk: int = 256) -> Iterator[bytes]:
         """Each sample's serialized tf.train.Example, by ascending sample id; the same
-        bytes as `encode_example(graph, output schema)` of `graphs()`."""
+        bytes as `encode_example(graph, output schema)` of `graphs()`. Encoded `chunk`
+        samples at a time, so memory holds one chunk's feature copies, not the shard's."""
+        for start in range(0, len(self.sample_ids), chunk):
+            yield from self._encode(start, min(start + chunk, len(self.sample_ids)))
+
+    def _encode(self, first: int, end: int) -> Iterator[bytes]:
+        """The examples of samples [first, end)."""
         from sampler.graph_tensor import keys as k
-        from sampler.shard_encoder import (bytes_column, constant_column, encode_examples,
-                                           feature_columns, scalar_int_column, values_column)
         from sampler.graph_tensor import wire
+        from sampler.shard_encoder import (constant_column, encode_examples, feature_columns,
+                                           scalar_int_column, values_column)
 
         schema = self.assembler.schema
-        count = len(self.sample_ids)
-        one = np.arange(count + 1, dtype=np.int64)
-        columns = [values_column(k.context_key(SEED_ID_FEATURE), self.seed_ids, one),
+        count = end - first
+        columns = [values_column(k.context_key(SEED_ID_FEATURE), self.seed_ids[first:end],
+                                 np.arange(count + 1, dtype=np.int64)),
                    constant_column(k.node_key(READOUT_NODE_SET, k.SIZE_NAME),
                                    wire.encode_feature(wire.INT64, np.ones(1, np.int64)))]
         readout = f"{READOUT_NODE_SET}/{READOUT_KEY}"
         for field, value in ((k.SIZE_NAME, 1), (k.SOURCE_NAME, 0), (k.TARGET_NAME, 0)):
             columns.append(constant_column(k.edge_key(readout, field), wire.encode_feature(
                 wire.INT64, np.array([value], np.int64))))
-        for name, layout in self.nodes.items():
-            declared = schema.node_sets[name].features
-            columns.append(scalar_int_column(k.node_key(name, k.SIZE_NAME),
-                                             np.diff(layout.offsets)))
-            columns.append(values_column(k.node_key(name, ID_FEATURE), layout.ids,
-                                         layout.offsets))
-            for feature, values in layout.features.items():
-                columns += feature_columns(k.node_key(name, feature), values, layout.offsets,
-                                           declared.get(feature))
-        for name, layout in self.edges.items():
-            declared = schema.edge_sets[name].features
-            columns.append(scalar_int_column(k.edge_key(name, k.SIZE_NAME),
-                                             np.diff(layout.offsets)))
-            columns.append(values_column(k.edge_key(name, k.SOURCE_NAME), layout.sources,
-                                         layout.offsets))
-            columns.append(values_column(k.edge_key(name, k.TARGET_NAME), layout.targets,
-                                         layout.offsets))
-            for feature, values in layout.features.items():
-                columns += feature_columns(k.edge_key(name, feature), values, layout.offsets,
-                                           declared.get(feature))
+        for kind, layouts, pieces in (("nodes", self.nodes, schema.node_sets),
+                                      ("edges", self.edges, schema.edge_sets)):
+            key = k.node_key if kind == "nodes" else k.edge_key
+            for name, layout in layouts.items():
+                lo, hi = int(layout.offsets[first]), int(layout.offsets[end])
+                offsets = layout.offsets[first:end + 1] - lo
+                columns.append(scalar_int_column(key(name, k.SIZE_NAME), np.diff(offsets)))
+                if kind == "nodes":
+                    columns.append(values_column(key(name, ID_FEATURE), layout.ids[lo:hi],
+                                                 offsets))
+                else:
+                    columns.append(values_column(key(name, k.SOURCE_NAME),
+                                                 layout.sources[lo:hi], offsets))
+                    columns.append(values_column(key(name, k.TARGET_NAME),
+                                                 layout.targets[lo:hi], offsets))
+                declared = pieces[name].features
+                for feature, values in layout.features(lo, hi).items():
+                    columns += feature_columns(key(name, feature), values, offsets,
+                                               declared.get(feature))
         return encode_examples(columns, count)
 
     def graphs(self) -> Iterator[tuple[int, GraphTensor]]:
@@ -132,7 +146,7 @@ class AssembledShard:
             node_sets = {}
             for name, layout in self.nodes.items():
                 lo, hi = layout.offsets[i], layout.offsets[i + 1]
-                features = {k: _slice(v, lo, hi) for k, v in layout.features.items()}
+                features = layout.features(lo, hi)
                 features[ID_FEATURE] = layout.ids[lo:hi].astype(object)
                 node_sets[name] = NodeSet.from_fields(sizes=[hi - lo], features=features)
             edge_sets = {}
@@ -143,7 +157,7 @@ class AssembledShard:
                     sizes=[hi - lo],
                     adjacency=Adjacency.from_indices(source=(proto.source, layout.sources[lo:hi]),
                                                      target=(proto.target, layout.targets[lo:hi])),
-                    features={k: _slice(v, lo, hi) for k, v in layout.features.items()})
+                    features=layout.features(lo, hi))
             context = Context.from_fields(
                 features={SEED_ID_FEATURE: np.array([bytes(seed_id)], dtype=object)}, sizes=[1])
             graph = GraphTensor.from_pieces(context=context, node_sets=node_sets,
@@ -243,9 +257,11 @@ class ShardAssembler:
             if missing:
                 node_keys, ranks, codes, rows = (node_keys[found], ranks[found], codes[found],
                                                  rows[found])
-            features = {k: take(table.features[k], rows) if table is not None else
-                        empty_feature(f) for k, f in wanted.items()}
-        return _Layout(_offsets(ranks, keys.num_samples), features, ids=keys.ids[codes],
+            features = table.features if table is not None else {
+                k: empty_feature(f) for k, f in wanted.items()}
+            return _Layout(_offsets(ranks, keys.num_samples), features, rows,
+                           ids=keys.ids[codes], keys=node_keys), missing
+        return _Layout(_offsets(ranks, keys.num_samples), {}, ids=keys.ids[codes],
                        keys=node_keys), missing
 
     def _edge_layout(self, edge_set: str, pieces: list[EdgePiece], sample_ids: np.ndarray,
@@ -273,8 +289,7 @@ class ShardAssembler:
         targets = _local_indices(targets_layout, target_keys.key(ranks, target_codes[keep]), ranks)
         valid = np.flatnonzero((sources >= 0) & (targets >= 0))
         order = valid[np.lexsort((rows[valid], targets[valid], sources[valid], ranks[valid]))]
-        layout = _Layout(_offsets(ranks[order], len(sample_ids)),
-                         {k: take(v, keep[order]) for k, v in features.items()},
+        layout = _Layout(_offsets(ranks[order], len(sample_ids)), features, keep[order],
                          sources=sources[order], targets=targets[order])
         return layout, len(keep) - len(valid)
 
@@ -306,12 +321,6 @@ class _NodeKeys:
     def split(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(rank, code) of every key."""
         return keys // (2 * self.width), keys % self.width
-
-
-def _slice(values: FeatureValues, lo: int, hi: int) -> FeatureValues:
-    if isinstance(values, Ragged):
-        return take(values, np.arange(lo, hi))
-    return values[lo:hi]
 
 
 def _local_indices(layout: _Layout, keys: np.ndarray, ranks: np.ndarray) -> np.ndarray:

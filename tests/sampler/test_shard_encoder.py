@@ -78,5 +78,6 @@ def test_examples_equal_the_core_encoder_byte_for_byte(seed):
     reference = [encode_example(graph, out_schema) for _, graph in shard.graphs()]
     assert len(fast) == len(reference) == 12
     assert fast == reference
+    assert list(shard.examples(chunk=5)) == reference  # chunk boundaries change nothing
     for record in fast:  # and the core parses it back against the output schema
         parse_example(out_schema, record)
