@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from unigraph.batches import EdgeBatch, row_ids
-from unigraph.tables import DEFAULT_BATCH_ROWS, WorkUnit, read_unit, split_file
+from unigraph.tables import DEFAULT_BATCH_ROWS, read_unit, split_file
 from unigraph.tables.layout import EDGES, FeatureSpec, TableLayout
 from unigraph.writers import write_table
 

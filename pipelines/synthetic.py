@@ -647,8 +647,8 @@ def main(argv: list[str] | None = None) -> int:
     with open(os.path.join(args.output, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
     if not args.quiet:
-        print(f"nodes: " + ", ".join(f"{k} {v:,}" for k, v in manifest["nodes"].items()))
-        print(f"edges: " + ", ".join(f"{k} {v:,}" for k, v in manifest["edges"].items()))
+        print("nodes: " + ", ".join(f"{k} {v:,}" for k, v in manifest["nodes"].items()))
+        print("edges: " + ", ".join(f"{k} {v:,}" for k, v in manifest["edges"].items()))
         print(f"{manifest['bytes'] / 1e6:.1f} MB of {args.format} in "
               f"{manifest['total_seconds']:.2f} s (generate {generated:.2f} s)")
     print(f"graph: {os.path.join(args.output, 'graph_schema.pbtxt')}")

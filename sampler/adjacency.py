@@ -30,10 +30,6 @@ class AdjacencyBucket:
     features: dict[str, FeatureValues]
 
     @property
-    def num_edges(self) -> int:
-        return len(self.target_codes)
-
-    @property
     def targets(self) -> np.ndarray:
         return self.target_ids[self.target_codes]
 

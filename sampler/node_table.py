@@ -60,15 +60,6 @@ def ids_only_table(node_set: str, id_arrays: Sequence[np.ndarray]) -> NodeTableB
     return NodeTableBucket(node_set, ids, {})
 
 
-def lookup_nodes(table: NodeTableBucket, ids: np.ndarray) -> tuple[NodeFeatures, np.ndarray]:
-    """(the ids that exist, with their features; the positions of the ids that do not)."""
-    positions = table.positions_of(ids)
-    found = positions >= 0
-    features = NodeFeatures(table.node_set, ids[found],
-                            {k: take(v, positions[found]) for k, v in table.features.items()})
-    return features, np.flatnonzero(~found)
-
-
 def features_by_shard(table: NodeTableBucket, requests: Requests,
                       num_shards: int) -> tuple[list[tuple[int, NodeFeatures]], np.ndarray]:
     """The features each output shard needs, every node once per shard; and the

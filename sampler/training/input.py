@@ -22,7 +22,8 @@ import tensorflow as tf
 from sampler.graph_tensor import READOUT_NODE_SET, SizeConstraints
 from sampler.graph_tensor.keys import (SIZE_NAME, SOURCE_NAME, TARGET_NAME, context_key,
                                        edge_key, node_key)
-from sampler.training.layout import READOUT_EDGE_SET, SEED_ID_FEATURE, GraphLayout
+from sampler.output_encoding import READOUT_EDGE_SET, SEED_ID_FEATURE
+from sampler.training.layout import GraphLayout
 
 Graph = dict  # flat key -> tf.Tensor, as described above
 
