@@ -280,18 +280,32 @@ class ShardAssembler:
                                        for p in pieces])
         rows = np.concatenate([p.rows for p in pieces])
         features = {k: concat([p.features[k] for p in pieces]) for k in wanted}
-        # The same edge sampled twice in one sample (by two ops) appears once.
-        order = np.lexsort((rows, ranks))
-        keep = order[np.r_[True, (ranks[order][1:] != ranks[order][:-1])
-                           | (rows[order][1:] != rows[order][:-1])]]
-        ranks, rows = ranks[keep], rows[keep]
-        sources = _local_indices(sources_layout, source_keys.key(ranks, source_codes[keep]), ranks)
-        targets = _local_indices(targets_layout, target_keys.key(ranks, target_codes[keep]), ranks)
-        valid = np.flatnonzero((sources >= 0) & (targets >= 0))
-        order = valid[np.lexsort((rows[valid], targets[valid], sources[valid], ranks[valid]))]
-        layout = _Layout(_offsets(ranks[order], len(sample_ids)), features, keep[order],
-                         sources=sources[order], targets=targets[order])
-        return layout, len(keep) - len(valid)
+        sources = _local_indices(sources_layout, source_keys.key(ranks, source_codes), ranks)
+        targets = _local_indices(targets_layout, target_keys.key(ranks, target_codes), ranks)
+        # One sort into canonical order: (sample, source index, target index, row). A row
+        # fixes its endpoints, so an edge sampled twice in one sample (by two ops) lands
+        # next to its copy and is kept once; an edge with an absent endpoint (-1) is dropped.
+        order = np.lexsort((rows, _pair_key(ranks, sources, targets)))
+        ranks, rows, sources, targets = ranks[order], rows[order], sources[order], targets[order]
+        first = np.r_[True, (ranks[1:] != ranks[:-1]) | (rows[1:] != rows[:-1])]
+        valid = first & (sources >= 0) & (targets >= 0)
+        layout = _Layout(_offsets(ranks[valid], len(sample_ids)), features, order[valid],
+                         sources=sources[valid], targets=targets[valid])
+        return layout, int((first & ~valid).sum())
+
+
+def _pair_key(ranks: np.ndarray, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """One int64 that sorts like (rank, source, target); indices may be -1."""
+    width_s, width_t = int(sources.max(initial=0)) + 2, int(targets.max(initial=0)) + 2
+    if (int(ranks.max(initial=0)) + 1) * width_s * width_t >= 2**62:
+        # Too wide to pack: the dense rank of each triple (equal triples share a key).
+        order = np.lexsort((targets, sources, ranks))
+        r, s, t = ranks[order], sources[order], targets[order]
+        change = np.r_[False, (r[1:] != r[:-1]) | (s[1:] != s[:-1]) | (t[1:] != t[:-1])]
+        key = np.empty(len(order), np.int64)
+        key[order] = np.cumsum(change)
+        return key
+    return (ranks.astype(np.int64) * width_s + (sources + 1)) * width_t + (targets + 1)
 
 
 class _NodeKeys:

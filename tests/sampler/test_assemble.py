@@ -130,3 +130,21 @@ def test_requests_concat_and_take_keep_the_pairs():
     assert both.nodes.tolist() == [b"b", b"a", b"c", b"a", b"zz"]
     part = both.take(np.array([4, 1]))
     assert part.ids.tolist() == [b"a", b"zz"] and part.nodes.tolist() == [b"zz", b"a"]
+
+
+def test_pair_key_sorts_like_the_triple_both_ways():
+    from sampler import assemble
+
+    rng = np.random.default_rng(0)
+    ranks, sources, targets = (rng.integers(-1, 4, 200) for _ in range(3))
+    ranks = np.abs(ranks)
+    packed = assemble._pair_key(ranks, sources, targets)
+    expected = np.lexsort((targets, sources, ranks))
+    assert np.array_equal(np.sort(packed[expected]), packed[expected])  # same order
+    huge = ranks * 0 + 2**40  # too wide to pack: the dense-rank path
+    dense = assemble._pair_key(huge + ranks, sources * 2**20, targets * 2**20)
+    assert np.array_equal(np.argsort(dense, kind="stable"),
+                          np.lexsort((targets, sources, ranks)))
+    # Equal triples share a key, so a later sort by row still breaks their ties.
+    same = (ranks[:, None] == ranks) & (sources[:, None] == sources) & (targets[:, None] == targets)
+    assert np.array_equal(same, dense[:, None] == dense)
