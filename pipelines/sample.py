@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sampler.spec import Plan, build_plan, load_spec
+from sampler.spec import Plan, build_plan, edge_sets_to_read, load_spec
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, check_schema, load_schema, set_names, table_files
 from unigraph.tables.layout import is_reversed
@@ -79,14 +79,14 @@ def describe_plan(loaded: LoadedSchema, plan: Plan) -> str:
             f"{op.sample_size}")
     lines.append("tables to read:")
     needed_nodes = set(plan.node_sets())
-    needed_edges = set(plan.edge_sets())
+    needed_edges = set(edge_sets_to_read(plan, loaded.schema))
     for kind, name in set_names(loaded.schema):
         if name not in (needed_nodes if kind == "nodes" else needed_edges):
             continue
         files = table_files(loaded, kind, name)
         lines.append(f"  {kind[:-1]} set '{name}': {len(files)} file(s), first {files[0]}")
     unused = sorted(set(loaded.schema.node_sets) - needed_nodes) + sorted(
-        set(loaded.schema.edge_sets) - needed_edges)
+        set(loaded.schema.edge_sets) - set(plan.edge_sets()))
     if unused:
         lines.append(f"not reached by the spec (omitted from the output): {', '.join(unused)}")
     return "\n".join(lines)

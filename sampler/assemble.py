@@ -6,7 +6,11 @@ alone: within a subgraph, the seed is node 0 of its node set, the other nodes of
 each set follow by id; edges are ordered by (source index, target index, row).
 A node reached several times, or an edge sampled by several ops, appears once.
 
-Everything up to the per-sample slicing runs vectorized over the whole shard.
+`ShardAssembler.assemble` lays out every set for the whole shard with vectorized
+integer sorts (ids become codes into one sorted dictionary per set, so code order
+is id order); `AssembledShard.examples` then encodes the records a chunk of samples
+at a time (sampler/shard_encoder.py), and `AssembledShard.graphs` gives the same
+subgraphs as GraphTensors, the reference the encoder is tested against.
 """
 from __future__ import annotations
 
@@ -24,7 +28,6 @@ from unigraph import graph_schema_pb2 as gs
 from unigraph.batches import FeatureValues
 from unigraph.ragged import Ragged, concat, take
 from unigraph.schema import ID_COLUMNS, feature_shape, numpy_dtype
-
 
 
 @dataclasses.dataclass

@@ -28,7 +28,7 @@ from sampler.output_files import OutputSpec, write_records, write_text
 from sampler.pieces import Requests, SeedPiece
 from sampler.progress import Progress, log_shard
 from sampler.report import Distribution, RunStats, to_json
-from sampler.spec import Plan
+from sampler.spec import Plan, edge_sets_to_read
 from unigraph.batches import NodeBatch, SeedBatch
 from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadSeeds
 from unigraph.ragged import take
@@ -251,17 +251,17 @@ class SampleSubgraphs(beam.PTransform):
                     | f"NodeTable/{name}/Build" >> beam.MapTuple(
                         lambda b, batches, n=name, f=files: (b, build_node_table(n, list(batches), f))))
         edge_batches = {name: p | f"Read/edges/{name}" >> ReadEdgeSet(job.loaded, name)
-                        for name in plan.edge_sets()}
+                        for name in edge_sets_to_read(plan, schema)}
         adjacency = {
             name: (batches
                    | f"Adjacency/{name}/Split" >> beam.ParDo(_SplitRows("sources", job.node_buckets))
                    | f"Adjacency/{name}/Group" >> beam.GroupByKey()
                    | f"Adjacency/{name}/Build" >> beam.MapTuple(
                        lambda b, pieces, n=name: (b, build_adjacency(n, list(pieces)))))
-            for name, batches in edge_batches.items()}
+            for name, batches in edge_batches.items() if name in plan.edge_sets()}
 
         seed_table = node_tables.get(plan.seed_set)
-        if seed_table is None:
+        if seed_table is None:  # its nodes: the ids the edges read for it name
             seed_table = self._ids_from_edges(plan.seed_set, edge_batches)
         if job.seeds_path:
             seeds = p | "Read/seeds" >> ReadSeeds(job.seeds_path)

@@ -62,6 +62,16 @@ class Plan:
         return result
 
 
+def edge_sets_to_read(plan: Plan, schema) -> list[str]:
+    """The edge sets a run reads: the plan's, plus, when the seed node set has no table,
+    every edge set that names it (its nodes are the ids those edges name)."""
+    names = plan.edge_sets()
+    if not schema.node_sets[plan.seed_set].metadata.filename:
+        names += [name for name, edge_set in sorted(schema.edge_sets.items())
+                  if name not in names and plan.seed_set in (edge_set.source, edge_set.target)]
+    return names
+
+
 def parse_spec_text(text: str, source: str) -> ss.SamplingSpec:
     spec = ss.SamplingSpec()
     try:

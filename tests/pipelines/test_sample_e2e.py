@@ -245,3 +245,17 @@ def test_bad_table_inside_the_pipeline_is_one_line(tmp_path):
     assert result.stderr.count("\n") == 1
     assert (f"sample: error: node set 'user': duplicate node id 'u1' in {graph}/user.csv line 2 "
             f"and {graph}/user.csv line 4") in result.stderr
+
+
+def test_seed_set_without_a_table(tmp_path):
+    # 'tag' has no table: its nodes are the ids the 'tagged' edges name (t1, t2, t3).
+    spec = tmp_path / "spec.pbtxt"
+    spec.write_text('seed_op { op_name: "seed" node_set_name: "tag" }')
+    everything = run(tmp_path, TOPK, str(spec), name="all")
+    assert [seed for seed, _ in read_graphs(everything)] == ["t1", "t2", "t3"]
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("t2\nt9\n")
+    listed = run(tmp_path, TOPK, str(spec), "--seeds", str(seeds), name="listed")
+    (seed, g), = read_graphs(listed)
+    assert seed == "t2" and ids(g, "tag") == ["t2"]
+    assert read_report(listed)["missing_seed_ids"] == ["t9"]
