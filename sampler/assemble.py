@@ -3,7 +3,7 @@ one GraphTensor per sample in canonical order.
 
 Canonical order (DESIGN.md section 3), so the output is a function of the inputs
 alone: within a subgraph, the seed is node 0 of its node set, the other nodes of
-each set follow by id; edges are ordered by (source index, target index, row).
+each set follow by id; edges are ordered by (source index, target index, table row).
 A node reached several times, or an edge sampled by several ops, appears once.
 
 `ShardAssembler.assemble` lays out every set for the whole shard with vectorized
@@ -217,7 +217,7 @@ class ShardAssembler:
         for s in self.plan.node_sets():
             arriving = [(np.arange(len(sample_ids)), keys[s].codes_of(seed_ids))] \
                 if s == self.plan.seed_set else []
-            arriving += [(np.searchsorted(sample_ids, p.samples),
+            arriving += [(np.searchsorted(sample_ids, p.sample_ids)[p.sample_codes],
                           keys[s].codes_of(p.target_ids)[p.target_codes])
                          for p in edge_pieces if ends[p.edge_set][1] == s]
             nodes[s], missing = self._node_layout(
@@ -276,21 +276,25 @@ class ShardAssembler:
             return _Layout(np.zeros(len(sample_ids) + 1, np.int64),
                            {k: empty_feature(f) for k, f in wanted.items()},
                            sources=empty, targets=empty), 0
-        ranks = np.concatenate([np.searchsorted(sample_ids, p.samples) for p in pieces])
+        ranks = np.concatenate([np.searchsorted(sample_ids, p.sample_ids)[p.sample_codes]
+                                for p in pieces])
         source_codes = np.concatenate([source_keys.codes_of(p.source_ids)[p.source_codes]
                                        for p in pieces])
         target_codes = np.concatenate([target_keys.codes_of(p.target_ids)[p.target_codes]
                                        for p in pieces])
-        rows = np.concatenate([p.rows for p in pieces])
+        positions = np.concatenate([p.positions for p in pieces])
         features = {k: concat([p.features[k] for p in pieces]) for k in wanted}
         sources = _local_indices(sources_layout, source_keys.key(ranks, source_codes), ranks)
         targets = _local_indices(targets_layout, target_keys.key(ranks, target_codes), ranks)
-        # One sort into canonical order: (sample, source index, target index, row). A row
-        # fixes its endpoints, so an edge sampled twice in one sample (by two ops) lands
-        # next to its copy and is kept once; an edge with an absent endpoint (-1) is dropped.
-        order = np.lexsort((rows, _pair_key(ranks, sources, targets)))
-        ranks, rows, sources, targets = ranks[order], rows[order], sources[order], targets[order]
-        first = np.r_[True, (ranks[1:] != ranks[:-1]) | (rows[1:] != rows[:-1])]
+        # One sort into canonical order: (sample, source index, target index, position);
+        # for one source and target, adjacency position orders like the table row. An
+        # edge sampled twice in one sample (by two ops) lands next to its copy and is
+        # kept once; an edge with an absent endpoint (-1) is dropped.
+        pair = _pair_key(ranks, sources, targets)
+        order = np.lexsort((positions, pair))
+        pair, positions = pair[order], positions[order]
+        first = np.r_[True, (pair[1:] != pair[:-1]) | (positions[1:] != positions[:-1])]
+        ranks, sources, targets = ranks[order], sources[order], targets[order]
         valid = first & (sources >= 0) & (targets >= 0)
         layout = _Layout(_offsets(ranks[valid], len(sample_ids)), features, order[valid],
                          sources=sources[valid], targets=targets[valid])

@@ -26,11 +26,14 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
         query_rows=rows, query_samples=samples,
         query_nodes=rng.fingerprint(requests.ids)[codes],
         k=op.sample_size, seed=seed, op_salt=rng.name_salt(op.name))
-    # Sources are coded by their CSR row (adjacency.sources is sorted and distinct).
+    # Sources are coded by their CSR row (adjacency.sources is sorted and distinct), and
+    # requests come sorted by sample, so every dictionary here is cheap to build.
+    sample_ids, sample_codes = np.unique(samples[query_index], return_inverse=True)
     source_ids, source_codes = prune(adjacency.sources, rows[query_index])
     target_ids, target_codes = prune(adjacency.target_ids, adjacency.target_codes[edge_position])
     return EdgePiece(
-        edge_set=op.edge_set, samples=samples[query_index], source_codes=source_codes,
-        target_codes=target_codes, source_ids=source_ids, target_ids=target_ids,
-        rows=adjacency.rows[edge_position],
+        edge_set=op.edge_set, sample_codes=sample_codes.astype(np.int32),
+        source_codes=source_codes, target_codes=target_codes,
+        positions=edge_position.astype(np.int32), sample_ids=sample_ids.astype(np.int64),
+        source_ids=source_ids, target_ids=target_ids,
         features={k: take(v, edge_position) for k, v in adjacency.features.items()})

@@ -97,24 +97,34 @@ class Requests:
 
 @dataclasses.dataclass(eq=False)
 class EdgePiece:
-    """Sampled edges of one edge set, for many samples."""
+    """Sampled edges of one edge set, for many samples: the largest payload the pipeline
+    moves, so every column is int32 codes (16 bytes per edge) into small dictionaries."""
 
     edge_set: str
-    samples: np.ndarray        # int64
+    sample_codes: np.ndarray   # int32 into sample_ids
     source_codes: np.ndarray   # int32 into source_ids
     target_codes: np.ndarray   # int32 into target_ids
+    positions: np.ndarray      # int32: the edge's place in its source bucket's canonical
+                               # adjacency (by source, target, table row), so for edges of
+                               # one source it identifies the edge and orders like the row
+    sample_ids: np.ndarray     # int64, sorted distinct
     source_ids: np.ndarray     # 'S', sorted distinct
     target_ids: np.ndarray     # 'S', sorted distinct
-    rows: np.ndarray           # int64 RowId of the edge in its table
     features: dict[str, FeatureValues]
 
     @staticmethod
     def from_ids(edge_set: str, samples: np.ndarray, sources: np.ndarray, targets: np.ndarray,
-                 rows: np.ndarray, features: dict[str, FeatureValues]) -> "EdgePiece":
+                 positions: np.ndarray, features: dict[str, FeatureValues]) -> "EdgePiece":
+        sample_ids, sample_codes = np.unique(samples, return_inverse=True)
         source_ids, source_codes = encode_ids(sources)
         target_ids, target_codes = encode_ids(targets)
-        return EdgePiece(edge_set, samples, source_codes, target_codes, source_ids, target_ids,
-                         rows, features)
+        return EdgePiece(edge_set, sample_codes.astype(np.int32), source_codes, target_codes,
+                         np.asarray(positions, np.int32), sample_ids.astype(np.int64),
+                         source_ids, target_ids, features)
+
+    @property
+    def samples(self) -> np.ndarray:
+        return self.sample_ids[self.sample_codes]
 
     @property
     def sources(self) -> np.ndarray:
@@ -125,13 +135,14 @@ class EdgePiece:
         return self.target_ids[self.target_codes]
 
     def __len__(self) -> int:
-        return len(self.samples)
+        return len(self.sample_codes)
 
     def take(self, positions: np.ndarray) -> "EdgePiece":
+        sample_ids, sample_codes = prune(self.sample_ids, self.sample_codes[positions])
         source_ids, source_codes = prune(self.source_ids, self.source_codes[positions])
         target_ids, target_codes = prune(self.target_ids, self.target_codes[positions])
-        return EdgePiece(self.edge_set, self.samples[positions], source_codes, target_codes,
-                         source_ids, target_ids, self.rows[positions],
+        return EdgePiece(self.edge_set, sample_codes, source_codes, target_codes,
+                         self.positions[positions], sample_ids, source_ids, target_ids,
                          {k: take(v, positions) for k, v in self.features.items()})
 
 
