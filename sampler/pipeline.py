@@ -118,8 +118,12 @@ class _JoinSeeds(beam.DoFn):
 
 
 class _SampleHop(beam.DoFn):
-    def __init__(self, job: SamplingJob, op_index: int):
+    """Requests ⋈ adjacency of one bucket: the sampled edges (keyed by output shard) and,
+    when a later op or a feature lookup needs them, the reached nodes (keyed by bucket)."""
+
+    def __init__(self, job: SamplingJob, op_index: int, emit_reached: bool):
         self.job, self.op = job, job.plan.ops[op_index]
+        self.emit_reached = emit_reached
         self.sampled = Metrics.counter(_NAMESPACE, f"edges_sampled/{self.op.name}")
 
     def setup(self):
@@ -139,8 +143,10 @@ class _SampleHop(beam.DoFn):
             return
         for shard, part in _split_by_shard(edges, self.job.num_shards):
             yield beam.pvalue.TaggedOutput("edges", (shard, part))
-        yield from _split_requests(Requests(edges.samples, edges.target_codes, edges.target_ids),
-                                   self.job.node_buckets)
+        if self.emit_reached:
+            yield from _split_requests(
+                Requests(edges.samples, edges.target_codes, edges.target_ids),
+                self.job.node_buckets)
 
 
 class _LookupNodes(beam.DoFn):
@@ -278,6 +284,10 @@ class SampleSubgraphs(beam.PTransform):
                       STATS, "seeds", "features", main="found"))
         stats.append(joined[STATS])
         reached = {plan.seed_op: joined.found}
+        # An op's reached nodes feed later ops and its target set's feature lookup; the
+        # nodes themselves need no stage (they are the targets of the sampled edges).
+        reached_needed = {name for op in plan.ops for name in op.input_ops} | {
+            op.name for op in plan.ops if op.target_set in node_tables}
         edge_pieces = []
         for index, op in enumerate(plan.ops):
             inputs = [reached[name] for name in op.input_ops]
@@ -285,7 +295,8 @@ class SampleSubgraphs(beam.PTransform):
                 inputs | f"Hop/{op.name}/Inputs" >> beam.Flatten())
             out = ({"adjacency": adjacency[op.edge_set], "requests": requests}
                    | f"Hop/{op.name}/Join" >> beam.CoGroupByKey()
-                   | f"Hop/{op.name}/Sample" >> beam.ParDo(_SampleHop(job, index)).with_outputs(
+                   | f"Hop/{op.name}/Sample" >> beam.ParDo(_SampleHop(
+                       job, index, emit_reached=op.name in reached_needed)).with_outputs(
                        STATS, "edges", main="reached"))
             stats.append(out[STATS])
             edge_pieces.append(out.edges)
