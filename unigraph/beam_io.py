@@ -40,9 +40,10 @@ class _ReadFiles(beam.PTransform):
         self._layout, self._files, self._batch_rows = layout, list(files), batch_rows
 
     def expand(self, pbegin):
-        return (pbegin
-                | "Files" >> beam.Create(list(enumerate(self._files)))
-                | "SpreadFiles" >> beam.Reshuffle()
+        files = pbegin | "Files" >> beam.Create(list(enumerate(self._files)))
+        if len(self._files) > 1:  # one file gains nothing from spreading: save the shuffle
+            files = files | "SpreadFiles" >> beam.Reshuffle()
+        return (files
                 | "Split" >> beam.FlatMap(lambda indexed: split_file(indexed[1], indexed[0]))
                 | "SpreadUnits" >> beam.Reshuffle()
                 | "Read" >> beam.ParDo(_ReadUnits(self._layout, self._batch_rows)))
