@@ -42,9 +42,15 @@ def choose_node_buckets(loaded: LoadedSchema, plan: Plan) -> int:
 
 def make_pipeline(beam_args: list[str]):
     import apache_beam as beam
-    from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+    from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions,
+                                                      StandardOptions, TypeOptions)
 
     options = PipelineOptions(beam_args)
+    if not any(a.lstrip("-").startswith(("pipeline_type_check", "no_pipeline_type_check"))
+               for a in beam_args):
+        # Our elements are batches of numpy arrays, pickled; Beam's static type checks find
+        # nothing to check here and cost about a second per run (construction and run).
+        options.view_as(TypeOptions).pipeline_type_check = False
     if options.view_as(StandardOptions).runner:
         return beam.Pipeline(options=options)
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
