@@ -149,22 +149,22 @@ def weights_from_arrow(column, locate: Locate, name: str) -> np.ndarray:
         bad = _first_failing(column, convert)
         raise TableError(f"{locate(bad)}: column '{name}': weight {show(column[bad].as_py())} "
                          f"is not a number") from None
-    weights = np.asarray(weights, dtype=np.float64)
-    finite = np.isfinite(weights)
-    if not finite.all():
-        bad = int(np.flatnonzero(~finite)[0])
-        raise TableError(f"{locate(bad)}: column '{name}': weight {show(column[bad].as_py())} "
-                         f"is not a finite number")
-    return weights
+    return _all_finite(np.asarray(weights, dtype=np.float64), locate, name,
+                       lambda i: show(column[i].as_py()))  # the cell as the user wrote it
 
 
 def weights_from_values(values: np.ndarray, locate: Locate, name: str) -> np.ndarray:
     """Already-numeric weights (e.g. from TFRecord) -> float64, all finite."""
     weights = np.asarray(values, dtype=np.float64)
+    return _all_finite(weights, locate, name, lambda i: show(weights[i]))
+
+
+def _all_finite(weights: np.ndarray, locate: Locate, name: str,
+                shown: Callable[[int], str]) -> np.ndarray:
     finite = np.isfinite(weights)
     if not finite.all():
         bad = int(np.flatnonzero(~finite)[0])
-        raise TableError(f"{locate(bad)}: column '{name}': weight {show(weights[bad])} "
+        raise TableError(f"{locate(bad)}: column '{name}': weight {shown(bad)} "
                          f"is not a finite number")
     return weights
 
