@@ -118,6 +118,15 @@ def kill_tree(root: int) -> None:
             pass
 
 
+def _kill_all(root: int) -> None:
+    """SIGKILL the process group `root` leads, then any descendant that left the group."""
+    try:
+        os.killpg(root, signal.SIGKILL)
+    except OSError:
+        pass
+    kill_tree(root)
+
+
 @dataclasses.dataclass
 class RunStats:
     returncode: int
@@ -136,13 +145,20 @@ def run_measured(cmd: list[str], *, interval: float = 0.05, cwd: str | None = No
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=cwd, env=env)
+        # Its own session: on a timeout the whole process group dies at once, including a
+        # descendant forked while the tree is being walked.
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=cwd, env=env,
+                                start_new_session=True)
         monitor = TreeMonitor(proc.pid, interval).start()
         try:
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            kill_tree(proc.pid)
+            _kill_all(proc.pid)
             returncode = proc.wait()
+        except BaseException:  # e.g. Ctrl-C: the new session does not get it, so stop it here
+            _kill_all(proc.pid)
+            proc.wait()
+            raise
         finally:
             wall = time.perf_counter() - started
             peak, processes = monitor.stop()

@@ -3,6 +3,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -57,6 +58,9 @@ def test_timeout_kills_the_tree():
          "print(p.pid, flush=True); time.sleep(30)"], timeout=1.0)
     assert stats.returncode != 0 and stats.wall_seconds < 10
     grandchild = int(stats.stdout.split()[0])
+    deadline = time.monotonic() + 5  # SIGKILL is delivered asynchronously
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not _alive(grandchild)
 
 
