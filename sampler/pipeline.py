@@ -7,8 +7,9 @@ Data flows top-down, every keyed join working on buckets (see buckets.py):
   ReadSeeds ─► Seeds/Join with the seed set's nodes ─► found (sample, node) requests
   Hop/<op>/Join: requests that reached a bucket ⋈ its adjacency ─► Hop/<op>/Sample
         ─► sampled edges (keyed by output shard) and reached targets (keyed by node bucket)
-  Nodes/<set>/Join: reached nodes ⋈ node table ─► node pieces with features
-  Assemble: every piece of one output shard ─► GraphTensors ─► encoded ─► one TFRecord file
+  Nodes/<set>/Join: reached nodes ⋈ node table ─► each node's features, once per shard
+  Assemble: every piece of one output shard ─► canonical subgraphs ─► encoded straight
+        from arrays (byte-identical to the GraphTensor core's encoder) ─► one TFRecord file
   Report: RunStats from every stage, merged into one.
 """
 from __future__ import annotations
