@@ -140,15 +140,9 @@ def weights_from_arrow(column, locate: Locate, name: str) -> np.ndarray:
         raise TableError(f"{locate(0)}: weight column '{name}' has type {column.type}, "
                          f"expected a number")
 
-    def convert(values):
-        return pc.cast(values, pa.float64())
-
-    try:
-        weights = convert(column).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        bad = _first_failing(column, convert)
-        raise TableError(f"{locate(bad)}: column '{name}': weight {show(column[bad].as_py())} "
-                         f"is not a number") from None
+    weights = _cast(column, pa.float64(), locate,
+                    lambda bad: f"column '{name}': weight {show(column[bad].as_py())} "
+                                f"is not a number")
     return _all_finite(np.asarray(weights, dtype=np.float64), locate, name,
                        lambda i: show(column[i].as_py()))  # the cell as the user wrote it
 
@@ -157,6 +151,20 @@ def weights_from_values(values: np.ndarray, locate: Locate, name: str) -> np.nda
     """Already-numeric weights (e.g. from TFRecord) -> float64, all finite."""
     weights = np.asarray(values, dtype=np.float64)
     return _all_finite(weights, locate, name, lambda i: show(weights[i]))
+
+
+def _cast(values: pa.Array, target: pa.DataType, locate: Locate,
+          problem: Callable[[int], str]) -> np.ndarray:
+    """`values` cast to `target` as numpy; a TableError names the first value that does
+    not convert (found only on the error path, so the happy path is one cast)."""
+    def convert(part):
+        return pc.cast(part, target, safe=True)
+
+    try:
+        return convert(values).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        bad = _first_failing(values, convert)
+        raise TableError(f"{locate(bad)}: {problem(bad)}") from None
 
 
 def _all_finite(weights: np.ndarray, locate: Locate, name: str,
@@ -191,17 +199,9 @@ def cast_values(values: pa.Array, spec: FeatureSpec, where: Callable[[int], str]
               or pa.types.is_boolean(values.type)):
         raise TableError(f"{where(0)}: column '{name}' has type {values.type}, "
                          f"expected numbers for {spec.dtype_name}")
-    target = _ARROW_TYPES[spec.dtype]
-
-    def convert(part):
-        return pc.cast(part, target, safe=True)
-
-    try:
-        result = convert(values).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        bad = _first_failing(values, convert)
-        raise TableError(f"{where(bad)}: column '{name}': {show(values[bad].as_py())} "
-                         f"is not a valid {spec.dtype_name}") from None
+    result = _cast(values, _ARROW_TYPES[spec.dtype], where,
+                   lambda bad: f"column '{name}': {show(values[bad].as_py())} "
+                               f"is not a valid {spec.dtype_name}")
     return np.asarray(result).astype(spec.dtype, copy=False)
 
 
