@@ -76,8 +76,8 @@ def write_spec(folder: str, strategy: str) -> str:
     """spec_<strategy>.pbtxt: the graph's sampling_spec.pbtxt with every op's strategy set."""
     from google.protobuf import text_format
 
-    from sampler import sampling_spec_pb2 as ss
-    from sampler.spec import load_spec
+    from sampler.plan import sampling_spec_pb2 as ss
+    from sampler.plan.spec import load_spec
 
     spec = load_spec(os.path.join(folder, "sampling_spec.pbtxt"))
     for op in spec.sampling_ops:

@@ -14,7 +14,7 @@ import tempfile
 PROTO_MODULES = {
     "proto/graph_schema.proto": "unigraph/graph_schema_pb2.py",
     "proto/example.proto": "unigraph/example_pb2.py",
-    "proto/sampling_spec.proto": "sampler/sampling_spec_pb2.py",
+    "proto/sampling_spec.proto": "sampler/plan/sampling_spec_pb2.py",
 }
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

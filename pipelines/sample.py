@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sampler.spec import Plan, build_plan, edge_sets_to_read, load_spec
+from sampler.plan.spec import Plan, build_plan, edge_sets_to_read, load_spec
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, check_schema, load_schema, set_names, table_files
 from unigraph.tables.layout import is_reversed
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not args.output:
             raise SamplerError("--output is required (a folder, or a prefix with @N shards)")
-        from pipelines.run_sampling import run_sampling  # imports Beam: only when sampling
+        from sampler.run import run_sampling  # imports Beam: only when sampling
 
         report = run_sampling(loaded, plan, seeds=args.seeds, output=args.output,
                               seed=args.seed, node_buckets=args.node_buckets,

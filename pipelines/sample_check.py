@@ -24,9 +24,9 @@ from typing import Optional
 import numpy as np
 
 from sampler.graph_tensor import READOUT_NODE_SET, GraphTensor, parse_example
-from sampler.output_files import REPORT_FILE
-from sampler.output_encoding import ID_FEATURE, READOUT_EDGE_SET, SEED_ID_FEATURE
-from sampler.training.samples import SamplesError, iter_records, open_samples
+from sampler.output.files import REPORT_FILE
+from sampler.output.names import ID_FEATURE, READOUT_EDGE_SET, SEED_ID_FEATURE
+from sampler.output.folder import SamplesError, iter_records, open_samples
 from unigraph import graph_schema_pb2 as gs
 from unigraph import paths
 from unigraph.errors import SamplerError, one_line

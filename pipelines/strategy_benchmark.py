@@ -1,4 +1,4 @@
-"""Times sampler.strategies.sample_edges on a synthetic power-law CSR.
+"""Times sampler.core.strategies.sample_edges on a synthetic power-law CSR.
 
     python -m pipelines.strategy_benchmark [--queries 200000] [--k 8] [--profile]
 
@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from sampler import rng
-from sampler.sampling_spec_pb2 import RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
-from sampler.strategies import sample_edges
+from sampler.core import rng
+from sampler.plan.sampling_spec_pb2 import RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
+from sampler.core.strategies import sample_edges
 
 STRATEGIES = {"TOP_K": TOP_K, "RANDOM_UNIFORM": RANDOM_UNIFORM,
               "RANDOM_WEIGHTED": RANDOM_WEIGHTED}

@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     try:
         # Check the folder and the label before paying for TensorFlow's import.
         from sampler.training.layout import layout_from_schema
-        from sampler.training.samples import open_samples
+        from sampler.output.folder import open_samples
 
         samples = open_samples(args.samples)
         layout_from_schema(samples.schema, args.label)

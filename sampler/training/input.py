@@ -22,7 +22,7 @@ import tensorflow as tf
 from sampler.graph_tensor import READOUT_NODE_SET, SizeConstraints
 from sampler.graph_tensor.keys import (SIZE_NAME, SOURCE_NAME, TARGET_NAME, context_key,
                                        edge_key, node_key)
-from sampler.output_encoding import READOUT_EDGE_SET, SEED_ID_FEATURE
+from sampler.output.names import READOUT_EDGE_SET, SEED_ID_FEATURE
 from sampler.training.layout import GraphLayout
 
 Graph = dict  # flat key -> tf.Tensor, as described above

@@ -19,8 +19,8 @@ import math
 from typing import Optional
 
 from sampler.graph_tensor import READOUT_NODE_SET
-from sampler.output_encoding import ID_FEATURE, READOUT_EDGE_SET
-from sampler.training.samples import SamplesError
+from sampler.output.names import ID_FEATURE, READOUT_EDGE_SET
+from sampler.output.folder import SamplesError
 from unigraph import graph_schema_pb2 as gs
 from unigraph.schema import dtype_name, feature_shape
 

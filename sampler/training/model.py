@@ -31,7 +31,7 @@ import tensorflow as tf
 from sampler.graph_tensor.keys import SIZE_NAME, SOURCE_NAME, TARGET_NAME, edge_key, node_key
 from sampler.training.input import Graph, read_out
 from sampler.training.layout import GraphLayout
-from sampler.training.samples import SamplesError
+from sampler.output.folder import SamplesError
 
 MODEL_KINDS = ("gnn", "mlp")
 

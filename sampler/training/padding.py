@@ -19,7 +19,7 @@ from sampler.graph_tensor import READOUT_NODE_SET, SizeConstraints
 from sampler.graph_tensor.keys import SIZE_NAME, SOURCE_NAME, TARGET_NAME, edge_key, node_key
 from sampler.training.layout import GraphLayout
 from sampler.training.input import Graph, record_dataset
-from sampler.training.samples import SamplesError
+from sampler.output.folder import SamplesError
 
 
 def pad_to_total_sizes(graph: Graph, labels: tf.Tensor, layout: GraphLayout,

@@ -16,7 +16,7 @@ from sampler.training.input import make_dataset
 from sampler.training.layout import GraphLayout, layout_from_schema
 from sampler.training.model import build_model, compile_for_classification, node_features
 from sampler.training.padding import fixed_size_constraints
-from sampler.training.samples import SampleFolder, SamplesError
+from sampler.output.folder import SampleFolder, SamplesError
 
 
 @dataclasses.dataclass(frozen=True)

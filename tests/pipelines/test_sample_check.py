@@ -11,8 +11,8 @@ import pytest
 from pipelines import sample_check
 from sampler.graph_tensor import (Adjacency, EdgeSet, GraphTensor, NodeSet, encode_example,
                                   merge_batch_to_components)
-from sampler.output_files import REPORT_FILE
-from sampler.training.toy_samples import planted_graphs, write_samples
+from sampler.output.files import REPORT_FILE
+from tests.sampler.training.toy_samples import planted_graphs, write_samples
 from tests.conftest import REPO_ROOT
 
 NUM_SHARDS = 2

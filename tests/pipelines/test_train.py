@@ -10,8 +10,8 @@ tf = pytest.importorskip("tensorflow")
 from pipelines import train as train_cli
 from sampler.training import input as training_input
 from sampler.training.export import EXTRA_DIR, INFO_FILE, load_predictor
-from sampler.training.samples import iter_records, open_samples
-from sampler.training.toy_samples import write_planted_samples
+from sampler.output.folder import iter_records, open_samples
+from tests.sampler.training.toy_samples import write_planted_samples
 from sampler.training.trainer import TrainOptions, train
 
 NUM_CLASSES = 4

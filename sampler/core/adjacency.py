@@ -1,0 +1,74 @@
+"""Adjacency of one bucket of source nodes, built once per edge set.
+
+An AdjacencyBucket holds every edge whose source falls in the bucket as flat
+numpy arrays in canonical order: by source id, then target id, then the row's
+position in its table (RowId). The per-source CSR `row_splits` lets the
+strategies address a node's edges by position, and since the order depends on
+the data alone, so does every sampled result.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+from sampler.core.pieces import encode_ids
+from unigraph.batches import EdgeBatch, FeatureValues
+from unigraph.ragged import concat, take
+
+
+@dataclasses.dataclass(eq=False)
+class AdjacencyBucket:
+    edge_set: str
+    sources: np.ndarray      # 'S', unique source ids, sorted
+    row_splits: np.ndarray   # int64 [len(sources) + 1]: CSR into the edge arrays
+    target_codes: np.ndarray  # int32 per edge, into target_ids
+    target_ids: np.ndarray   # 'S', sorted distinct targets
+    rows: np.ndarray         # int64 RowId, per edge
+    weights: np.ndarray | None
+    features: dict[str, FeatureValues]
+
+    @property
+    def targets(self) -> np.ndarray:
+        return self.target_ids[self.target_codes]
+
+    def rows_of(self, node_ids: np.ndarray) -> np.ndarray:
+        """CSR row of each node id, -1 where the node has no edges here."""
+        if len(self.sources) == 0:
+            return np.full(len(node_ids), -1, dtype=np.int64)
+        pos = np.searchsorted(self.sources, node_ids)
+        pos_clipped = np.minimum(pos, len(self.sources) - 1)
+        return np.where(self.sources[pos_clipped] == node_ids, pos_clipped, -1).astype(np.int64)
+
+
+def slice_batch(batch: EdgeBatch, positions: np.ndarray) -> EdgeBatch:
+    """The rows of `batch` at `positions`."""
+    return EdgeBatch(
+        edge_set=batch.edge_set, sources=batch.sources[positions],
+        targets=batch.targets[positions], rows=batch.rows[positions],
+        weights=None if batch.weights is None else batch.weights[positions],
+        features={k: take(v, positions) for k, v in batch.features.items()})
+
+
+def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch]) -> AdjacencyBucket:
+    """One bucket's adjacency from the edge batches (any order) that fell into it."""
+    pieces = [p for p in pieces if len(p)]
+    if not pieces:
+        return AdjacencyBucket(edge_set, np.zeros(0, "S1"), np.zeros(1, np.int64),
+                               np.zeros(0, np.int32), np.zeros(0, "S1"), np.zeros(0, np.int64),
+                               None, {})
+    sources = np.concatenate([p.sources for p in pieces])
+    targets = np.concatenate([p.targets for p in pieces])
+    rows = np.concatenate([p.rows for p in pieces])
+    has_weights = [p.weights is not None for p in pieces]
+    weights = np.concatenate([p.weights for p in pieces]) if all(has_weights) else None
+    order = np.lexsort((rows, targets, sources))  # last key sorts first
+    sources, targets, rows = sources[order], targets[order], rows[order]
+    features = {name: take(concat([p.features[name] for p in pieces]), order)
+                for name in pieces[0].features}
+    starts = np.flatnonzero(np.r_[True, sources[1:] != sources[:-1]])
+    row_splits = np.r_[starts, len(sources)].astype(np.int64)
+    target_ids, target_codes = encode_ids(targets)
+    return AdjacencyBucket(edge_set, sources[starts], row_splits, target_codes, target_ids, rows,
+                           None if weights is None else weights[order], features)

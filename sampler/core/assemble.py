@@ -1,0 +1,353 @@
+"""Assembling subgraphs: the node and edge pieces of one output shard, turned into
+one GraphTensor per sample in canonical order.
+
+Canonical order (DESIGN.md section 3), so the output is a function of the inputs
+alone: within a subgraph, the seed is node 0 of its node set, the other nodes of
+each set follow by id; edges are ordered by (source index, target index, table row).
+A node reached several times, or an edge sampled by several ops, appears once.
+
+`ShardAssembler.assemble` lays out every set for the whole shard with vectorized
+integer sorts (ids become codes into one sorted dictionary per set, so code order
+is id order); `AssembledShard.examples` then encodes the records a chunk of samples
+at a time (sampler/shard_encoder.py), and `AssembledShard.graphs` gives the same
+subgraphs as GraphTensors, the reference the encoder is tested against.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from sampler.graph_tensor import (READOUT_NODE_SET, Adjacency, Context, EdgeSet, GraphTensor,
+                                  NodeSet, add_readout)
+from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
+from sampler.core.pieces import EdgePiece, NodeFeatures, SeedPiece
+from sampler.plan.spec import Plan
+from unigraph import graph_schema_pb2 as gs
+from unigraph.batches import FeatureValues
+from unigraph.ragged import Ragged, concat, take
+from unigraph.schema import ID_COLUMNS, feature_shape, numpy_dtype
+
+
+@dataclasses.dataclass
+class ShardStats:
+    """Counts from assembling one shard, merged across shards for the run report."""
+
+    subgraphs: int = 0
+    nodes: dict[str, list[int]] = dataclasses.field(default_factory=dict)  # set -> per subgraph
+    edges: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+    dangling_edges: dict[str, int] = dataclasses.field(default_factory=dict)
+    nodes_missing: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class _Layout:
+    """One set's items for every sample of the shard, sorted by (sample, canonical order)."""
+
+    offsets: np.ndarray                  # int64 [num_samples + 1]
+    # Features stay where they are (a node table, the edge pieces) until encoded: item i
+    # of the layout is row feature_rows[i] of feature_values. Gathering them for the
+    # whole shard at once would hold every copy of every node's features in memory.
+    feature_values: dict[str, FeatureValues]
+    feature_rows: np.ndarray | None = None
+    ids: np.ndarray | None = None        # node sets: 'S' ids in layout order
+    keys: np.ndarray | None = None       # node sets: int64 sort key per node (see _NodeKeys)
+    sources: np.ndarray | None = None    # edge sets: local source indices
+    targets: np.ndarray | None = None    # edge sets: local target indices
+
+    def features(self, lo: int, hi: int) -> dict[str, FeatureValues]:
+        """Features of items [lo, hi), gathered."""
+        rows = self.feature_rows[lo:hi] if self.feature_rows is not None else np.arange(lo, hi)
+        return {k: take(v, rows) for k, v in self.feature_values.items()}
+
+
+def empty_feature(feature: gs.Feature) -> FeatureValues:
+    """A zero-item value of the feature's dtype and shape (each ragged dim a Ragged level)."""
+    shape = feature_shape(feature)
+    dtype = numpy_dtype(feature)
+    if -1 not in shape:
+        return np.zeros((0,) + shape, dtype=dtype)
+    last_ragged = len(shape) - 1 - shape[::-1].index(-1)
+    value: FeatureValues = np.zeros((0,) + shape[last_ragged + 1:], dtype=dtype)
+    for _ in range(shape.count(-1)):
+        value = Ragged(value, np.zeros(0, np.int64))
+    return value
+
+
+def _offsets(ranks: np.ndarray, num_samples: int) -> np.ndarray:
+    counts = np.bincount(ranks, minlength=num_samples)
+    return np.r_[0, np.cumsum(counts)].astype(np.int64)
+
+
+def _schema_features(features: dict[str, gs.Feature]) -> dict[str, gs.Feature]:
+    return {k: v for k, v in sorted(features.items()) if k not in ID_COLUMNS}
+
+
+@dataclasses.dataclass
+class AssembledShard:
+    """Every sample of one shard, laid out as arrays per node set and edge set."""
+
+    assembler: "ShardAssembler"
+    sample_ids: np.ndarray  # int64, ascending
+    seed_ids: np.ndarray    # 'S'
+    nodes: dict[str, _Layout]
+    edges: dict[str, _Layout]
+
+    def __len__(self) -> int:
+        return len(self.sample_ids)
+
+    def examples(self, chunk: int = 256) -> Iterator[bytes]:
+        """Each sample's serialized tf.train.Example, by ascending sample id; the same
+        bytes as `encode_example(graph, output schema)` of `graphs()`. Encoded `chunk`
+        samples at a time, so memory holds one chunk's feature copies, not the shard's."""
+        for start in range(0, len(self.sample_ids), chunk):
+            yield from self._encode(start, min(start + chunk, len(self.sample_ids)))
+
+    def _encode(self, first: int, end: int) -> Iterator[bytes]:
+        """The examples of samples [first, end)."""
+        from sampler.graph_tensor import keys as k
+        from sampler.graph_tensor import wire
+        from sampler.output.encoder import (constant_column, encode_examples, feature_columns,
+                                           scalar_int_column, values_column)
+
+        schema = self.assembler.schema
+        count = end - first
+        columns = [values_column(k.context_key(SEED_ID_FEATURE), self.seed_ids[first:end],
+                                 np.arange(count + 1, dtype=np.int64)),
+                   constant_column(k.node_key(READOUT_NODE_SET, k.SIZE_NAME),
+                                   wire.encode_feature(wire.INT64, np.ones(1, np.int64)))]
+        readout = f"{READOUT_NODE_SET}/{READOUT_KEY}"
+        for field, value in ((k.SIZE_NAME, 1), (k.SOURCE_NAME, 0), (k.TARGET_NAME, 0)):
+            columns.append(constant_column(k.edge_key(readout, field), wire.encode_feature(
+                wire.INT64, np.array([value], np.int64))))
+        for kind, layouts, pieces in (("nodes", self.nodes, schema.node_sets),
+                                      ("edges", self.edges, schema.edge_sets)):
+            key = k.node_key if kind == "nodes" else k.edge_key
+            for name, layout in layouts.items():
+                lo, hi = int(layout.offsets[first]), int(layout.offsets[end])
+                offsets = layout.offsets[first:end + 1] - lo
+                columns.append(scalar_int_column(key(name, k.SIZE_NAME), np.diff(offsets)))
+                if kind == "nodes":
+                    columns.append(values_column(key(name, ID_FEATURE), layout.ids[lo:hi],
+                                                 offsets))
+                else:
+                    columns.append(values_column(key(name, k.SOURCE_NAME),
+                                                 layout.sources[lo:hi], offsets))
+                    columns.append(values_column(key(name, k.TARGET_NAME),
+                                                 layout.targets[lo:hi], offsets))
+                declared = pieces[name].features
+                for feature, values in layout.features(lo, hi).items():
+                    columns += feature_columns(key(name, feature), values, offsets,
+                                               declared.get(feature))
+        return encode_examples(columns, count)
+
+    def graphs(self) -> Iterator[tuple[int, GraphTensor]]:
+        """(sample id, GraphTensor) per sample: the reference the fast encoder must match."""
+        seed_set = self.assembler.plan.seed_set
+        for i, (sample_id, seed_id) in enumerate(zip(self.sample_ids.tolist(), self.seed_ids)):
+            node_sets = {}
+            for name, layout in self.nodes.items():
+                lo, hi = layout.offsets[i], layout.offsets[i + 1]
+                features = layout.features(lo, hi)
+                features[ID_FEATURE] = layout.ids[lo:hi].astype(object)
+                node_sets[name] = NodeSet.from_fields(sizes=[hi - lo], features=features)
+            edge_sets = {}
+            for name, layout in self.edges.items():
+                lo, hi = layout.offsets[i], layout.offsets[i + 1]
+                proto = self.assembler.schema.edge_sets[name]
+                edge_sets[name] = EdgeSet.from_fields(
+                    sizes=[hi - lo],
+                    adjacency=Adjacency.from_indices(source=(proto.source, layout.sources[lo:hi]),
+                                                     target=(proto.target, layout.targets[lo:hi])),
+                    features=layout.features(lo, hi))
+            context = Context.from_fields(
+                features={SEED_ID_FEATURE: np.array([bytes(seed_id)], dtype=object)}, sizes=[1])
+            graph = GraphTensor.from_pieces(context=context, node_sets=node_sets,
+                                            edge_sets=edge_sets, validate=False)
+            yield sample_id, add_readout(graph, READOUT_KEY, seed_set, [0], validate=False)
+
+
+
+class ShardAssembler:
+    """Builds the GraphTensors of one shard from its pieces.
+
+    A subgraph's nodes of a set are its seed (for the seed set) and the targets of
+    its sampled edges into the set; their features come from the shard's
+    NodeFeatures. A node absent from its set's table is left out, and so are the
+    edges that touch it (counted as dangling).
+    """
+
+    def __init__(self, plan: Plan, schema: gs.GraphSchema):
+        self.plan = plan
+        self.schema = schema
+        self.node_features = {s: _schema_features(schema.node_sets[s].features)
+                              for s in plan.node_sets()}
+        self.edge_features = {e: _schema_features(schema.edge_sets[e].features)
+                              for e in plan.edge_sets()}
+        self.has_table = {s: bool(schema.node_sets[s].metadata.filename)
+                          for s in plan.node_sets()}
+
+    def assemble(self, seed_pieces: Sequence[SeedPiece], feature_pieces: Sequence[NodeFeatures],
+                 edge_pieces: Sequence[EdgePiece]) -> tuple["AssembledShard", ShardStats]:
+        """Every sample's subgraph, by ascending sample id; and the stats."""
+        stats = ShardStats()
+        seed_pieces = [p for p in seed_pieces if len(p)]
+        if not seed_pieces:
+            empty = np.zeros(0, np.int64)
+            return AssembledShard(self, empty, np.zeros(0, "S1"), {}, {}), stats
+        seeds = SeedPiece.concat(seed_pieces)
+        order = np.argsort(seeds.samples, kind="stable")
+        sample_ids, seed_ids = seeds.samples[order], seeds.ids[order]
+        edge_pieces = [p for p in edge_pieces if len(p)]
+        ends = {e: (self.schema.edge_sets[e].source, self.schema.edge_sets[e].target)
+                for e in self.plan.edge_sets()}
+        # One sorted id dictionary per node set for the whole shard.
+        keys = {}
+        for s in self.plan.node_sets():
+            parts = [p.source_ids for p in edge_pieces if ends[p.edge_set][0] == s]
+            parts += [p.target_ids for p in edge_pieces if ends[p.edge_set][1] == s]
+            parts += [p.ids for p in feature_pieces if p.node_set == s]
+            if s == self.plan.seed_set:
+                parts.append(seed_ids)
+            keys[s] = _NodeKeys(np.unique(np.concatenate(parts)) if parts else
+                                np.zeros(0, "S1"), len(sample_ids),
+                                seed_ids if s == self.plan.seed_set else None)
+        nodes = {}
+        for s in self.plan.node_sets():
+            arriving = [(np.arange(len(sample_ids)), keys[s].codes_of(seed_ids))] \
+                if s == self.plan.seed_set else []
+            arriving += [(np.searchsorted(sample_ids, p.sample_ids)[p.sample_codes],
+                          keys[s].codes_of(p.target_ids)[p.target_codes])
+                         for p in edge_pieces if ends[p.edge_set][1] == s]
+            nodes[s], missing = self._node_layout(
+                s, keys[s], arriving, [p for p in feature_pieces if p.node_set == s])
+            if missing:
+                stats.nodes_missing[s] = missing
+        edges = {}
+        for e in self.plan.edge_sets():
+            edges[e], dropped = self._edge_layout(
+                e, [p for p in edge_pieces if p.edge_set == e], sample_ids,
+                keys[ends[e][0]], keys[ends[e][1]], nodes[ends[e][0]], nodes[ends[e][1]])
+            if dropped:
+                stats.dangling_edges[e] = dropped
+        stats.subgraphs = len(sample_ids)
+        stats.nodes = {s: np.diff(l.offsets).tolist() for s, l in nodes.items()}
+        stats.edges = {e: np.diff(l.offsets).tolist() for e, l in edges.items()}
+        return AssembledShard(self, sample_ids, seed_ids, nodes, edges), stats
+
+    def _node_layout(self, node_set: str, keys: "_NodeKeys",
+                     arriving: list[tuple[np.ndarray, np.ndarray]],
+                     feature_pieces: list[NodeFeatures]) -> tuple[_Layout, int]:
+        """The set's nodes of every sample: its seed (if any) and the targets of its edges
+        into the set, each once, in canonical order (by key: rank, seed first, then id)."""
+        wanted = self.node_features[node_set]
+        if arriving:
+            node_keys = np.unique(np.concatenate([keys.key(r, c) for r, c in arriving]))
+        else:
+            node_keys = np.zeros(0, np.int64)
+        ranks, codes = keys.split(node_keys)
+        features, missing = {}, 0
+        if self.has_table[node_set]:
+            row_of_code = np.full(len(keys.ids), -1, np.int64)
+            pieces = [p for p in feature_pieces if len(p)]
+            table = NodeFeatures.concat(pieces) if pieces else None
+            if table is not None:
+                row_of_code[keys.codes_of(table.ids)] = np.arange(len(table))
+            rows = row_of_code[codes]
+            found = rows >= 0
+            missing = int((~found).sum())
+            if missing:
+                node_keys, ranks, codes, rows = (node_keys[found], ranks[found], codes[found],
+                                                 rows[found])
+            features = table.features if table is not None else {
+                k: empty_feature(f) for k, f in wanted.items()}
+            return _Layout(_offsets(ranks, keys.num_samples), features, rows,
+                           ids=keys.ids[codes], keys=node_keys), missing
+        return _Layout(_offsets(ranks, keys.num_samples), {}, ids=keys.ids[codes],
+                       keys=node_keys), missing
+
+    def _edge_layout(self, edge_set: str, pieces: list[EdgePiece], sample_ids: np.ndarray,
+                     source_keys: "_NodeKeys", target_keys: "_NodeKeys",
+                     sources_layout: _Layout, targets_layout: _Layout) -> tuple[_Layout, int]:
+        wanted = self.edge_features[edge_set]
+        if not pieces:
+            empty = np.zeros(0, np.int64)
+            return _Layout(np.zeros(len(sample_ids) + 1, np.int64),
+                           {k: empty_feature(f) for k, f in wanted.items()},
+                           sources=empty, targets=empty), 0
+        ranks = np.concatenate([np.searchsorted(sample_ids, p.sample_ids)[p.sample_codes]
+                                for p in pieces])
+        source_codes = np.concatenate([source_keys.codes_of(p.source_ids)[p.source_codes]
+                                       for p in pieces])
+        target_codes = np.concatenate([target_keys.codes_of(p.target_ids)[p.target_codes]
+                                       for p in pieces])
+        positions = np.concatenate([p.positions for p in pieces])
+        features = {k: concat([p.features[k] for p in pieces]) for k in wanted}
+        sources = _local_indices(sources_layout, source_keys.key(ranks, source_codes), ranks)
+        targets = _local_indices(targets_layout, target_keys.key(ranks, target_codes), ranks)
+        # One sort into canonical order: (sample, source index, target index, position);
+        # for one source and target, adjacency position orders like the table row. An
+        # edge sampled twice in one sample (by two ops) lands next to its copy and is
+        # kept once; an edge with an absent endpoint (-1) is dropped.
+        pair = _pair_key(ranks, sources, targets)
+        order = np.lexsort((positions, pair))
+        pair, positions = pair[order], positions[order]
+        first = np.r_[True, (pair[1:] != pair[:-1]) | (positions[1:] != positions[:-1])]
+        ranks, sources, targets = ranks[order], sources[order], targets[order]
+        valid = first & (sources >= 0) & (targets >= 0)
+        layout = _Layout(_offsets(ranks[valid], len(sample_ids)), features, order[valid],
+                         sources=sources[valid], targets=targets[valid])
+        return layout, int((first & ~valid).sum())
+
+
+def _pair_key(ranks: np.ndarray, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """One int64 that sorts like (rank, source, target); indices may be -1."""
+    width_s, width_t = int(sources.max(initial=0)) + 2, int(targets.max(initial=0)) + 2
+    if (int(ranks.max(initial=0)) + 1) * width_s * width_t >= 2**62:
+        # Too wide to pack: the dense rank of each triple (equal triples share a key).
+        order = np.lexsort((targets, sources, ranks))
+        r, s, t = ranks[order], sources[order], targets[order]
+        change = np.r_[False, (r[1:] != r[:-1]) | (s[1:] != s[:-1]) | (t[1:] != t[:-1])]
+        key = np.empty(len(order), np.int64)
+        key[order] = np.cumsum(change)
+        return key
+    return (ranks.astype(np.int64) * width_s + (sources + 1)) * width_t + (targets + 1)
+
+
+class _NodeKeys:
+    """Integer sort keys for the (sample, node) pairs of one node set in a shard.
+
+    key = rank * 2N + (0 if the node is the sample's seed else N) + code, where code
+    indexes the shard's sorted id dictionary of the set (N ids): sorting keys sorts by
+    sample, puts the seed first and the other nodes by id -- the canonical order."""
+
+    def __init__(self, ids: np.ndarray, num_samples: int, seed_ids: np.ndarray | None):
+        self.ids = ids
+        self.num_samples = num_samples
+        self.width = np.int64(max(len(ids), 1))
+        self.seed_codes = self.codes_of(seed_ids) if seed_ids is not None else None
+
+    def codes_of(self, ids: np.ndarray) -> np.ndarray:
+        """Codes of ids that are in the dictionary (all are, by construction)."""
+        return np.searchsorted(self.ids, ids).astype(np.int64)
+
+    def key(self, ranks: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        ranks = ranks.astype(np.int64)
+        codes = codes.astype(np.int64)
+        not_seed = np.ones(len(codes), np.int64) if self.seed_codes is None else (
+            codes != self.seed_codes[ranks]).astype(np.int64)
+        return (ranks * 2 + not_seed) * self.width + codes
+
+    def split(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rank, code) of every key."""
+        return keys // (2 * self.width), keys % self.width
+
+
+def _local_indices(layout: _Layout, keys: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Index of each (sample rank, node) key within its sample's node set; -1 if absent."""
+    if len(layout.keys) == 0 or len(keys) == 0:
+        return np.full(len(keys), -1, np.int64)
+    pos = np.minimum(np.searchsorted(layout.keys, keys), len(layout.keys) - 1)
+    local = pos - layout.offsets[ranks]
+    return np.where(layout.keys[pos] == keys, local, -1).astype(np.int64)

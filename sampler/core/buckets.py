@@ -1,0 +1,48 @@
+"""Heavy elements: the pipeline keys its data by bucket, not by node or sample.
+
+Beam pays a fixed cost per element and step, so every keyed join in the
+sampler works on buckets: all nodes whose id hashes to bucket b travel as one
+element of numpy arrays (their adjacency, their features, every (sample, node)
+request that reached them), and all samples that hash to output shard s are
+assembled together. The bucket of an id depends on the id alone, never on the
+worker or on arrival order, so results are the same on any runner.
+
+Data shapes:
+  NodeBucket   = int: hash(node id) % num_node_buckets
+  SampleBucket = int: hash(sample id) % num_shards (one output file per bucket)
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from sampler.core import rng
+
+# Salts keep the node and sample hashes independent of the sampling randomness.
+_NODE_BUCKET_SALT = rng.name_salt("node-bucket")
+_SAMPLE_BUCKET_SALT = rng.name_salt("sample-bucket")
+
+
+def node_buckets(ids: np.ndarray, num_buckets: int) -> np.ndarray:
+    """The bucket of every id ('S' array)."""
+    mixed = rng.mix(rng.fingerprint(ids), np.uint64(_NODE_BUCKET_SALT))
+    return (mixed % np.uint64(num_buckets)).astype(np.int64)
+
+
+def sample_buckets(samples: np.ndarray, num_buckets: int) -> np.ndarray:
+    """The output shard of every sample id (int64 array)."""
+    mixed = rng.mix(samples.astype(np.int64).view(np.uint64), np.uint64(_SAMPLE_BUCKET_SALT))
+    return (mixed % np.uint64(num_buckets)).astype(np.int64)
+
+
+def split_by_bucket(buckets: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """(bucket, positions in that bucket) for every non-empty bucket, positions ascending."""
+    if len(buckets) == 0:
+        return
+    order = np.argsort(buckets, kind="stable")
+    sorted_buckets = buckets[order]
+    starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    for start, end in zip(starts, ends):
+        yield int(sorted_buckets[start]), order[start:end]

@@ -1,0 +1,84 @@
+"""Node features of one bucket of nodes, and the lookup join that copies them into samples.
+
+Features are looked up once per (bucket, node) and then copied, by numpy
+fancy indexing, into every sample that reached the node.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+from sampler.core.buckets import sample_buckets, split_by_bucket
+from sampler.core.pieces import NodeFeatures, Requests
+from unigraph.batches import FeatureValues, NodeBatch, describe_row
+from unigraph.checks import row_location
+from unigraph.errors import TableError
+from unigraph.ragged import concat, take
+
+
+@dataclasses.dataclass(eq=False)
+class NodeTableBucket:
+    node_set: str
+    ids: np.ndarray   # 'S', unique and sorted
+    features: dict[str, FeatureValues]
+
+    def positions_of(self, node_ids: np.ndarray) -> np.ndarray:
+        """Position of each id in this bucket, -1 where it is absent."""
+        if len(self.ids) == 0:
+            return np.full(len(node_ids), -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.ids, node_ids), len(self.ids) - 1)
+        return np.where(self.ids[pos] == node_ids, pos, -1).astype(np.int64)
+
+
+def build_node_table(node_set: str, batches: Sequence[NodeBatch],
+                     files: Sequence[str] = ()) -> NodeTableBucket:
+    """One bucket's node table; TableError on a duplicate id (naming both rows)."""
+    batches = [b for b in batches if len(b)]
+    if not batches:
+        return NodeTableBucket(node_set, np.zeros(0, "S1"), {})
+    ids = np.concatenate([b.ids for b in batches])
+    rows = np.concatenate([b.rows for b in batches])
+    order = np.lexsort((rows, ids))
+    ids, rows = ids[order], rows[order]
+    duplicate = np.flatnonzero(ids[1:] == ids[:-1])
+    if len(duplicate):
+        i = duplicate[0]
+        raise TableError(
+            f"node set '{node_set}': duplicate node id {ids[i].decode(errors='replace')!r} in "
+            f"{_where(rows[i], files)} and {_where(rows[i + 1], files)}")
+    features = {name: take(concat([b.features[name] for b in batches]), order)
+                for name in batches[0].features}
+    return NodeTableBucket(node_set, ids, features)
+
+
+def ids_only_table(node_set: str, id_arrays: Sequence[np.ndarray]) -> NodeTableBucket:
+    """A featureless node set's nodes in one bucket: the distinct ids its edges name."""
+    arrays = [a for a in id_arrays if len(a)]
+    ids = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, "S1")
+    return NodeTableBucket(node_set, ids, {})
+
+
+def features_by_shard(table: NodeTableBucket, requests: Requests,
+                      num_shards: int) -> tuple[list[tuple[int, NodeFeatures]], np.ndarray]:
+    """The features each output shard needs, every node once per shard; and the
+    distinct requested ids that are absent from the table."""
+    shards = sample_buckets(requests.samples, num_shards)
+    positions_of_ids = table.positions_of(requests.ids)  # one search per distinct id
+    result = []
+    for shard, positions in split_by_bucket(shards):
+        codes = np.unique(requests.codes[positions])
+        codes = codes[positions_of_ids[codes] >= 0]
+        result.append((shard, NodeFeatures(
+            table.node_set, requests.ids[codes],
+            {k: take(v, positions_of_ids[codes]) for k, v in table.features.items()})))
+    used = np.unique(requests.codes)
+    return result, requests.ids[used[positions_of_ids[used] < 0]]
+
+
+def _where(row_id: int, files: Sequence[str]) -> str:
+    if not files:
+        file_index, row = describe_row(row_id)
+        return f"file #{file_index} row {row}"
+    return row_location(list(files), row_id)

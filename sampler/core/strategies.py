@@ -1,0 +1,436 @@
+"""Edge-sampling strategies: pure numpy over a CSR of adjacencies, no Beam.
+
+A hop's DoFn holds the adjacency of a bucket of source nodes as a CSR and all
+the (sample, node) queries that reached them, and calls `sample_edges` once.
+
+Data shapes:
+  row_splits   int64[n + 1]: row r's edges are positions row_splits[r]:row_splits[r+1]
+               of the edge arrays, in the node's canonical order (target id, then
+               table row; see `canonical_adjacency`).
+  weights      float64[E] or None, per edge position.
+  Query        one (sample, node) pair: query_rows[i] (CSR row), query_samples[i]
+               (int64 sample id), query_nodes[i] (uint64 node fingerprint).
+  Result       (query_index int64[m], edge_position int64[m]) sorted by query index,
+               then edge position ascending.
+
+Semantics, per query, without replacement and independently of every other query:
+  TOP_K           the k edges of largest weight, ties to the lower edge position
+                  (= canonical adjacency order). Weights <= 0 are eligible too: a
+                  ranking needs no positive weights. Needs weights.
+  RANDOM_UNIFORM  min(k, degree) distinct edges, every subset of that size equally likely.
+  RANDOM_WEIGHTED successive sampling: k edges drawn one after another, each with
+                  probability proportional to its weight among those left. Edges with
+                  weight <= 0 are never drawn, so a row may yield fewer than k.
+
+Reproducibility: each draw is a hash (sampler.core.rng) of (seed, op_salt, sample,
+node fingerprint, edge position within the row or a draw counter). Which method
+runs for a query depends only on its row (degree, k, weights), so the result for
+a query never depends on the other queries or rows of the batch, nor their order.
+
+Methods (each gives the exact distribution above):
+  * "keys": every (query, edge) pair gets a random key; the k smallest win.
+    Uniform: i.i.d. uniform keys, so the k smallest are a uniform k-subset.
+    Weighted: Efraimidis & Spirakis (2006, "Weighted random sampling with a
+    reservoir") take the k largest u**(1/w); equivalently the k smallest
+    E = -log(u)/w, i.e. exponential "arrival times" with rate w. The first
+    arrival is edge i with probability w_i / sum(w), and by memorylessness the
+    next one is the same race among the edges left: successive sampling.
+  * "hub" (degree > HUB_DEGREE): s samples reaching a node with d edges would
+    need s*d keys, so draw O(k) values per query instead: i.i.d. draws with
+    replacement from a counter stream, keeping the first k distinct ones.
+    Uniform: the sequence of distinct values of i.i.d. uniform draws is a
+    uniformly random arrangement, so its first k form a uniform k-subset.
+    Weighted (draws proportional to w by searchsorted on the row's cumulative
+    weights): given the distinct set S drawn so far, the next new value is a
+    draw conditioned on not being in S, i.e. proportional to w outside S,
+    which is exactly the successive-sampling step. Rejections are cheap only
+    when the chosen edges hold little of the mass, so a hub row uses this only
+    if, even after its k-1 heaviest edges are taken, a draw is new with
+    probability >= MIN_ACCEPTANCE; otherwise it falls back to keys.
+  * TOP_K needs no randomness: it is computed once per distinct row and copied.
+
+Queries on the keys path are processed in chunks of about MAX_PAIRS (query,
+edge) pairs; chunking never changes a result, only memory and cache use.
+
+Bitwise reproducibility: everything is integer hashing and exactly rounded
+IEEE arithmetic, except np.log in the weighted keys path. numpy may evaluate
+log by different SIMD code on different CPUs; a last-bit difference can only
+swap two arrival times equal to within an ulp (odds ~1e-16 per pair).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from sampler.core import rng
+from sampler.plan.sampling_spec_pb2 import RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
+
+HUB_DEGREE = 4096        # rows with more edges than this use the O(k)-per-query methods
+MIN_ACCEPTANCE = 0.25    # ... if a draw is always new with at least this probability
+MAX_PAIRS = 1 << 16      # (query, edge) pairs per chunk: cache-sized temporaries are fastest
+
+_U64 = np.uint64
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The permutation that sorts edges by source id, then target id, then table row.
+
+    `sources`, `targets` are 'S' byte arrays (compared bytewise, as numpy does),
+    `rows` int64 RowIds. Gathering the edge arrays with it gives each node's
+    adjacency in the canonical order `sample_edges` expects.
+    """
+    sources, targets, rows = np.asarray(sources), np.asarray(targets), np.asarray(rows)
+    if not (sources.shape == targets.shape == rows.shape) or sources.ndim != 1:
+        raise ValueError(f"canonical_adjacency: need three 1-D arrays of one length, got shapes "
+                         f"{sources.shape}, {targets.shape}, {rows.shape}")
+    return np.lexsort((rows, targets, sources))
+
+
+def sample_edges(strategy: int, *, row_splits, weights, query_rows, query_samples, query_nodes,
+                 k: int, seed: int, op_salt: int) -> tuple[np.ndarray, np.ndarray]:
+    """Samples up to k edges of each query's row; see the module docstring."""
+    row_splits, weights, query_rows, query_samples, query_nodes = _checked(
+        strategy, row_splits, weights, query_rows, query_samples, query_nodes, k)
+    if len(query_rows) == 0 or k == 0:
+        return _EMPTY, _EMPTY
+    if strategy == TOP_K:
+        return _top_k(row_splits, weights, query_rows, k)
+    degrees = np.diff(row_splits)[query_rows]
+    base = rng.mix(seed, op_salt, query_samples, query_nodes)  # chain state per query
+    if strategy == RANDOM_UNIFORM:
+        return _random_uniform(row_splits, query_rows, degrees, base, k)
+    return _random_weighted(row_splits, weights, query_rows, degrees, base, k)
+
+
+# ---------------------------------------------------------------- argument checks
+
+def _checked(strategy, row_splits, weights, query_rows, query_samples, query_nodes, k):
+    if strategy not in (TOP_K, RANDOM_UNIFORM, RANDOM_WEIGHTED):
+        raise ValueError(f"sample_edges: unknown strategy {strategy!r}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+        raise ValueError(f"sample_edges: k must be an int >= 0, got {k!r}")
+    row_splits = _int_array("row_splits", row_splits, np.int64)
+    if len(row_splits) == 0 or row_splits[0] < 0 or np.any(np.diff(row_splits) < 0):
+        raise ValueError("sample_edges: row_splits must be non-empty, start >= 0 and never decrease")
+    n_rows = len(row_splits) - 1
+    query_rows = _int_array("query_rows", query_rows, np.int64)
+    query_samples = _int_array("query_samples", query_samples, np.int64)
+    query_nodes = _int_array("query_nodes", query_nodes, np.uint64)
+    if not len(query_rows) == len(query_samples) == len(query_nodes):
+        raise ValueError(f"sample_edges: query arrays differ in length: {len(query_rows)} rows, "
+                         f"{len(query_samples)} samples, {len(query_nodes)} nodes")
+    if len(query_rows) and (query_rows.min() < 0 or query_rows.max() >= n_rows):
+        raise ValueError(f"sample_edges: query_rows must lie in [0, {n_rows})")
+    if weights is None:
+        if strategy != RANDOM_UNIFORM:
+            raise ValueError("sample_edges: TOP_K and RANDOM_WEIGHTED need edge weights, got None")
+        return row_splits, None, query_rows, query_samples, query_nodes
+    weights = np.asarray(weights)
+    if weights.ndim != 1 or weights.dtype.kind not in "fiu":
+        raise ValueError(f"sample_edges: weights must be a 1-D numeric array, got {weights.dtype}"
+                         f" of shape {weights.shape}")
+    weights = weights.astype(np.float64, copy=False)
+    if len(weights) < row_splits[-1]:
+        raise ValueError(f"sample_edges: {len(weights)} weights for {row_splits[-1]} edge positions")
+    if strategy != RANDOM_UNIFORM and not np.isfinite(weights[row_splits[0]:row_splits[-1]]).all():
+        raise ValueError("sample_edges: weights must be finite (found NaN or infinity)")
+    return row_splits, weights, query_rows, query_samples, query_nodes
+
+
+def _int_array(name, values, dtype) -> np.ndarray:
+    array = np.asarray(values)
+    if array.ndim != 1 or (array.dtype.kind not in "iu" and array.size):
+        raise ValueError(f"sample_edges: {name} must be a 1-D integer array, got {array.dtype}"
+                         f" of shape {array.shape}")
+    return array.astype(dtype, copy=False)
+
+
+# ---------------------------------------------------------------- small CSR helpers
+
+def _exclusive_cumsum(lengths: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=out[1:])
+    return out
+
+
+def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(segment of each item, offset of each item within its segment) for concatenated segments."""
+    seg = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    within = np.arange(len(seg), dtype=np.int64) - np.repeat(_exclusive_cumsum(lengths), lengths)
+    return seg, within
+
+
+def _row_edges(row_splits, rows):
+    """All edges of the given rows, row after row: (segment, absolute position, position in row)."""
+    starts = row_splits[rows]
+    seg, within = _segments(row_splits[rows + 1] - starts)
+    return seg, starts[seg] + within, within
+
+
+def _chunks(lengths: np.ndarray, budget: int):
+    """Consecutive slices of items whose lengths sum to at most `budget` (or one item)."""
+    total = np.cumsum(lengths)
+    start = 0
+    while start < len(lengths):
+        before = total[start - 1] if start else 0
+        stop = max(start + 1, int(np.searchsorted(total, before + budget, side="right")))
+        yield slice(start, stop)
+        start = stop
+
+
+def _merge_by_query(parts) -> tuple[np.ndarray, np.ndarray]:
+    """Joins parts that each hold distinct queries, sorted by (query, position) within the part."""
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return _EMPTY, _EMPTY
+    if len(parts) == 1:
+        return parts[0]
+    queries = np.concatenate([q for q, _ in parts])
+    positions = np.concatenate([p for _, p in parts])
+    order = np.argsort(queries, kind="stable")  # timsort: merges the few sorted runs
+    return queries[order], positions[order]
+
+
+def _expand_to_queries(query_index, row_of_query, chosen_row, chosen_pos, n_rows):
+    """Copies each row's chosen edges (sorted by row, then position) to every query of that row."""
+    counts = np.bincount(chosen_row, minlength=n_rows)
+    first = _exclusive_cumsum(counts)
+    per_query = counts[row_of_query]
+    seg, within = _segments(per_query)
+    return query_index[seg], chosen_pos[first[row_of_query][seg] + within]
+
+
+# ---------------------------------------------------------------- TOP_K
+
+def _top_k(row_splits, weights, query_rows, k):
+    """The k heaviest edges per distinct row (ties: lower position first), copied to its queries."""
+    rows, row_of_query = np.unique(query_rows, return_inverse=True)
+    row_of_query = row_of_query.reshape(-1)
+    degrees = np.diff(row_splits)[rows]
+    parts = []
+    short = np.flatnonzero(degrees <= k)
+    if short.size:                                     # every edge of the row
+        seg, pos, _ = _row_edges(row_splits, rows[short])
+        parts.append((short[seg], pos))
+    ranked = np.flatnonzero((degrees > k) & (degrees <= HUB_DEGREE))
+    if ranked.size:                                    # one sort over all their edges
+        seg, pos, within = _row_edges(row_splits, rows[ranked])
+        descending = -weights[pos] + 0.0               # + 0.0 turns -0.0 into 0.0: they tie
+        keep = _k_smallest_per_segment(seg, len(ranked), within, _sortable_bits(descending),
+                                       descending, k)
+        parts.append((ranked[seg[keep]], pos[keep]))
+    for r in np.flatnonzero(degrees > max(k, HUB_DEGREE)):  # O(degree) per hub row
+        start = row_splits[rows[r]]
+        chosen = _top_k_of_one_row(weights[start:row_splits[rows[r] + 1]], k)
+        parts.append((np.full(k, r, dtype=np.int64), start + chosen))
+    chosen_row, chosen_pos = _merge_by_query(parts)
+    return _expand_to_queries(np.arange(len(query_rows), dtype=np.int64), row_of_query,
+                              chosen_row, chosen_pos, len(rows))
+
+
+def _top_k_of_one_row(row_weights, k):
+    """Positions of the k largest weights, ties to the lower position, ascending."""
+    cutoff = np.partition(row_weights, len(row_weights) - k)[len(row_weights) - k]
+    above = np.flatnonzero(row_weights > cutoff)
+    at_cutoff = np.flatnonzero(row_weights == cutoff)[:k - len(above)]
+    return np.sort(np.concatenate([above, at_cutoff]))
+
+
+# ---------------------------------------------------------------- RANDOM_UNIFORM
+
+def _random_uniform(row_splits, query_rows, degrees, base, k):
+    parts = []
+    take_all = np.flatnonzero(degrees <= k)
+    if take_all.size:
+        seg, pos, _ = _row_edges(row_splits, query_rows[take_all])
+        parts.append((take_all[seg], pos))
+    # Worst case (k-1 edges already drawn) a uniform draw is new with chance (d-k+1)/d.
+    hub = (degrees > max(k, HUB_DEGREE)) & (degrees - (k - 1) >= MIN_ACCEPTANCE * degrees)
+    by_hub = np.flatnonzero(hub)
+    if by_hub.size:
+        parts.append(_uniform_hub(row_splits, query_rows[by_hub], degrees[by_hub],
+                                  base[by_hub], by_hub, k))
+    by_keys = np.flatnonzero((degrees > k) & ~hub)
+    for part in _chunked_by_degree(by_keys, degrees):
+        seg, pos, within = _row_edges(row_splits, query_rows[part])
+        keys = rng.mix_into(base[part][seg], within)
+        keep = _k_smallest_per_segment(seg, len(part), within, keys, keys, k)
+        parts.append((part[seg[keep]], pos[keep]))
+    return _merge_by_query(parts)
+
+
+def _chunked_by_degree(queries, degrees):
+    for part in _chunks(degrees[queries], MAX_PAIRS):
+        yield queries[part]
+
+
+def _uniform_hub(row_splits, rows, degrees, base, query_index, k):
+    """First k distinct of i.i.d. uniform positions per query (see module docstring)."""
+    d = degrees.astype(_U64)
+    with np.errstate(over="ignore"):
+        # Unbiased "h mod d": reject h >= 2**64 - (2**64 mod d) (chance < d / 2**64).
+        remainder = (_U64(0) - d) % d
+        limit = _U64(0) - remainder
+
+    def draw(q, counter):
+        h = rng.mix_into(base[q], counter)
+        accepted = (remainder[q] == 0) | (h < limit[q])
+        return (h % d[q]).astype(np.int64), accepted
+
+    q, value = _first_distinct_draws(len(rows), k, draw)
+    return _sorted_by_query(query_index[q], row_splits[rows[q]] + value)
+
+
+# ---------------------------------------------------------------- RANDOM_WEIGHTED
+
+def _random_weighted(row_splits, weights, query_rows, degrees, base, k):
+    rows, row_of_query = np.unique(query_rows, return_inverse=True)
+    row_of_query = row_of_query.reshape(-1)
+    positive = np.concatenate([[0], np.cumsum(weights[row_splits[0]:row_splits[-1]] > 0)])
+    positive_in_row = (positive[row_splits[rows + 1] - row_splits[0]]
+                       - positive[row_splits[rows] - row_splits[0]])
+    parts = []
+
+    short_rows = np.flatnonzero(positive_in_row <= k)   # every positive edge, no randomness
+    take_all = np.flatnonzero(np.isin(row_of_query, short_rows))
+    if take_all.size:
+        seg, pos, _ = _row_edges(row_splits, rows[short_rows])
+        keep = weights[pos] > 0
+        parts.append(_expand_to_queries(take_all, row_of_query[take_all],
+                                        short_rows[seg[keep]], pos[keep], len(rows)))
+
+    by_hub = np.zeros(len(rows), dtype=bool)
+    big = np.flatnonzero((positive_in_row > k) & (np.diff(row_splits)[rows] > HUB_DEGREE))
+    if big.size:
+        queries_by_row = np.argsort(row_of_query, kind="stable")
+        first_query = _exclusive_cumsum(np.bincount(row_of_query, minlength=len(rows) + 1))
+    for r in big:                                       # O(degree) set-up per hub row
+        drawable = np.maximum(weights[row_splits[rows[r]]:row_splits[rows[r] + 1]], 0.0)
+        if not _rejection_is_cheap(drawable, k):
+            continue                                    # keys instead, below
+        by_hub[r] = True
+        queries = queries_by_row[first_query[r]:first_query[r + 1]]
+        parts.append(_weighted_hub(row_splits[rows[r]], drawable, base[queries], queries, k))
+
+    by_keys = np.flatnonzero((positive_in_row > k)[row_of_query] & ~by_hub[row_of_query])
+    for part in _chunked_by_degree(by_keys, degrees):
+        seg, pos, within = _row_edges(row_splits, query_rows[part])
+        w = weights[pos]
+        with np.errstate(divide="ignore"):
+            arrival = -np.log(rng.unit_interval(rng.mix_into(base[part][seg], within))) / w
+        # Never drawn: these rows have more than k drawable edges, so +inf never ranks < k.
+        arrival[w <= 0] = np.inf
+        # Non-negative floats order like their bit patterns; shift out the zero sign bit.
+        bits = arrival.view(_U64) << _U64(1)
+        keep = _k_smallest_per_segment(seg, len(part), within, bits, arrival, k)
+        parts.append((part[seg[keep]], pos[keep]))
+    return _merge_by_query(parts)
+
+
+def _rejection_is_cheap(drawable, k) -> bool:
+    """Whether a draw stays new with chance >= MIN_ACCEPTANCE even after the k-1 heaviest edges.
+
+    `drawable` holds a row's weights with negatives clipped to 0.
+    """
+    heaviest = np.partition(drawable, len(drawable) - (k - 1))[len(drawable) - (k - 1):].sum() \
+        if k > 1 else 0.0
+    total = drawable.sum()
+    return total - heaviest >= MIN_ACCEPTANCE * total
+
+
+def _weighted_hub(row_start, drawable, base, query_index, k):
+    """First k distinct of i.i.d. draws proportional to weight (see module docstring).
+
+    `drawable` holds the row's weights with negatives clipped to 0.
+    """
+    cumulative = np.cumsum(drawable)      # of this row alone, so independent of the batch
+    total = cumulative[-1]
+    last_positive = np.searchsorted(cumulative, total, side="left")  # later edges weigh 0
+
+    def draw(q, counter):
+        x = rng.unit_interval(rng.mix_into(base[q], counter)) * total
+        # side='right' picks i with cumulative[i-1] <= x < cumulative[i]: an edge of weight
+        # <= 0 has an empty interval and is never hit. x rounded up to total: last drawable edge.
+        value = np.minimum(np.searchsorted(cumulative, x, side="right"), last_positive)
+        return value.astype(np.int64), np.ones(len(q), dtype=bool)
+
+    q, value = _first_distinct_draws(len(base), k, draw)
+    return _sorted_by_query(query_index[q], row_start + value)
+
+
+# ---------------------------------------------------------------- selection kernels
+
+def _sortable_bits(values: np.ndarray) -> np.ndarray:
+    """uint64 whose unsigned order is the float64 order of `values` (no NaN)."""
+    bits = values.view(_U64)
+    negative = (bits >> _U64(63)).astype(bool)
+    return np.where(negative, ~bits, bits | _U64(1 << 63))
+
+
+def _k_smallest_per_segment(seg, n_segments, within, sort_bits, full_key, k) -> np.ndarray:
+    """Mask of the k items per segment with the smallest (full_key, within), items in place.
+
+    Items are laid out segment after segment, `within` = 0, 1, ... in each. One
+    argsort of a uint64 composite (segment in the high bits, the top bits of
+    sort_bits, an order-preserving image of full_key, below) does the work;
+    items whose composite ties are re-ordered by their exact (full_key, within),
+    so the result is exact whatever the number of segments.
+    """
+    segment_bits = max(1, int(n_segments - 1).bit_length())
+    composite = (seg.astype(_U64) << _U64(64 - segment_bits)) | (sort_bits >> _U64(segment_bits))
+    order = np.argsort(composite)
+    ranked = composite[order]
+    tie = ranked[1:] == ranked[:-1]
+    if tie.any():
+        in_tie = np.zeros(len(order), dtype=bool)
+        in_tie[1:] |= tie
+        in_tie[:-1] |= tie
+        slots = np.flatnonzero(in_tie)
+        members = order[slots]
+        order[slots] = members[np.lexsort((within[members], full_key[members],
+                                           composite[members]))]
+    keep = np.zeros(len(seg), dtype=bool)
+    keep[order[within < k]] = True   # a segment's slots are where its items were: rank = within
+    return keep
+
+
+def _first_distinct_draws(n_queries, k, draw):
+    """For every query, the first k distinct accepted values of its stream draw(q, 0), draw(q, 1), ...
+
+    `draw(q, counter)` maps int64 query indices and uint64 counters to (int64 values,
+    accepted mask). Prefixes of the streams are examined, doubling in length for
+    queries that have not yet shown k distinct values; the answer is a property
+    of the stream alone, not of the prefix length. Returns (query, value) pairs.
+    """
+    out_queries, out_values = [], []
+    pending = np.arange(n_queries, dtype=np.int64)
+    length = k + k // 2 + 4
+    while pending.size:
+        unfinished = []
+        for part in _chunks(np.full(len(pending), length), MAX_PAIRS):
+            queries = pending[part]
+            seg = np.repeat(np.arange(len(queries), dtype=np.int64), length)
+            counter = np.tile(np.arange(length, dtype=_U64), len(queries))
+            values, accepted = draw(queries[seg], counter)
+            seg, values = seg[accepted], values[accepted]     # still in (query, counter) order
+            by_value = np.lexsort((values, seg))              # stable: earliest draw first
+            s, v = seg[by_value], values[by_value]
+            new = np.ones(len(s), dtype=bool)
+            new[1:] = (s[1:] != s[:-1]) | (v[1:] != v[:-1])
+            first = np.zeros(len(seg), dtype=bool)
+            first[by_value[new]] = True
+            distinct = np.bincount(seg[first], minlength=len(queries))
+            rank = np.cumsum(first) - 1 - _exclusive_cumsum(distinct)[seg]
+            done = distinct >= k
+            keep = first & (rank < k) & done[seg]
+            out_queries.append(queries[seg[keep]])
+            out_values.append(values[keep])
+            unfinished.append(queries[~done])
+        pending = np.concatenate(unfinished)
+        length *= 2
+    return np.concatenate(out_queries), np.concatenate(out_values)
+
+
+def _sorted_by_query(query_index, positions):
+    order = np.lexsort((positions, query_index))
+    return query_index[order], positions[order]

@@ -1,0 +1,47 @@
+"""Progress lines for long runs, from inside the pipeline's DoFns.
+
+Each stage reports through the `sampler.job.progress` logger at most once every few
+seconds per worker process, plus once per output shard written, so a local run
+prints a steady trickle and Dataflow shows the same lines in its worker logs.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+LOGGER = logging.getLogger("sampler.job.progress")
+INTERVAL_S = 5.0
+
+
+class Progress:
+    """Counts per stage; logs a line when INTERVAL_S has passed since the last one."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self.counts: dict[str, int] = {}
+        self.last = time.monotonic()
+
+    def add(self, **counts: int) -> None:
+        for name, value in counts.items():
+            self.counts[name] = self.counts.get(name, 0) + value
+        now = time.monotonic()
+        if now - self.last >= INTERVAL_S:
+            self.last = now
+            LOGGER.info("%s: %s", self.stage, ", ".join(
+                f"{v:,} {k}" for k, v in self.counts.items()))
+
+
+def log_shard(index: int, count: int, subgraphs: int, megabytes: float) -> None:
+    LOGGER.info("shard %d/%d written: %s subgraphs, %.1f MB", index + 1, count,
+                f"{subgraphs:,}", megabytes)
+
+
+def enable_console(verbose: bool) -> None:
+    """Shows progress lines on stderr (the CLI calls this; library use stays quiet)."""
+    if not verbose or LOGGER.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("[sample %(asctime)s] %(message)s", "%H:%M:%S"))
+    LOGGER.addHandler(handler)
+    LOGGER.setLevel(logging.INFO)
+    LOGGER.propagate = False

@@ -1,0 +1,50 @@
+"""The schema of the sampled graphs, written as graph_schema.pbtxt beside the records.
+
+It is the input schema restricted to the sets the spec reaches (sets it never
+reaches are left out, so the schema says which sets the records hold), without
+file metadata, plus what the sampler adds: `#id` on every node set, the
+`_readout` node set with the `_readout/seed` edge set from the seed, and the
+context feature `seed_id`. `tfgnn.parse_example` with a spec made from it
+parses every record.
+"""
+from __future__ import annotations
+
+from google.protobuf import text_format
+
+from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
+from sampler.graph_tensor import READOUT_NODE_SET
+from sampler.plan.spec import Plan
+from unigraph import graph_schema_pb2 as gs
+from unigraph.schema import ID_COLUMNS
+
+
+def sampled_schema(schema: gs.GraphSchema, plan: Plan) -> gs.GraphSchema:
+    out = gs.GraphSchema()
+    for name in plan.node_sets():
+        node_set = out.node_sets[name]
+        node_set.CopyFrom(schema.node_sets[name])
+        node_set.ClearField("metadata")
+        for id_column in ID_COLUMNS:
+            if id_column in node_set.features:
+                del node_set.features[id_column]
+        node_set.features[ID_FEATURE].dtype = gs.DT_STRING
+        node_set.features[ID_FEATURE].description = "the node's id in the input graph"
+    for name in plan.edge_sets():
+        edge_set = out.edge_sets[name]
+        edge_set.CopyFrom(schema.edge_sets[name])
+        edge_set.ClearField("metadata")
+    out.node_sets[READOUT_NODE_SET].description = "one node per subgraph: the readout target"
+    readout = out.edge_sets[f"{READOUT_NODE_SET}/{READOUT_KEY}"]
+    readout.source = plan.seed_set
+    readout.target = READOUT_NODE_SET
+    readout.description = "from the seed (node 0 of the seed node set) to _readout"
+    seed_id = out.context.features[SEED_ID_FEATURE]
+    seed_id.dtype = gs.DT_STRING
+    seed_id.description = "the id of the subgraph's seed node"
+    out.info.graph_type = gs.SUBGRAPH
+    out.info.root_set.append(plan.seed_set)
+    return out
+
+
+def schema_text(schema: gs.GraphSchema) -> str:
+    return text_format.MessageToString(schema)

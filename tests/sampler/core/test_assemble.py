@@ -1,0 +1,150 @@
+"""Subgraph assembly: canonical order, each node and edge once, dangling edges counted."""
+import numpy as np
+import pytest
+
+from sampler.core.adjacency import build_adjacency
+from sampler.core.assemble import ShardAssembler
+from sampler.core.pieces import EdgePiece, NodeFeatures, Requests, SeedPiece
+from sampler.plan.spec import build_plan, parse_spec_text
+from unigraph.batches import EdgeBatch, row_ids
+from unigraph.schema import parse_schema_text, LoadedSchema
+
+SCHEMA = """
+node_sets { key: "p" value { features { key: "x" value { dtype: DT_INT64 } }
+                             metadata { filename: "p.csv" } } }
+node_sets { key: "a" value {} }
+edge_sets { key: "pp" value { source: "p" target: "p" metadata { filename: "pp.csv" } } }
+edge_sets { key: "pa" value { source: "p" target: "a" metadata { filename: "pa.csv" } } }
+"""
+SPEC = """
+seed_op { op_name: "seed" node_set_name: "p" }
+sampling_ops { op_name: "h1" input_op_names: "seed" edge_set_name: "pp" sample_size: 5 strategy: RANDOM_UNIFORM }
+sampling_ops { op_name: "h2" input_op_names: ["seed", "h1"] edge_set_name: "pp" sample_size: 5 strategy: RANDOM_UNIFORM }
+sampling_ops { op_name: "h3" input_op_names: ["h1"] edge_set_name: "pa" sample_size: 5 strategy: RANDOM_UNIFORM }
+"""
+
+
+def S(*ids):
+    return np.array(ids, dtype="S")
+
+
+@pytest.fixture
+def assembler():
+    loaded = LoadedSchema(parse_schema_text(SCHEMA, "s"), "s", ".")
+    plan = build_plan(parse_spec_text(SPEC, "spec"), loaded, source="spec",
+                      has_weight=lambda name: False)
+    return ShardAssembler(plan, loaded.schema)
+
+
+def seeds_of(samples, ids):
+    return SeedPiece(np.array(samples), S(*ids))
+
+
+def p_features(ids, x):
+    return NodeFeatures("p", S(*ids), {"x": np.array(x)})
+
+
+def edges(edge_set, samples, sources, targets, rows):
+    return EdgePiece.from_ids(edge_set, np.array(samples), S(*sources), S(*targets),
+                              np.array(rows), {})
+
+
+def test_seed_first_then_ids_and_each_node_once(assembler):
+    seeds = seeds_of([7, 3], ["m", "k"])
+    # Features arrive once per node (two pieces may repeat a node: the seed join and a hop).
+    features = [p_features(["m", "k"], [13, 11]), p_features(["z", "b", "m", "a"], [26, 2, 13, 1])]
+    # Sample 7 reaches z, b, m (itself, via z) and z again (h2); sample 3 reaches a.
+    hops = [edges("pp", [7, 7, 7, 3], ["m", "m", "z", "k"], ["z", "b", "m", "a"], [5, 1, 9, 4]),
+            # h2 samples edge row 5 again for sample 7: it must appear once.
+            edges("pp", [7], ["m"], ["z"], [5])]
+    shard, stats = assembler.assemble([seeds], features, hops)
+    graphs = list(shard.graphs())
+    assert [sid for sid, _ in graphs] == [3, 7]  # ascending sample id
+    g = dict(graphs)[7]
+    assert g.node_sets["p"]["#id"].tolist() == [b"m", b"b", b"z"]
+    assert g.node_sets["p"]["x"].tolist() == [13, 2, 26]
+    pp = g.edge_sets["pp"].adjacency
+    # Edges by (source index, target index, row): m->b (0,1), m->z (0,2), z->m (2,0).
+    assert pp.indices("source").tolist() == [0, 0, 2]
+    assert pp.indices("target").tolist() == [1, 2, 0]
+    assert g.context["seed_id"].tolist() == [b"m"]
+    readout = g.edge_sets["_readout/seed"].adjacency
+    assert readout.indices("source").tolist() == [0] and readout.indices("target").tolist() == [0]
+    assert stats.subgraphs == 2 and stats.nodes["p"] == [2, 3] and stats.edges["pp"] == [1, 3]
+    g.validate()
+
+
+def test_unreached_sets_are_empty_and_featureless_sets_have_ids(assembler):
+    seeds = seeds_of([1], ["s"])
+    hops = [edges("pa", [1, 1], ["s", "s"], ["y", "x"], [0, 1])]
+    (sid, g), = list(assembler.assemble([seeds], [p_features(["s"], [5])], hops)[0].graphs())
+    assert g.node_sets["a"]["#id"].tolist() == [b"x", b"y"]
+    assert g.edge_sets["pa"].adjacency.indices("target").tolist() == [0, 1]
+    assert g.edge_sets["pp"].sizes.tolist() == [0]
+    assert g.node_sets["p"]["x"].dtype == np.int64
+
+
+def test_dangling_edges_are_dropped_and_counted(assembler):
+    seeds = seeds_of([1], ["s"])
+    # The edge s->gone was sampled, but 'gone' is absent from p's table (no features).
+    hops = [edges("pp", [1], ["s"], ["gone"], [3])]
+    shard, stats = assembler.assemble([seeds], [p_features(["s"], [5])], hops)
+    (_, g), = list(shard.graphs())
+    assert g.node_sets["p"]["#id"].tolist() == [b"s"]
+    assert g.edge_sets["pp"].sizes.tolist() == [0]
+    assert stats.dangling_edges == {"pp": 1} and stats.nodes_missing == {"p": 1}
+
+
+def test_no_seeds_gives_nothing(assembler):
+    shard, stats = assembler.assemble([], [], [])
+    assert list(shard.graphs()) == [] and list(shard.examples()) == [] and stats.subgraphs == 0
+
+
+def test_adjacency_is_canonical_whatever_the_input_order():
+    rows = row_ids(0, 0, 5)
+    batch = EdgeBatch("e", S("b", "a", "b", "a", "b"), S("y", "z", "x", "y", "x"), rows,
+                      np.arange(5.0), {"f": np.arange(5) * 10})
+    shuffled = [EdgeBatch("e", batch.sources[i], batch.targets[i], batch.rows[i],
+                          batch.weights[i], {"f": batch.features["f"][i]})
+                for i in (np.array([4, 2]), np.array([0, 3, 1]))]
+    a, b = build_adjacency("e", [batch]), build_adjacency("e", shuffled)
+    for adj in (a, b):
+        assert adj.sources.tolist() == [b"a", b"b"]
+        assert adj.row_splits.tolist() == [0, 2, 5]
+        assert adj.targets.tolist() == [b"y", b"z", b"x", b"x", b"y"]
+        assert adj.rows.tolist() == [3, 1, 2, 4, 0]  # x twice: by row
+        assert adj.features["f"].tolist() == [30, 10, 20, 40, 0]
+        assert adj.rows_of(S("b", "c", "a")).tolist() == [1, -1, 0]
+
+
+def test_requests_unique_keeps_one_pair_each():
+    r = Requests.from_ids(np.array([2, 1, 2, 1]), S("x", "y", "x", "x")).unique()
+    assert list(zip(r.samples.tolist(), r.nodes.tolist())) == [(1, b"x"), (1, b"y"), (2, b"x")]
+
+
+def test_requests_concat_and_take_keep_the_pairs():
+    a = Requests.from_ids(np.array([1, 2]), S("b", "a"))
+    b = Requests.from_ids(np.array([3, 4, 5]), S("c", "a", "zz"))
+    both = Requests.concat([a, b])
+    assert both.ids.tolist() == [b"a", b"b", b"c", b"zz"]
+    assert both.nodes.tolist() == [b"b", b"a", b"c", b"a", b"zz"]
+    part = both.take(np.array([4, 1]))
+    assert part.ids.tolist() == [b"a", b"zz"] and part.nodes.tolist() == [b"zz", b"a"]
+
+
+def test_pair_key_sorts_like_the_triple_both_ways():
+    from sampler.core import assemble
+
+    rng = np.random.default_rng(0)
+    ranks, sources, targets = (rng.integers(-1, 4, 200) for _ in range(3))
+    ranks = np.abs(ranks)
+    packed = assemble._pair_key(ranks, sources, targets)
+    expected = np.lexsort((targets, sources, ranks))
+    assert np.array_equal(np.sort(packed[expected]), packed[expected])  # same order
+    huge = ranks * 0 + 2**40  # too wide to pack: the dense-rank path
+    dense = assemble._pair_key(huge + ranks, sources * 2**20, targets * 2**20)
+    assert np.array_equal(np.argsort(dense, kind="stable"),
+                          np.lexsort((targets, sources, ranks)))
+    # Equal triples share a key, so a later sort by row still breaks their ties.
+    same = (ranks[:, None] == ranks) & (sources[:, None] == sources) & (targets[:, None] == targets)
+    assert np.array_equal(same, dense[:, None] == dense)
