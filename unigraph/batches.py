@@ -21,7 +21,7 @@ from typing import Union
 
 import numpy as np
 
-from unigraph.ragged import Ragged
+from unigraph.ragged import Ragged, take
 
 ROW_FILE_SHIFT = 40  # up to 2**40 rows per file, 2**23 files per table
 
@@ -50,6 +50,11 @@ class NodeBatch:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def take(self, positions: np.ndarray) -> "NodeBatch":
+        """The rows at `positions`."""
+        return NodeBatch(self.node_set, self.ids[positions], self.rows[positions],
+                         {k: take(v, positions) for k, v in self.features.items()})
+
 
 @dataclasses.dataclass(eq=False)
 class EdgeBatch:
@@ -64,6 +69,13 @@ class EdgeBatch:
 
     def __len__(self) -> int:
         return len(self.sources)
+
+    def take(self, positions: np.ndarray) -> "EdgeBatch":
+        """The rows at `positions`."""
+        return EdgeBatch(self.edge_set, self.sources[positions], self.targets[positions],
+                         self.rows[positions],
+                         None if self.weights is None else self.weights[positions],
+                         {k: take(v, positions) for k, v in self.features.items()})
 
 
 @dataclasses.dataclass(eq=False)

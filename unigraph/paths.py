@@ -101,6 +101,20 @@ def exists(path: str) -> bool:
     return _filesystems().exists(path)
 
 
+def size(path: str) -> int:
+    """A file's size in bytes."""
+    if not is_remote(path):
+        return os.path.getsize(path)
+    return _filesystems().match([path])[0].metadata_list[0].size_in_bytes
+
+
+def delete(path: str) -> None:
+    if not is_remote(path):
+        os.remove(path)
+    else:
+        _filesystems().delete([path])
+
+
 def _glob_files(pattern: str) -> list[str]:
     if not is_remote(pattern):
         return sorted(p for p in _glob.glob(pattern) if os.path.isfile(p))

@@ -1,4 +1,4 @@
-"""The Beam transforms: reading a whole graph, seeds, and the cross-file checks."""
+"""The Beam transforms: reading node sets, edge sets and seeds."""
 import os
 import shutil
 
@@ -11,12 +11,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 
+from tests.unigraph import graphs
 from unigraph.batches import EdgeBatch, NodeBatch, SeedBatch
-from unigraph.beam_io import CheckUnigraph, ReadEdgeSet, ReadNodeSet, ReadSeeds, ReadUnigraph
+from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadSeeds
 from unigraph.errors import TableError
 from unigraph.schema import load_schema
-
-from tests.unigraph import graphs
+from unigraph.tables import read_set
 
 MAG_TINY = os.path.join(os.path.dirname(graphs.TESTDATA), "..", "examples", "mag_tiny")
 
@@ -39,26 +39,23 @@ def summary(batch):
 
 
 def expected_rows(loaded, kind, name):
-    from unigraph.tables import read_set
     return [row for b in read_set(loaded, kind, name) for row in summary(b)]
 
 
 @pytest.mark.parametrize("multi_process", [False, True])
-def test_read_unigraph_matches_pure_readers(multi_process):
+def test_read_sets_match_pure_readers(multi_process):
     loaded = load_schema(MAG_TINY)
     with pipeline(multi_process) as p:
-        graph = p | ReadUnigraph(loaded, batch_rows=16)
-        assert sorted(graph) == ["affiliated_with", "author", "cites", "has_topic", "paper",
-                                 "writes", "written"]  # no table: no stream
         for kind, name in [("nodes", "paper"), ("nodes", "author"), ("edges", "written"),
                            ("edges", "cites")]:
-            rows = graph[name] | f"Rows/{name}" >> beam.FlatMap(summary)
+            read = ReadNodeSet if kind == "nodes" else ReadEdgeSet
+            batches = p | f"Read/{name}" >> read(loaded, name, batch_rows=16)
+            rows = batches | f"Rows/{name}" >> beam.FlatMap(summary)
             assert_that(rows, equal_to(expected_rows(loaded, kind, name)),
                         label=f"Check/{name}")
-            sizes = graph[name] | f"Sizes/{name}" >> beam.Map(len)
+            sizes = batches | f"Sizes/{name}" >> beam.Map(len)
             assert_that(sizes, lambda s: all(0 < n <= 16 for n in s) or
                         (_ for _ in ()).throw(AssertionError(s)), label=f"Size/{name}")
-        _ = graph | CheckUnigraph(loaded)
 
 
 def test_read_parquet_row_groups_as_units(tmp_path):
@@ -99,41 +96,6 @@ def test_read_sharded_parquet_seeds(tmp_path):
 def test_seeds_glob_matching_nothing(tmp_path):
     with pytest.raises(TableError, match=r"seeds: table glob 'nope-\*.csv' matches no file"):
         ReadSeeds("nope-*.csv", base_dir=str(tmp_path))
-
-
-def broken_graph(tmp_path):
-    shutil.copytree(MAG_TINY, tmp_path / "g")
-    with open(tmp_path / "g" / "author.csv", "a") as f:
-        f.write("a05,Author again\n")  # line 32: a05 is on line 7
-    with open(tmp_path / "g" / "cites.csv", "a") as f:
-        f.write("p00,p99,1.0\n")  # line 122: p99 is no paper
-    return load_schema(str(tmp_path / "g"))
-
-
-@pytest.mark.parametrize("multi_process", [False, True])
-def test_check_unigraph_fails_on_duplicates(tmp_path, multi_process):
-    loaded = broken_graph(tmp_path)
-    with pytest.raises(Exception) as error:
-        with pipeline(multi_process) as p:
-            _ = p | ReadUnigraph(loaded) | CheckUnigraph(loaded)
-    message = str(error.value)
-    path = tmp_path / "g" / "author.csv"
-    assert (f"node set 'author': duplicate id 'a05' in {path} line 7 and {path} line 32 "
-            f"(and 1 more problems)") in message, message
-
-
-def test_check_unigraph_reports_dangling_edges(tmp_path):
-    loaded = broken_graph(tmp_path)
-    with pipeline() as p:
-        result = p | ReadUnigraph(loaded) | CheckUnigraph(loaded, fail=False)
-        assert_that(result | beam.Map(lambda s: (s[1], [x[:4] for x in s[0]])), equal_to([
-            (2, [("author", b"a05", 5, "duplicate"), ("cites", b"p99", 120, "dangling")])]))
-    from unigraph.checks import describe_problem
-    from unigraph.schema import table_files
-    problem = ("cites", b"p99", 120, "dangling", ("target", "paper"))
-    assert describe_problem(problem, {"cites": table_files(loaded, "edges", "cites")}) == (
-        f"edge set 'cites': target id 'p99' at {tmp_path / 'g' / 'cites.csv'} line 122 "
-        f"is not in node set 'paper'")
 
 
 def test_table_errors_surface_from_the_pipeline(tmp_path):

@@ -12,14 +12,13 @@ import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 
+from tests.unigraph import graphs
+from tests.unigraph.test_formats import SETS, WRITERS
 from unigraph import paths
-from unigraph.beam_io import ReadUnigraph
+from unigraph.beam_io import ReadEdgeSet, ReadNodeSet
 from unigraph.errors import TableError
 from unigraph.schema import load_schema, table_files
 from unigraph.tables import read_set
-
-from tests.unigraph import graphs
-from tests.unigraph.test_formats import SETS, WRITERS
 
 BUCKET = "graphs"
 
@@ -80,10 +79,11 @@ def test_shards_and_globs_on_gcs(gcs):
     assert table_files(loaded, "edges", "e") == [f"gs://{BUCKET}/sharded/e-0.csv",
                                                  f"gs://{BUCKET}/sharded/e-1.csv"]
     with beam.Pipeline(runner=FnApiRunner()) as p:
-        graph = p | ReadUnigraph(loaded)
-        assert_that(graph["n"] | beam.FlatMap(lambda b: b.ids.tolist()),
+        nodes = p | "ReadNodes" >> ReadNodeSet(loaded, "n")
+        edges = p | "ReadEdges" >> ReadEdgeSet(loaded, "e")
+        assert_that(nodes | beam.FlatMap(lambda b: b.ids.tolist()),
                     equal_to([b"n0", b"n1"]), label="Nodes")
-        assert_that(graph["e"] | beam.FlatMap(lambda b: b.sources.tolist()),
+        assert_that(edges | beam.FlatMap(lambda b: b.sources.tolist()),
                     equal_to([b"n0", b"n1"]), label="Edges")
 
 

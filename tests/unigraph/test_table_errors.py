@@ -5,11 +5,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.unigraph import graphs
+from unigraph.batches import ROW_FILE_SHIFT
 from unigraph.errors import TableError
 from unigraph.schema import load_schema, table_files
-from unigraph.tables import read_seeds, read_set
-
-from tests.unigraph import graphs
+from unigraph.tables import read_seeds, read_set, row_location
 
 SCHEMA = """
 node_sets { key: "n" value {
@@ -275,3 +275,13 @@ def test_unknown_format(tmp_path):
     with pytest.raises(TableError, match="cannot tell the format"):
         read_all(load_schema(str(tmp_path)), "nodes", "n")
     assert os.path.exists(tmp_path / "n.json")
+
+
+def test_row_location_names_line_record_or_row(tmp_path):
+    csv_path = tmp_path / "n.csv"
+    csv_path.write_text('id\na\n"multi\nline"\na\n')
+    files = [str(tmp_path / "other.parquet"), str(csv_path), str(tmp_path / "t.tfrecord")]
+    assert row_location(files, 3) == f"{tmp_path / 'other.parquet'} row 3"
+    # The header is line 1; a quoted newline makes row 1 two lines long.
+    assert row_location(files, (1 << ROW_FILE_SHIFT) + 2) == f"{csv_path} line 5"
+    assert row_location(files, (2 << ROW_FILE_SHIFT) + 7) == f"{tmp_path / 't.tfrecord'} record 7"

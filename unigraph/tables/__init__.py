@@ -14,15 +14,17 @@ value found. That covers a CSV row with the wrong number of columns, a value
 that does not parse as the declared dtype (and NaN/inf weights), a vector of
 the wrong length, a missing id/source/target or feature column, an empty file,
 an empty id or one ending in a NUL byte. A glob that matches nothing fails in
-unigraph.paths. Problems that span files (duplicate node ids, edges naming ids
-absent from a node set's table) are found by unigraph.checks.CheckUnigraph.
+unigraph.paths. Problems that span files are found where the sampler joins the
+tables: a duplicate node id stops the run (sampler.core.node_table, naming both
+rows by `row_location`); an edge naming an id absent from its node set's table
+is dropped and counted in the run report.
 Columns the schema does not mention are ignored.
 """
 from unigraph.tables.layout import (DEFAULT_BATCH_ROWS, FeatureSpec, TableLayout,
                                     is_reversed, seeds_layout, table_layout)
 from unigraph.tables.read import (WorkUnit, read_seeds, read_set, read_table, read_unit,
-                                  seed_files, split_file)
+                                  row_location, seed_files, split_file)
 
 __all__ = ["DEFAULT_BATCH_ROWS", "FeatureSpec", "TableLayout", "WorkUnit", "is_reversed",
-           "read_seeds", "read_set", "read_table", "read_unit", "seed_files", "seeds_layout",
-           "split_file", "table_layout"]
+           "read_seeds", "read_set", "read_table", "read_unit", "row_location", "seed_files",
+           "seeds_layout", "split_file", "table_layout"]

@@ -10,11 +10,11 @@ import dataclasses
 from typing import Iterator
 
 from unigraph import paths
-from unigraph.batches import SeedBatch
+from unigraph.batches import SeedBatch, describe_row
 from unigraph.errors import TableError
 from unigraph.schema import LoadedSchema, table_files
 from unigraph.tables.build import Batch
-from unigraph.tables.csv import read_csv
+from unigraph.tables.csv import line_of_row, read_csv
 from unigraph.tables.layout import DEFAULT_BATCH_ROWS, TableLayout, seeds_layout, table_layout
 from unigraph.tables.parquet import read_parquet, row_groups
 from unigraph.tables.text import read_text_ids
@@ -87,3 +87,17 @@ def read_seeds(path: str, file_index: int = 0, *, row_group: int | None = None,
                batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[SeedBatch]:
     """SeedBatch of one seeds file: a table with an id column, or .txt with one id a line."""
     return read_unit(seeds_layout(), WorkUnit(path, file_index, row_group), batch_rows)
+
+
+def row_location(files: list[str], row_id: int) -> str:
+    """'<file> line N' (CSV, header = line 1) / 'record N' (TFRecord) / 'row N' (Parquet)."""
+    file_index, row = describe_row(row_id)
+    path = files[file_index]
+    fmt = paths.file_format(path)
+    if fmt == "csv":  # rescans the file: only on the error path
+        return f"{path} line {line_of_row(path, row)}"
+    if fmt == "tfrecord":
+        return f"{path} record {row}"
+    if fmt == "text":
+        return f"{path} line {row + 1}"
+    return f"{path} row {row}"
