@@ -36,8 +36,12 @@ import statistics
 import sys
 import time
 
+from google.protobuf import text_format
+
 from pipelines import synthetic
 from pipelines.proc_stats import run_measured
+from sampler.plan import sampling_spec_pb2 as ss
+from sampler.plan.spec import load_spec
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
@@ -74,11 +78,6 @@ def ensure_graph(cache_dir: str, *, scale: float, seed: int, fmt: str, shards: i
 
 def write_spec(folder: str, strategy: str) -> str:
     """spec_<strategy>.pbtxt: the graph's sampling_spec.pbtxt with every op's strategy set."""
-    from google.protobuf import text_format
-
-    from sampler.plan import sampling_spec_pb2 as ss
-    from sampler.plan.spec import load_spec
-
     spec = load_spec(os.path.join(folder, "sampling_spec.pbtxt"))
     for op in spec.sampling_ops:
         op.strategy = ss.SamplingStrategy.Value(strategy)

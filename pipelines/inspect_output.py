@@ -7,29 +7,26 @@ without TensorFlow. Shows, per node set and edge set, the sizes, a few ids or
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import sys
 
 from sampler.graph_tensor import GraphTensor, parse_example
-from unigraph import tfrecord
+from sampler.output.folder import iter_records, open_samples
 from unigraph.errors import SamplerError
 from unigraph.ragged import Ragged
-from unigraph.schema import load_schema
 
 SHOWN = 6  # ids and edges listed per set
 
 
-def nth_record(folder: str, index: int) -> tuple[str, int, bytes]:
+def nth_record(files: list[str], index: int) -> tuple[str, int, bytes]:
     """(file, index within the file, record) of the index-th record across the shards."""
     seen = 0
-    for path in sorted(glob.glob(os.path.join(folder, "*-?????-of-?????.tfrecord*"))):
-        with open(path, "rb") as f:
-            for position, record in enumerate(tfrecord.iter_records(f, path)):
-                if seen == index:
-                    return path, position, record
-                seen += 1
-    raise SamplerError(f"{folder}: has {seen} record(s), no record #{index}")
+    for path in files:
+        for position, record in enumerate(iter_records(path)):
+            if seen == index:
+                return path, position, record
+            seen += 1
+    raise SamplerError(f"{os.path.dirname(files[0])}: has {seen} record(s), no record #{index}")
 
 
 def _describe(value) -> str:
@@ -80,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index", type=int, default=0, help="which record (default 0)")
     args = parser.parse_args(argv)
     try:
-        schema = load_schema(os.path.join(args.output, "graph_schema.pbtxt")).schema
-        path, position, record = nth_record(args.output, args.index)
-        graph = parse_example(schema, record)
+        samples = open_samples(args.output)
+        path, position, record = nth_record(list(samples.files), args.index)
+        graph = parse_example(samples.schema, record)
         print(f"{path}, record {position}:")
         print(summarize(graph))
         return 0

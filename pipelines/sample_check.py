@@ -5,12 +5,13 @@
 Each record is decoded with the numpy GraphTensor core against the folder's
 graph_schema.pbtxt and checked: the core's rules (sizes, index ranges, edges
 inside their component, the readout structure) and the output encoding's
-(DESIGN.md section 3): one subgraph per record, `#id` on every node set, ids
-unique and in canonical order (the seed first, the rest by id), one `_readout`
-node reached from node 0 of the seed node set by `_readout/seed`, and context
-`seed_id` equal to the seed's `#id`. Prints counts and the first bad record
-with its file and index; exits 1 if any record is bad (or the counts disagree
-with sample_report.json), 2 if the folder cannot be read at all.
+(docs/architecture.md, "The output contract"): one subgraph per record, `#id` on
+every node set, ids unique and in canonical order (the seed first, the rest by
+id), one `_readout` node reached from node 0 of the seed node set by
+`_readout/seed`, and context `seed_id` equal to the seed's `#id`. Prints counts
+and the first bad record with its file and index; exits 1 if any record is bad
+(or the counts disagree with sample_report.json), 2 if the folder cannot be
+read at all.
 No TensorFlow: this runs wherever the sampler runs.
 """
 from __future__ import annotations
@@ -25,8 +26,8 @@ import numpy as np
 
 from sampler.graph_tensor import READOUT_NODE_SET, GraphTensor, parse_example
 from sampler.output.files import REPORT_FILE
-from sampler.output.names import ID_FEATURE, READOUT_EDGE_SET, SEED_ID_FEATURE
 from sampler.output.folder import SamplesError, iter_records, open_samples
+from sampler.output.names import ID_FEATURE, READOUT_EDGE_SET, SEED_ID_FEATURE
 from unigraph import graph_schema_pb2 as gs
 from unigraph import paths
 from unigraph.errors import SamplerError, one_line

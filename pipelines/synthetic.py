@@ -27,8 +27,8 @@ study, 8,740 institutions; 5,416,271 cites, 7,145,660 writes, 7,505,078 has_topi
 come on top of the `writes` count).
 
 Node sets without features have no table. author, field_of_study and institution
-carry no features, so, as DESIGN.md allows, they have no table and their nodes are
-the ids their edges name. So that each still has exactly its nominal number of
+carry no features, so, as the unigraph format allows (docs/architecture.md), they
+have no table and their nodes are the ids their edges name. So that each still has exactly its nominal number of
 nodes, every author has at least one `writes` edge and every field of study and
 institution at least one incoming edge (the "coverage" below).
 
@@ -92,6 +92,12 @@ import sys
 import time
 
 import numpy as np
+
+from unigraph.batches import EdgeBatch, NodeBatch
+from unigraph.paths import shard_names
+from unigraph.schema import load_schema
+from unigraph.tables.layout import seeds_layout, table_layout
+from unigraph.writers import write_sharded, write_table
 
 FEAT_DIM = 128
 OGBN_MAG_CLASSES = 349
@@ -495,19 +501,12 @@ def _chunks(n: int, rows: int = BATCH_ROWS):
 
 
 def _shard_paths(folder: str, name: str, fmt: str, shards: int) -> list[str]:
-    from unigraph.paths import shard_names
-
     pattern = os.path.join(folder, table_name(name, fmt, shards))
     return shard_names(pattern) if shards > 1 else [pattern]
 
 
 def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1) -> dict:
     """Writes schema, spec, tables, seeds and manifest.json into `output`; returns the manifest."""
-    from unigraph.batches import EdgeBatch, NodeBatch
-    from unigraph.schema import load_schema
-    from unigraph.tables.layout import seeds_layout, table_layout
-    from unigraph.writers import write_sharded, write_table
-
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if shards < 1:

@@ -13,6 +13,8 @@ import argparse
 import os
 import sys
 
+from sampler.output.folder import open_samples
+from sampler.training.layout import layout_from_schema
 from unigraph.errors import SamplerError
 
 EXAMPLES = """\
@@ -77,10 +79,7 @@ def _fraction(text: str) -> float:
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
     try:
-        # Check the folder and the label before paying for TensorFlow's import.
-        from sampler.training.layout import layout_from_schema
-        from sampler.output.folder import open_samples
-
+        # The folder and the label are checked before paying for TensorFlow's import.
         samples = open_samples(args.samples)
         layout_from_schema(samples.schema, args.label)
 

@@ -1,69 +1,31 @@
-"""Runs a checked sampling job on a Beam runner and writes the report and schema.
+"""Runs a checked sampling job: prepares the output, runs an engine, writes the
+schema and the report beside the records.
 
-The default local runner is Beam's FnApiRunner, chosen explicitly: Beam 2.77's
-DirectRunner first tries to download and start Prism, which fails here without
-network after a delay. Any `--runner` given on the command line wins.
+This is the driver every engine shares; the engine (today the Beam pipeline,
+sampler/beam/) only moves data between the pure core's steps.
 """
 from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 
+from sampler.job.job import DEFAULT_SHARDS, SamplingJob, choose_node_buckets
+from sampler.job.progress import enable_console
 from sampler.output.files import (REPORT_FILE, SCHEMA_FILE, parse_output, prepare_folder,
                                   write_text)
-from sampler.output.schema import sampled_schema, schema_text
-from sampler.job.progress import enable_console
 from sampler.output.report import format_report
-from sampler.plan.spec import Plan
+from sampler.output.schema import sampled_schema, schema_text
+from sampler.plan.plan import Plan
 from unigraph import paths
 from unigraph.errors import SamplerError
-from unigraph.schema import LoadedSchema, table_files
-
-DEFAULT_SHARDS = 4
-MIN_NODE_BUCKETS, MAX_NODE_BUCKETS = 4, 4096
-BYTES_PER_NODE_BUCKET = 32 << 20  # edge table bytes per bucket: heavy, bounded elements
-
-
-def choose_node_buckets(loaded: LoadedSchema, plan: Plan) -> int:
-    """More buckets for bigger graphs, so each join element stays a few tens of MB."""
-    total = 0
-    for name in plan.edge_sets():
-        for path in table_files(loaded, "edges", name):
-            if not paths.is_remote(path):
-                total += os.path.getsize(path)
-            else:
-                from apache_beam.io.filesystems import FileSystems
-
-                total += FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-    return max(MIN_NODE_BUCKETS, min(MAX_NODE_BUCKETS, total // BYTES_PER_NODE_BUCKET))
-
-
-def make_pipeline(beam_args: list[str]):
-    import apache_beam as beam
-    from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions,
-                                                      StandardOptions, TypeOptions)
-
-    options = PipelineOptions(beam_args)
-    if not any(a.lstrip("-").startswith(("pipeline_type_check", "no_pipeline_type_check"))
-               for a in beam_args):
-        # Our elements are batches of numpy arrays, pickled; Beam's static type checks find
-        # nothing to check here and cost about a second per run (construction and run).
-        options.view_as(TypeOptions).pipeline_type_check = False
-    if options.view_as(StandardOptions).runner:
-        return beam.Pipeline(options=options)
-    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-
-    direct = options.view_as(DirectOptions)
-    if not any(a.startswith("--direct_num_workers") for a in beam_args):
-        direct.direct_num_workers = 1
-    return beam.Pipeline(runner=FnApiRunner(), options=options)
+from unigraph.schema import LoadedSchema
 
 
 def run_sampling(loaded: LoadedSchema, plan: Plan, *, seeds: str | None, output: str, seed: int,
                  node_buckets: int | None, beam_args: list[str], verbose: bool = True) -> dict:
-    from sampler.beam.pipeline import SampleSubgraphs, SamplingJob
+    from sampler.beam.pipeline import SampleSubgraphs  # Beam loads only when it runs
+    from sampler.beam.runner import make_pipeline
 
     started = time.time()
     spec = parse_output(output)
@@ -90,7 +52,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, seeds: str | None, output:
     result.wait_until_finish()
     with paths.open_binary(stats_path) as f:
         report = json.loads(f.read().decode("utf-8"))
-    _delete(stats_path)
+    paths.delete(stats_path)
     write_text(spec.beside(SCHEMA_FILE), schema_text(sampled_schema(loaded.schema, plan)))
     report.update({
         "output_shards": [spec.shard_path(i, job.num_shards) for i in range(job.num_shards)],
@@ -107,12 +69,3 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, seeds: str | None, output:
         print(f"schema: {spec.beside(SCHEMA_FILE)}")
     print(f"report: {report_path}")
     return report
-
-
-def _delete(path: str) -> None:
-    if paths.is_remote(path):
-        from apache_beam.io.filesystems import FileSystems
-
-        FileSystems.delete([path])
-    else:
-        os.remove(path)

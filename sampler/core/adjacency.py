@@ -42,13 +42,18 @@ class AdjacencyBucket:
         return np.where(self.sources[pos_clipped] == node_ids, pos_clipped, -1).astype(np.int64)
 
 
-def slice_batch(batch: EdgeBatch, positions: np.ndarray) -> EdgeBatch:
-    """The rows of `batch` at `positions`."""
-    return EdgeBatch(
-        edge_set=batch.edge_set, sources=batch.sources[positions],
-        targets=batch.targets[positions], rows=batch.rows[positions],
-        weights=None if batch.weights is None else batch.weights[positions],
-        features={k: take(v, positions) for k, v in batch.features.items()})
+def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The permutation that sorts edges by source id, then target id, then table row.
+
+    `sources`, `targets` are 'S' byte arrays (compared bytewise, as numpy does),
+    `rows` int64 RowIds. This order is part of the output contract: strategies
+    break ties and address edges by their position in it.
+    """
+    sources, targets, rows = np.asarray(sources), np.asarray(targets), np.asarray(rows)
+    if not (sources.shape == targets.shape == rows.shape) or sources.ndim != 1:
+        raise ValueError(f"canonical_adjacency: need three 1-D arrays of one length, got shapes "
+                         f"{sources.shape}, {targets.shape}, {rows.shape}")
+    return np.lexsort((rows, targets, sources))
 
 
 def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch]) -> AdjacencyBucket:
@@ -63,7 +68,7 @@ def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch]) -> AdjacencyBuck
     rows = np.concatenate([p.rows for p in pieces])
     has_weights = [p.weights is not None for p in pieces]
     weights = np.concatenate([p.weights for p in pieces]) if all(has_weights) else None
-    order = np.lexsort((rows, targets, sources))  # last key sorts first
+    order = canonical_adjacency(sources, targets, rows)
     sources, targets, rows = sources[order], targets[order], rows[order]
     features = {name: take(concat([p.features[name] for p in pieces]), order)
                 for name in pieces[0].features}

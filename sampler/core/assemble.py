@@ -1,29 +1,27 @@
-"""Assembling subgraphs: the node and edge pieces of one output shard, turned into
-one GraphTensor per sample in canonical order.
+"""Assembling subgraphs: the node and edge pieces of one output shard, laid out as
+one subgraph per sample in canonical order.
 
-Canonical order (DESIGN.md section 3), so the output is a function of the inputs
-alone: within a subgraph, the seed is node 0 of its node set, the other nodes of
-each set follow by id; edges are ordered by (source index, target index, table row).
-A node reached several times, or an edge sampled by several ops, appears once.
+Canonical order (docs/architecture.md, "The output contract"), so the output is a
+function of the inputs alone: within a subgraph, the seed is node 0 of its node
+set, the other nodes of each set follow by id; edges are ordered by (source index,
+target index, table row). A node reached several times, or an edge sampled by
+several ops, appears once.
 
 `ShardAssembler.assemble` lays out every set for the whole shard with vectorized
 integer sorts (ids become codes into one sorted dictionary per set, so code order
-is id order); `AssembledShard.examples` then encodes the records a chunk of samples
-at a time (sampler/shard_encoder.py), and `AssembledShard.graphs` gives the same
-subgraphs as GraphTensors, the reference the encoder is tested against.
+is id order). The result, an AssembledShard, is arrays only: output/encoder.py
+encodes it into records, output/reference.py into GraphTensors (the reference the
+encoder is tested against).
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from sampler.graph_tensor import (READOUT_NODE_SET, Adjacency, Context, EdgeSet, GraphTensor,
-                                  NodeSet, add_readout)
-from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
 from sampler.core.pieces import EdgePiece, NodeFeatures, SeedPiece
-from sampler.plan.spec import Plan
+from sampler.plan.plan import Plan
 from unigraph import graph_schema_pb2 as gs
 from unigraph.batches import FeatureValues
 from unigraph.ragged import Ragged, concat, take
@@ -88,7 +86,8 @@ def _schema_features(features: dict[str, gs.Feature]) -> dict[str, gs.Feature]:
 class AssembledShard:
     """Every sample of one shard, laid out as arrays per node set and edge set."""
 
-    assembler: "ShardAssembler"
+    schema: gs.GraphSchema  # the input schema (its sets' features and ends)
+    seed_set: str
     sample_ids: np.ndarray  # int64, ascending
     seed_ids: np.ndarray    # 'S'
     nodes: dict[str, _Layout]
@@ -96,77 +95,6 @@ class AssembledShard:
 
     def __len__(self) -> int:
         return len(self.sample_ids)
-
-    def examples(self, chunk: int = 256) -> Iterator[bytes]:
-        """Each sample's serialized tf.train.Example, by ascending sample id; the same
-        bytes as `encode_example(graph, output schema)` of `graphs()`. Encoded `chunk`
-        samples at a time, so memory holds one chunk's feature copies, not the shard's."""
-        for start in range(0, len(self.sample_ids), chunk):
-            yield from self._encode(start, min(start + chunk, len(self.sample_ids)))
-
-    def _encode(self, first: int, end: int) -> Iterator[bytes]:
-        """The examples of samples [first, end)."""
-        from sampler.graph_tensor import keys as k
-        from sampler.graph_tensor import wire
-        from sampler.output.encoder import (constant_column, encode_examples, feature_columns,
-                                           scalar_int_column, values_column)
-
-        schema = self.assembler.schema
-        count = end - first
-        columns = [values_column(k.context_key(SEED_ID_FEATURE), self.seed_ids[first:end],
-                                 np.arange(count + 1, dtype=np.int64)),
-                   constant_column(k.node_key(READOUT_NODE_SET, k.SIZE_NAME),
-                                   wire.encode_feature(wire.INT64, np.ones(1, np.int64)))]
-        readout = f"{READOUT_NODE_SET}/{READOUT_KEY}"
-        for field, value in ((k.SIZE_NAME, 1), (k.SOURCE_NAME, 0), (k.TARGET_NAME, 0)):
-            columns.append(constant_column(k.edge_key(readout, field), wire.encode_feature(
-                wire.INT64, np.array([value], np.int64))))
-        for kind, layouts, pieces in (("nodes", self.nodes, schema.node_sets),
-                                      ("edges", self.edges, schema.edge_sets)):
-            key = k.node_key if kind == "nodes" else k.edge_key
-            for name, layout in layouts.items():
-                lo, hi = int(layout.offsets[first]), int(layout.offsets[end])
-                offsets = layout.offsets[first:end + 1] - lo
-                columns.append(scalar_int_column(key(name, k.SIZE_NAME), np.diff(offsets)))
-                if kind == "nodes":
-                    columns.append(values_column(key(name, ID_FEATURE), layout.ids[lo:hi],
-                                                 offsets))
-                else:
-                    columns.append(values_column(key(name, k.SOURCE_NAME),
-                                                 layout.sources[lo:hi], offsets))
-                    columns.append(values_column(key(name, k.TARGET_NAME),
-                                                 layout.targets[lo:hi], offsets))
-                declared = pieces[name].features
-                for feature, values in layout.features(lo, hi).items():
-                    columns += feature_columns(key(name, feature), values, offsets,
-                                               declared.get(feature))
-        return encode_examples(columns, count)
-
-    def graphs(self) -> Iterator[tuple[int, GraphTensor]]:
-        """(sample id, GraphTensor) per sample: the reference the fast encoder must match."""
-        seed_set = self.assembler.plan.seed_set
-        for i, (sample_id, seed_id) in enumerate(zip(self.sample_ids.tolist(), self.seed_ids)):
-            node_sets = {}
-            for name, layout in self.nodes.items():
-                lo, hi = layout.offsets[i], layout.offsets[i + 1]
-                features = layout.features(lo, hi)
-                features[ID_FEATURE] = layout.ids[lo:hi].astype(object)
-                node_sets[name] = NodeSet.from_fields(sizes=[hi - lo], features=features)
-            edge_sets = {}
-            for name, layout in self.edges.items():
-                lo, hi = layout.offsets[i], layout.offsets[i + 1]
-                proto = self.assembler.schema.edge_sets[name]
-                edge_sets[name] = EdgeSet.from_fields(
-                    sizes=[hi - lo],
-                    adjacency=Adjacency.from_indices(source=(proto.source, layout.sources[lo:hi]),
-                                                     target=(proto.target, layout.targets[lo:hi])),
-                    features=layout.features(lo, hi))
-            context = Context.from_fields(
-                features={SEED_ID_FEATURE: np.array([bytes(seed_id)], dtype=object)}, sizes=[1])
-            graph = GraphTensor.from_pieces(context=context, node_sets=node_sets,
-                                            edge_sets=edge_sets, validate=False)
-            yield sample_id, add_readout(graph, READOUT_KEY, seed_set, [0], validate=False)
-
 
 
 class ShardAssembler:
@@ -195,7 +123,7 @@ class ShardAssembler:
         seed_pieces = [p for p in seed_pieces if len(p)]
         if not seed_pieces:
             empty = np.zeros(0, np.int64)
-            return AssembledShard(self, empty, np.zeros(0, "S1"), {}, {}), stats
+            return AssembledShard(self.schema, self.plan.seed_set, empty, np.zeros(0, "S1"), {}, {}), stats
         seeds = SeedPiece.concat(seed_pieces)
         order = np.argsort(seeds.samples, kind="stable")
         sample_ids, seed_ids = seeds.samples[order], seeds.ids[order]
@@ -234,7 +162,7 @@ class ShardAssembler:
         stats.subgraphs = len(sample_ids)
         stats.nodes = {s: np.diff(l.offsets).tolist() for s, l in nodes.items()}
         stats.edges = {e: np.diff(l.offsets).tolist() for e, l in edges.items()}
-        return AssembledShard(self, sample_ids, seed_ids, nodes, edges), stats
+        return AssembledShard(self.schema, self.plan.seed_set, sample_ids, seed_ids, nodes, edges), stats
 
     def _node_layout(self, node_set: str, keys: "_NodeKeys",
                      arriving: list[tuple[np.ndarray, np.ndarray]],

@@ -10,6 +10,9 @@ worker or on arrival order, so results are the same on any runner.
 Data shapes:
   NodeBucket   = int: hash(node id) % num_node_buckets
   SampleBucket = int: hash(sample id) % num_shards (one output file per bucket)
+
+The split_* functions cut a batch into one part per bucket; engines only move
+the parts (Beam keys them, the in-memory engine indexes by them).
 """
 from __future__ import annotations
 
@@ -46,3 +49,32 @@ def split_by_bucket(buckets: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     ends = np.r_[starts[1:], len(order)]
     for start, end in zip(starts, ends):
         yield int(sorted_buckets[start]), order[start:end]
+
+
+def split_by_shard(piece, num_shards: int) -> Iterator[tuple[int, object]]:
+    """(output shard, the part of `piece` whose samples go there) per non-empty shard;
+    `piece` is any core.pieces type with `samples` and `take(positions)`."""
+    for shard, positions in split_by_bucket(sample_buckets(piece.samples, num_shards)):
+        yield shard, piece.take(positions)
+
+
+def split_requests(requests, num_buckets: int) -> Iterator[tuple[int, object]]:
+    """(node bucket, the requests for nodes in it) per non-empty bucket; `requests` is
+    a core.pieces.Requests, hashed once per distinct id."""
+    bucket_of_id = node_buckets(requests.ids, num_buckets)
+    for bucket, positions in split_by_bucket(bucket_of_id[requests.codes]):
+        yield bucket, requests.take(positions)
+
+
+def split_batch(batch, id_field: str, num_buckets: int) -> Iterator[tuple[int, object]]:
+    """(node bucket, rows) of a NodeBatch or EdgeBatch, by the id column `id_field`
+    ('ids' for nodes, 'sources' for the adjacency of edges)."""
+    ids = getattr(batch, id_field)
+    for bucket, positions in split_by_bucket(node_buckets(ids, num_buckets)):
+        yield bucket, batch.take(positions)
+
+
+def distinct_ids_by_bucket(ids: np.ndarray, num_buckets: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(node bucket, the distinct ids in it, sorted) for an 'S' id array."""
+    for bucket, positions in split_by_bucket(node_buckets(ids, num_buckets)):
+        yield bucket, np.unique(ids[positions])

@@ -1,15 +1,25 @@
 """One sampling hop on one bucket: the (sample, node) requests that reached the
 bucket's nodes, joined with the bucket's adjacency, sampled by the op's strategy
-in one vectorized call."""
+in one vectorized call.
+
+`hop_bucket` is the whole step an engine runs per bucket: it samples, then cuts
+the result into what the later stages need: the sampled edges by output shard
+(for the assembly) and the reached nodes by node bucket (for later hops and the
+feature lookup).
+"""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from sampler.core import rng
 from sampler.core.adjacency import AdjacencyBucket
+from sampler.core.buckets import split_by_shard, split_requests
 from sampler.core.pieces import EdgePiece, Requests, prune
-from sampler.plan.spec import PlannedOp
+from sampler.core.stats import RunStats
 from sampler.core.strategies import sample_edges
+from sampler.plan.plan import PlannedOp
 from unigraph.ragged import take
 
 
@@ -37,3 +47,23 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
         positions=edge_position.astype(np.int32), sample_ids=sample_ids.astype(np.int64),
         source_ids=source_ids, target_ids=target_ids,
         features={k: take(v, edge_position) for k, v in adjacency.features.items()})
+
+
+@dataclasses.dataclass(eq=False)
+class HopOutput:
+    edges_by_shard: list[tuple[int, EdgePiece]]
+    reached_by_bucket: list[tuple[int, Requests]]   # empty unless asked for
+    stats: RunStats
+
+
+def hop_bucket(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp, seed: int, *,
+               num_shards: int, node_buckets: int, emit_reached: bool) -> HopOutput:
+    """`op` on one bucket: sampled edges by output shard, and (with `emit_reached`) the
+    targets they reach as the next requests, by node bucket."""
+    edges = sample_hop(adjacency, requests, op, seed)
+    stats = RunStats(edges_sampled_per_op={op.name: len(edges)})
+    if not len(edges):
+        return HopOutput([], [], stats)
+    reached = list(split_requests(Requests(edges.samples, edges.target_codes, edges.target_ids),
+                                  node_buckets)) if emit_reached else []
+    return HopOutput(list(split_by_shard(edges, num_shards)), reached, stats)

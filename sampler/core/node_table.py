@@ -13,9 +13,9 @@ import numpy as np
 from sampler.core.buckets import sample_buckets, split_by_bucket
 from sampler.core.pieces import NodeFeatures, Requests
 from unigraph.batches import FeatureValues, NodeBatch, describe_row
-from unigraph.checks import row_location
 from unigraph.errors import TableError
 from unigraph.ragged import concat, take
+from unigraph.tables.read import row_location
 
 
 @dataclasses.dataclass(eq=False)
@@ -70,6 +70,8 @@ def features_by_shard(table: NodeTableBucket, requests: Requests,
     for shard, positions in split_by_bucket(shards):
         codes = np.unique(requests.codes[positions])
         codes = codes[positions_of_ids[codes] >= 0]
+        if not len(codes):
+            continue  # every node this shard wants is absent: nothing to send
         result.append((shard, NodeFeatures(
             table.node_set, requests.ids[codes],
             {k: take(v, positions_of_ids[codes]) for k, v in table.features.items()})))

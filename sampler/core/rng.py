@@ -1,7 +1,7 @@
 """Counter-based randomness: stateless, vectorized 64-bit hashing.
 
 Sampling must be reproducible across runs, runners, worker counts and retries
-(DESIGN.md section 3), so no draw may come from a stateful generator whose
+(docs/architecture.md, "Random streams"), so no draw may come from a stateful generator whose
 output depends on what a worker happened to process before. Instead every
 random number is a hash of the things that identify the draw:
 

@@ -6,7 +6,7 @@ the (sample, node) queries that reached them, and calls `sample_edges` once.
 Data shapes:
   row_splits   int64[n + 1]: row r's edges are positions row_splits[r]:row_splits[r+1]
                of the edge arrays, in the node's canonical order (target id, then
-               table row; see `canonical_adjacency`).
+               table row; see sampler.core.adjacency).
   weights      float64[E] or None, per edge position.
   Query        one (sample, node) pair: query_rows[i] (CSR row), query_samples[i]
                (int64 sample id), query_nodes[i] (uint64 node fingerprint).
@@ -70,20 +70,6 @@ MAX_PAIRS = 1 << 16      # (query, edge) pairs per chunk: cache-sized temporarie
 
 _U64 = np.uint64
 _EMPTY = np.zeros(0, dtype=np.int64)
-
-
-def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The permutation that sorts edges by source id, then target id, then table row.
-
-    `sources`, `targets` are 'S' byte arrays (compared bytewise, as numpy does),
-    `rows` int64 RowIds. Gathering the edge arrays with it gives each node's
-    adjacency in the canonical order `sample_edges` expects.
-    """
-    sources, targets, rows = np.asarray(sources), np.asarray(targets), np.asarray(rows)
-    if not (sources.shape == targets.shape == rows.shape) or sources.ndim != 1:
-        raise ValueError(f"canonical_adjacency: need three 1-D arrays of one length, got shapes "
-                         f"{sources.shape}, {targets.shape}, {rows.shape}")
-    return np.lexsort((rows, targets, sources))
 
 
 def sample_edges(strategy: int, *, row_splits, weights, query_rows, query_samples, query_nodes,

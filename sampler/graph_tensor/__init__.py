@@ -6,11 +6,20 @@ Only numpy and protobuf are imported here; TensorFlow loads lazily inside
 """
 from sampler.graph_tensor.model import (CONTEXT, SOURCE, TARGET, Adjacency, Context, EdgeSet,
                                         Field, GraphTensor, NodeSet)
-from sampler.graph_tensor.codec import encode_example, flatten_graph, parse_example, write_example
-from sampler.graph_tensor.keys import graph_keys, schema_keys
-from sampler.graph_tensor.structured_readout import (READOUT_NODE_SET, add_readout, readout,
-                                          readout_edge_sets, readout_keys)
+from sampler.graph_tensor.codec import (encode_example, flatten_graph, graph_keys, parse_example,
+                                        write_example)
+from sampler.graph_tensor.keys import schema_keys
+from sampler.graph_tensor.readout_structure import (READOUT_NODE_SET, readout_edge_sets,
+                                                    readout_keys)
+from sampler.graph_tensor.structured_readout import add_readout, readout
 from sampler.graph_tensor.ops import broadcast, merge_batch_to_components, pool, segment_reduce
 from sampler.graph_tensor.padding import SizeConstraints, pad_to_total_sizes, tight_size_constraints
 from sampler.graph_tensor.tf_convert import from_tfgnn, to_tensors, to_tfgnn
 from sampler.graph_tensor.validation import validate_graph
+
+__all__ = ["CONTEXT", "SOURCE", "TARGET", "Adjacency", "Context", "EdgeSet", "Field", "GraphTensor",
+           "NodeSet", "encode_example", "flatten_graph", "graph_keys", "parse_example",
+           "write_example", "schema_keys", "READOUT_NODE_SET", "readout_edge_sets",
+           "readout_keys", "add_readout", "readout", "broadcast", "merge_batch_to_components",
+           "pool", "segment_reduce", "SizeConstraints", "pad_to_total_sizes",
+           "tight_size_constraints", "from_tfgnn", "to_tensors", "to_tfgnn", "validate_graph"]

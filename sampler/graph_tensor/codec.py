@@ -64,7 +64,7 @@ def flatten_graph(graph: GraphTensor, schema: Optional[Schema] = None) -> list[F
     def add_features(key_of: Callable[[str], str], features, declared) -> None:
         for name, field in features.items():
             shape = _declared_shape(declared, name)
-            entries.extend(_flatten_field(key_of(name), field, shape))
+            entries.extend(flatten_field(key_of(name), field, shape))
 
     add_features(k.context_key, graph.context.features,
                  schema.context.features if schema else None)
@@ -90,7 +90,7 @@ def _declared_shape(declared, name: str) -> Optional[tuple[int, ...]]:
     return tuple(d.size for d in declared[name].shape.dim)
 
 
-def _flatten_field(key: str, field: Field, shape: Optional[tuple[int, ...]]) -> list[FlatEntry]:
+def flatten_field(key: str, field: Field, shape: Optional[tuple[int, ...]]) -> list[FlatEntry]:
     levels = []  # row lengths of each Ragged nesting level = dimensions 1, 2, ...
     values = field
     while isinstance(values, Ragged):
@@ -318,3 +318,8 @@ def _unflatten(flat: np.ndarray, items: int, shape: tuple[int, ...],
     for lengths in reversed(levels):
         values = Ragged(values, lengths)
     return values
+
+
+def graph_keys(graph: GraphTensor, schema: Optional[gs.GraphSchema] = None) -> list[str]:
+    """Every key `encode_example(graph, schema)` writes, sorted."""
+    return [key for key, _, _ in flatten_graph(graph, schema)]

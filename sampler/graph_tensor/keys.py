@@ -12,7 +12,7 @@ the number of components from the length of any #size.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 from unigraph import graph_schema_pb2 as gs
 
@@ -63,9 +63,3 @@ def schema_keys(schema: gs.GraphSchema) -> list[str]:
         keys += [edge_key(set_name, n) for n in (SIZE_NAME, SOURCE_NAME, TARGET_NAME)]
         add_features(lambda f, s=set_name: edge_key(s, f), edge_set.features)
     return sorted(keys)
-
-
-def graph_keys(graph, schema: Optional[gs.GraphSchema] = None) -> list[str]:
-    """Every key `encode_example(graph, schema)` writes, sorted."""
-    from sampler.graph_tensor.codec import flatten_graph  # the codec owns the layout
-    return [key for key, _, _ in flatten_graph(graph, schema)]

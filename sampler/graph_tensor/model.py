@@ -22,6 +22,7 @@ from typing import Mapping, Optional, Union
 
 import numpy as np
 
+from sampler.graph_tensor.validation import validate_graph
 from unigraph.errors import GraphTensorError
 from unigraph.ragged import Ragged, values_equal
 
@@ -270,7 +271,6 @@ class GraphTensor:
 
     def validate(self) -> "GraphTensor":
         """Raises GraphTensorError naming the first broken rule; returns self."""
-        from sampler.graph_tensor.validation import validate_graph  # validation needs the model
         validate_graph(self)
         return self
 

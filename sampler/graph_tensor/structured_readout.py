@@ -1,94 +1,19 @@
 """The structured readout: which nodes a model reads its predictions from.
 
-TF-GNN's convention, which the sampler's output follows: an auxiliary node set
-`_readout` and, per readout key, edge sets `_readout/<key>` (or several,
-`_readout/<key>/<suffix>`, one per source node set) whose edges go from the
-nodes to read to the `_readout` nodes. Within each edge set the targets are
-ascending, and together the edge sets of one key reach every `_readout` node
-exactly once, so readout results line up with the `_readout` nodes.
-
-The sampler writes one `_readout` node per component and `_readout/seed` with
-the edge seed -> readout node; `add_readout` builds exactly that.
+The rules (names, checks) are in readout_structure.py. Here: `add_readout` builds
+a readout edge set (the sampler writes one `_readout` node per component and
+`_readout/seed` with the edge seed -> readout node), and `readout` reads a
+feature out through one.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
-from sampler.graph_tensor.model import EdgeSet, Field, GraphTensor, NodeSet, Adjacency
-from unigraph.errors import GraphTensorError
+from sampler.graph_tensor.model import Adjacency, EdgeSet, Field, GraphTensor, NodeSet
+from sampler.graph_tensor.readout_structure import (READOUT_NODE_SET, READOUT_PREFIX,
+                                                    readout_edge_sets, readout_keys)
 from unigraph import ragged
-
-READOUT_NODE_SET = "_readout"
-_PREFIX = READOUT_NODE_SET + "/"
-
-
-def readout_key(edge_set_name: str) -> Optional[str]:
-    """'seed' for '_readout/seed' and '_readout/seed/papers'; None for other edge sets."""
-    if not edge_set_name.startswith(_PREFIX):
-        return None
-    return edge_set_name[len(_PREFIX):].split("/", 1)[0]
-
-
-def readout_edge_sets(graph: GraphTensor, key: str) -> list[str]:
-    """The edge sets that carry readout `key`, in sorted order."""
-    return sorted(name for name in graph.edge_sets if readout_key(name) == key)
-
-
-def readout_keys(graph: GraphTensor) -> list[str]:
-    return sorted({k for k in map(readout_key, graph.edge_sets) if k is not None})
-
-
-def check_readout_structure(graph: GraphTensor) -> None:
-    """Raises GraphTensorError if the `_readout` edge sets break the rules above.
-
-    Assumes the rest of the graph is valid (indices in range)."""
-    for name, edge_set in sorted(graph.edge_sets.items()):
-        key = readout_key(name)
-        if key is None:
-            if edge_set.adjacency.target_name == READOUT_NODE_SET:
-                raise GraphTensorError(
-                    f"edge set '{name}' targets node set '{READOUT_NODE_SET}'; only readout "
-                    f"edge sets named '{_PREFIX}<key>' may")
-            continue
-        if not key:
-            raise GraphTensorError(f"edge set '{name}': readout edge sets are named "
-                                   f"'{_PREFIX}<key>' with a non-empty key")
-        if READOUT_NODE_SET not in graph.node_sets:
-            raise GraphTensorError(f"edge set '{name}': readout edge set without a "
-                                   f"'{READOUT_NODE_SET}' node set")
-        adjacency = edge_set.adjacency
-        if adjacency.target_name != READOUT_NODE_SET:
-            raise GraphTensorError(
-                f"edge set '{name}' target: readout edges must go to node set "
-                f"'{READOUT_NODE_SET}', not '{adjacency.target_name}'")
-        if adjacency.source_name == READOUT_NODE_SET:
-            raise GraphTensorError(f"edge set '{name}' source: readout edges cannot start at "
-                                   f"node set '{READOUT_NODE_SET}'")
-        steps = np.diff(adjacency.target)
-        if (steps <= 0).any():
-            i = int(np.flatnonzero(steps <= 0)[0])
-            raise GraphTensorError(
-                f"edge set '{name}' target: readout targets must be strictly ascending, but "
-                f"edge {i + 1} has target {int(adjacency.target[i + 1])} after "
-                f"{int(adjacency.target[i])}")
-    for key in readout_keys(graph):
-        _check_key_covers_readout(graph, key)
-
-
-def _check_key_covers_readout(graph: GraphTensor, key: str) -> None:
-    readout_count = graph.node_sets[READOUT_NODE_SET].total_size
-    names = readout_edge_sets(graph, key)
-    targets = np.concatenate([graph.edge_sets[n].adjacency.target for n in names])
-    hits = np.bincount(targets, minlength=readout_count)
-    wrong = np.flatnonzero(hits != 1)
-    if wrong.size:
-        node = int(wrong[0])
-        raise GraphTensorError(
-            f"readout key '{key}' (edge sets {', '.join(names)}): node {node} of "
-            f"'{READOUT_NODE_SET}' is the target of {int(hits[node])} edges, expected exactly 1")
-
+from unigraph.errors import GraphTensorError
 
 def add_readout(graph: GraphTensor, key: str, source_set: str,
                 source_indices=None, *, validate: bool = True) -> GraphTensor:
@@ -100,7 +25,7 @@ def add_readout(graph: GraphTensor, key: str, source_set: str,
     """
     if not key or "/" in key:
         raise GraphTensorError(f"readout key {key!r}: use a non-empty name without '/'")
-    name = _PREFIX + key
+    name = READOUT_PREFIX + key
     if name in graph.edge_sets:
         raise GraphTensorError(f"edge set '{name}' already exists")
     if source_set not in graph.node_sets:
@@ -141,7 +66,7 @@ def readout(graph: GraphTensor, key: str, feature_name: str) -> Field:
     """The feature of the nodes read out by `key`, one item per `_readout` node."""
     names = readout_edge_sets(graph, key)
     if not names:
-        raise GraphTensorError(f"readout key '{key}': no edge set '{_PREFIX}{key}' (readout "
+        raise GraphTensorError(f"readout key '{key}': no edge set '{READOUT_PREFIX}{key}' (readout "
                                f"keys: {', '.join(readout_keys(graph)) or 'none'})")
     parts, targets = [], []
     for name in names:

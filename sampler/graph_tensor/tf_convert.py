@@ -13,7 +13,7 @@ from typing import Optional
 import numpy as np
 
 from sampler.graph_tensor import keys as k
-from sampler.graph_tensor.model import Field, GraphTensor
+from sampler.graph_tensor.model import Adjacency, Context, EdgeSet, Field, GraphTensor, NodeSet
 from unigraph import graph_schema_pb2 as gs
 from unigraph.ragged import Ragged
 
@@ -130,8 +130,6 @@ def from_tf_value(value) -> Field:
 
 def from_tfgnn(tfgnn_graph) -> GraphTensor:
     """A numpy GraphTensor from an eager scalar `tensorflow_gnn.GraphTensor`."""
-    from sampler.graph_tensor.model import Adjacency, Context, EdgeSet, NodeSet
-
     def features(piece):
         return {n: from_tf_value(v) for n, v in piece.features.items()}
 

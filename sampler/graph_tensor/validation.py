@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampler.graph_tensor.model import Field, GraphTensor
-from sampler.graph_tensor import structured_readout
+from typing import TYPE_CHECKING
+
+from sampler.graph_tensor.readout_structure import check_readout_structure
 from unigraph.errors import GraphTensorError
 from unigraph.ragged import Ragged
+
+if TYPE_CHECKING:  # annotations only: the model calls validate_graph
+    from sampler.graph_tensor.model import Field, GraphTensor
 
 
 def validate_graph(graph: GraphTensor) -> None:
@@ -25,7 +29,7 @@ def validate_graph(graph: GraphTensor) -> None:
         where = f"edge set '{name}'"
         _check_features(where, edge_set.features, edge_set.total_size, edge_set.sizes)
         _check_adjacency(graph, name)
-    structured_readout.check_readout_structure(graph)
+    check_readout_structure(graph)
 
 
 def _check_component_counts(graph: GraphTensor) -> None:

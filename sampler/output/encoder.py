@@ -1,12 +1,15 @@
 """Encoding every subgraph of a shard at once, straight from the assembly's arrays.
 
+    encode_shard(assembled shard) -> one serialized tf.train.Example per sample
+
+
 The per-graph path (build a GraphTensor, then `graph_tensor.encode_example`) pays
 Python overhead per graph and per feature. Here each tf.Example key becomes one
 column for the whole shard: its values are encoded once (floats by one
 `tobytes`, int64 varints and framed id strings vectorized), and a graph's bytes
 are slices of those buffers wrapped in their protobuf headers. The result is
 byte-identical to `encode_example(graph, output_schema)` of the same graph;
-tests/sampler/test_shard_encoder.py checks that on every record.
+tests/sampler/output/test_encoder.py checks that on every record.
 
 Wire format (see sampler/graph_tensor/wire.py): Example{1: Features{1: entries}},
 entry = {1: key, 2: Feature}, Feature = {1: BytesList | 2: FloatList | 3: Int64List},
@@ -19,9 +22,12 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from sampler.core.assemble import AssembledShard
 from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
-from sampler.graph_tensor.codec import flush_subnormals
+from sampler.graph_tensor.codec import flatten_field, flush_subnormals
+from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
+from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
 from unigraph import graph_schema_pb2 as gs
 from unigraph.ragged import Ragged, take
 
@@ -131,9 +137,8 @@ def _strings_column(key: str, strings: np.ndarray, value_offsets: np.ndarray) ->
 
 def ragged_columns(key: str, values: Ragged, item_offsets: np.ndarray,
                    shape: tuple[int, ...]) -> list[Column]:
-    """A ragged feature: per sample through the GraphTensor core's own flattening."""
-    from sampler.graph_tensor.codec import _flatten_field  # one rule for .d<k> keys
-
+    """A ragged feature: per sample through the GraphTensor core's own flattening (one
+    rule for the .d<k> keys)."""
     per_sample: dict[int, dict[str, bytes]] = {}
 
     def encoded(i: int) -> dict[str, bytes]:
@@ -141,7 +146,7 @@ def ragged_columns(key: str, values: Ragged, item_offsets: np.ndarray,
             part = take(values, np.arange(item_offsets[i], item_offsets[i + 1]))
             per_sample.clear()
             per_sample[i] = {key_: wire.encode_feature(kind, flat)
-                             for key_, kind, flat in _flatten_field(key, part, shape)}
+                             for key_, kind, flat in flatten_field(key, part, shape)}
         return per_sample[i]
     keys = [key] + [k.ragged_key(key, d) for d in k.ragged_dimensions(shape)]
     return [Column(key_, lambda i, key_=key_: encoded(i)[key_]) for key_ in keys]
@@ -167,3 +172,46 @@ def encode_examples(columns: list[Column], count: int) -> Iterator[bytes]:
             entry = header + _varint(len(value)) + value
             entries.append(b"\x0a" + _varint(len(entry)) + entry)
         yield _frame(b"\x0a", b"".join(entries))
+
+
+def encode_shard(shard: AssembledShard, chunk: int = 256) -> Iterator[bytes]:
+    """Each sample's serialized tf.train.Example, by ascending sample id: the same bytes
+    as `encode_example(graph, output schema)` of output.reference.shard_graphs. Encoded
+    `chunk` samples at a time, so memory holds one chunk's feature copies, not the shard's."""
+    for start in range(0, len(shard.sample_ids), chunk):
+        yield from _encode_samples(shard, start, min(start + chunk, len(shard.sample_ids)))
+
+
+def _encode_samples(shard: AssembledShard, first: int, end: int) -> Iterator[bytes]:
+    """The examples of samples [first, end)."""
+    schema = shard.schema
+    count = end - first
+    columns = [values_column(k.context_key(SEED_ID_FEATURE), shard.seed_ids[first:end],
+                             np.arange(count + 1, dtype=np.int64)),
+               constant_column(k.node_key(READOUT_NODE_SET, k.SIZE_NAME),
+                               wire.encode_feature(wire.INT64, np.ones(1, np.int64)))]
+    readout = f"{READOUT_NODE_SET}/{READOUT_KEY}"
+    for field, value in ((k.SIZE_NAME, 1), (k.SOURCE_NAME, 0), (k.TARGET_NAME, 0)):
+        columns.append(constant_column(k.edge_key(readout, field), wire.encode_feature(
+            wire.INT64, np.array([value], np.int64))))
+    for kind, layouts, pieces in (("nodes", shard.nodes, schema.node_sets),
+                                  ("edges", shard.edges, schema.edge_sets)):
+        key = k.node_key if kind == "nodes" else k.edge_key
+        for name, layout in layouts.items():
+            lo, hi = int(layout.offsets[first]), int(layout.offsets[end])
+            offsets = layout.offsets[first:end + 1] - lo
+            columns.append(scalar_int_column(key(name, k.SIZE_NAME), np.diff(offsets)))
+            if kind == "nodes":
+                columns.append(values_column(key(name, ID_FEATURE), layout.ids[lo:hi],
+                                             offsets))
+            else:
+                columns.append(values_column(key(name, k.SOURCE_NAME),
+                                             layout.sources[lo:hi], offsets))
+                columns.append(values_column(key(name, k.TARGET_NAME),
+                                             layout.targets[lo:hi], offsets))
+            declared = pieces[name].features
+            for feature, values in layout.features(lo, hi).items():
+                columns += feature_columns(key(name, feature), values, offsets,
+                                           declared.get(feature))
+    return encode_examples(columns, count)
+

@@ -8,11 +8,14 @@ retried bundle replaces a partial file with an identical complete one.
 from __future__ import annotations
 
 import dataclasses
+import glob
+import os
 import re
 import uuid
 from typing import Iterable
 
 from unigraph import paths, tfrecord
+from unigraph.errors import SamplerError
 
 DEFAULT_PREFIX = "samples"
 DEFAULT_SUFFIX = ".tfrecord"
@@ -44,22 +47,15 @@ def parse_output(output: str) -> OutputSpec:
         stem = match["stem"]
         count = int(match["n"])
         if count <= 0:
-            from unigraph.errors import SamplerError
             raise SamplerError(f"--output {output}: the shard count after @ must be > 0")
         return OutputSpec(_folder_of(stem), stem, match["ext"] or match["ext2"] or DEFAULT_SUFFIX,
                           count)
-    if output.endswith("/") or (not paths.is_remote(output) and _is_dir(output)):
+    if output.endswith("/") or (not paths.is_remote(output) and os.path.isdir(output)):
         folder = output.rstrip("/") or "/"
         return OutputSpec(folder, paths.join(folder, DEFAULT_PREFIX), DEFAULT_SUFFIX, None)
     stem, ext = (output[:-len(e)], e) if (e := next(
         (e for e in (".tfrecords", ".tfrecord") if output.endswith(e)), "")) else (output, "")
     return OutputSpec(_folder_of(stem), stem, ext or DEFAULT_SUFFIX, None)
-
-
-def _is_dir(path: str) -> bool:
-    import os
-
-    return os.path.isdir(path)
 
 
 def _folder_of(stem: str) -> str:
@@ -88,8 +84,6 @@ def write_text(path: str, text: str) -> None:
 
 def _rename(source: str, destination: str) -> None:
     if not paths.is_remote(source):
-        import os
-
         os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
         os.replace(source, destination)
         return
@@ -109,9 +103,6 @@ def prepare_folder(spec: OutputSpec) -> list[str]:
         if stale:
             FileSystems.delete(stale)
         return stale
-    import glob
-    import os
-
     os.makedirs(spec.folder, exist_ok=True)
     stale = sorted(glob.glob(spec.shard_glob()))
     for path in stale:

@@ -1,9 +1,10 @@
-"""Names the sampler's output adds to every subgraph (DESIGN.md section 3, "Output").
+"""Names the sampler's output adds to every subgraph (docs/architecture.md, "The output
+contract").
 
-One home for them, so the writer (assembly, output schema) and the readers
+One home for them, so the writers (encoder, output schema) and the readers
 (training input, sample-check) cannot drift apart.
 """
-from sampler.graph_tensor import READOUT_NODE_SET
+from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
 
 ID_FEATURE = "#id"            # nodes/<set>.#id: the node's id in the input graph
 SEED_ID_FEATURE = "seed_id"   # context/seed_id: the seed's id

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from google.protobuf import text_format
 
-from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
 from sampler.graph_tensor import READOUT_NODE_SET
-from sampler.plan.spec import Plan
+from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
+from sampler.plan.plan import Plan
 from unigraph import graph_schema_pb2 as gs
 from unigraph.schema import ID_COLUMNS
 

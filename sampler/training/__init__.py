@@ -1,13 +1,14 @@
 """Training on the sampler's output: reading, a minimal GNN, export.
 
-  samples.py      an output folder: its schema and shard files (numpy only)
-  layout.py       what a model reads from the schema: features, edges, label (numpy only)
-  input.py        tf.data: batches of records parsed and merged into one graph each
-  padding.py      padding those batches to fixed total sizes, for accelerators
-  model.py        a small heterogeneous message-passing GNN and a seed-only MLP baseline
-  export.py       a SavedModel that serves predictions from serialized records
-  toy_samples.py  a small planted-label output folder built in memory, for tests and demos
+  layout.py      what a model reads from the output schema: features, edges, label
+                 (numpy only)
+  input.py       tf.data: batches of records parsed and merged into one graph each
+  tf_padding.py  padding those batches to fixed total sizes (the core's padding rule,
+                 run with TensorFlow), for accelerators
+  model.py       a small heterogeneous message-passing GNN and a seed-only MLP baseline
+  trainer.py     the training loop behind the `train` command
+  export.py      a SavedModel that serves predictions from serialized records
 
-Nothing is imported here: `samples` and `layout` stay importable without
-TensorFlow (sample-check uses them), the rest import TensorFlow themselves.
+The output folder itself is read by sampler/output/folder.py. Nothing is imported
+here: `layout` stays importable without TensorFlow, the rest import it themselves.
 """

@@ -19,13 +19,14 @@ from typing import Optional, Sequence
 
 import tensorflow as tf
 
-from sampler.graph_tensor import READOUT_NODE_SET, SizeConstraints
 from sampler.graph_tensor.keys import (SIZE_NAME, SOURCE_NAME, TARGET_NAME, context_key,
                                        edge_key, node_key)
+from sampler.graph_tensor.padding import SizeConstraints
+from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
+from sampler.output.folder import SamplesError
 from sampler.output.names import READOUT_EDGE_SET, SEED_ID_FEATURE
 from sampler.training.layout import GraphLayout
-
-Graph = dict  # flat key -> tf.Tensor, as described above
+from sampler.training.tf_padding import Graph, pad_batch
 
 SEED_ID_KEY = context_key(SEED_ID_FEATURE)
 HASH_BUCKETS = 10_000
@@ -161,9 +162,38 @@ def make_dataset(files: Sequence[str], layout: GraphLayout, *, batch_size: int,
         inputs, labels = split_label(parse_and_merge(serialized, layout), layout)
         if size_constraints is None:
             return inputs, labels
-        from sampler.training.padding import pad_to_total_sizes  # only when asked for
-        return pad_to_total_sizes(inputs, labels, layout, size_constraints)
+        return pad_batch(inputs, labels, layout, size_constraints)
 
     return (records.batch(batch_size)
             .map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
             .prefetch(tf.data.AUTOTUNE))
+
+
+def fixed_size_constraints(files: Sequence[str], layout: GraphLayout,
+                           batch_size: int) -> SizeConstraints:
+    """Constraints that fit any `batch_size` records of these files, padding included:
+    batch_size times the largest record per set, plus room for the padding
+    (as `sampler.graph_tensor.tight_size_constraints`). Reads every record's sizes."""
+    size_keys = [node_key(n, SIZE_NAME) for n in layout.node_sets]
+    size_keys += [edge_key(n, SIZE_NAME) for n in layout.edge_sets]
+    spec = {key: tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64) for key in size_keys}
+
+    components_key = node_key(READOUT_NODE_SET, SIZE_NAME) + " components"
+
+    def largest(batch):
+        parsed = tf.io.parse_example(batch, spec)
+        result = {key: tf.reduce_max(tf.reduce_sum(parsed[key], axis=1)) for key in size_keys}
+        result[components_key] = tf.reduce_max(
+            parsed[node_key(READOUT_NODE_SET, SIZE_NAME)].row_lengths())
+        return result
+
+    maxima = {key: 0 for key in size_keys + [components_key]}
+    for batch_max in record_dataset(files).batch(4096).map(largest):
+        maxima = {key: max(value, int(batch_max[key])) for key, value in maxima.items()}
+    if not maxima[components_key]:
+        raise SamplesError("padding: the records hold no subgraph")
+    nodes = {n: batch_size * maxima[node_key(n, SIZE_NAME)] + 1 for n in layout.node_sets}
+    edges = {n: batch_size * maxima[edge_key(n, SIZE_NAME)] + (target == READOUT_NODE_SET)
+             for n, (_, target) in layout.edge_sets.items()}
+    components = batch_size * maxima[components_key] + 1
+    return SizeConstraints(components, nodes, edges)

@@ -19,16 +19,19 @@ import math
 from typing import Optional
 
 from sampler.graph_tensor import READOUT_NODE_SET
-from sampler.output.names import ID_FEATURE, READOUT_EDGE_SET
 from sampler.output.folder import SamplesError
+from sampler.output.names import ID_FEATURE, READOUT_EDGE_SET
 from unigraph import graph_schema_pb2 as gs
-from unigraph.schema import dtype_name, feature_shape
+from unigraph.schema import NUMPY_DTYPES, dtype_name, feature_shape
 
-# The output encoding (DESIGN.md section 3), as sampler/assemble.py writes it;
-# repeated here so reading records does not import the Beam-side assembly code.
-_FLOAT_DTYPES = (gs.DT_FLOAT, gs.DT_DOUBLE, gs.DT_HALF, gs.DT_BFLOAT16)
-_INT_DTYPES = (gs.DT_INT64, gs.DT_INT32, gs.DT_INT16, gs.DT_INT8, gs.DT_UINT8, gs.DT_UINT16,
-               gs.DT_UINT32, gs.DT_UINT64, gs.DT_BOOL)
+
+def _value_kind(feature: gs.Feature) -> str:
+    """'f' (float_list), 'i' (int64_list, for ints and bools) or '' (strings, or a dtype
+    the schema checks refuse), from the dtype's numpy kind as the encoder sees it."""
+    dtype = NUMPY_DTYPES.get(feature.dtype)
+    if dtype is None or dtype.kind == "O":
+        return ""
+    return "f" if dtype.kind == "f" else "i"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +95,7 @@ def layout_from_schema(schema: gs.GraphSchema, label: Optional[str] = None) -> G
                     unused.append(f"nodes/{set_name}.{name} ({reason})")
                 continue
             features.append(Feature(name, feature_shape(feature),
-                                    feature.dtype in _FLOAT_DTYPES))
+                                    _value_kind(feature) == "f"))
         node_sets[set_name] = tuple(features)
     for set_name in sorted(schema.edge_sets):
         unused += [f"edges/{set_name}.{n} (edge feature)"
@@ -105,7 +108,7 @@ def layout_from_schema(schema: gs.GraphSchema, label: Optional[str] = None) -> G
 def _why_not_used(name: str, feature: gs.Feature) -> Optional[str]:
     if name == ID_FEATURE or feature.dtype == gs.DT_STRING:
         return "string"
-    if feature.dtype not in _FLOAT_DTYPES + _INT_DTYPES:
+    if not _value_kind(feature):
         return f"dtype {dtype_name(feature.dtype)}"
     if -1 in feature_shape(feature):
         return "ragged"
@@ -118,7 +121,7 @@ def _find_label(schema: gs.GraphSchema, seed_set: str, label: str) -> Label:
         if feature is None:
             continue
         shape = feature_shape(feature)
-        if feature.dtype not in _INT_DTYPES or shape not in ((), (1,)):
+        if _value_kind(feature) != "i" or shape not in ((), (1,)):
             raise SamplesError(
                 f"--label {label}: node set '{set_name}' feature '{label}' is "
                 f"{dtype_name(feature.dtype)} of shape {list(shape)}; a label must be an "
@@ -127,7 +130,7 @@ def _find_label(schema: gs.GraphSchema, seed_set: str, label: str) -> Label:
     candidates = sorted(
         f"{n}" for s in (READOUT_NODE_SET, seed_set)
         for n, f in schema.node_sets[s].features.items()
-        if f.dtype in _INT_DTYPES and feature_shape(f) in ((), (1,)))
+        if _value_kind(f) == "i" and feature_shape(f) in ((), (1,)))
     raise SamplesError(f"--label {label}: no such feature on node set '{READOUT_NODE_SET}' or "
                        f"on the seed node set '{seed_set}' (integer features there: "
                        f"{', '.join(candidates) or 'none'})")

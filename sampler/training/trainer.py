@@ -11,12 +11,11 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf import text_format
 
+from sampler.output.folder import SampleFolder, SamplesError
 from sampler.training.export import export_model
-from sampler.training.input import make_dataset
+from sampler.training.input import fixed_size_constraints, make_dataset
 from sampler.training.layout import GraphLayout, layout_from_schema
 from sampler.training.model import build_model, compile_for_classification, node_features
-from sampler.training.padding import fixed_size_constraints
-from sampler.output.folder import SampleFolder, SamplesError
 
 
 @dataclasses.dataclass(frozen=True)

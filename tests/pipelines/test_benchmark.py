@@ -8,7 +8,8 @@ import time
 import pytest
 
 from pipelines import benchmark, proc_stats
-from sampler.plan.spec import build_plan, load_spec
+from sampler.plan.plan import build_plan
+from sampler.plan.spec import load_spec
 from unigraph.schema import load_schema
 
 MB = 2 ** 20

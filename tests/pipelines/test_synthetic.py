@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from pipelines import synthetic
-from sampler.plan.spec import build_plan, load_spec
+from sampler.plan.plan import build_plan
+from sampler.plan.spec import load_spec
 from unigraph.schema import check_schema, load_schema
 from unigraph.tables import read_set
 from unigraph.tables.layout import seeds_layout

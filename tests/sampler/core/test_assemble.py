@@ -2,12 +2,14 @@
 import numpy as np
 import pytest
 
-from sampler.core.adjacency import build_adjacency
+from sampler.core import assemble
 from sampler.core.assemble import ShardAssembler
-from sampler.core.pieces import EdgePiece, NodeFeatures, Requests, SeedPiece
-from sampler.plan.spec import build_plan, parse_spec_text
-from unigraph.batches import EdgeBatch, row_ids
-from unigraph.schema import parse_schema_text, LoadedSchema
+from sampler.core.pieces import EdgePiece, NodeFeatures, SeedPiece
+from sampler.output.encoder import encode_shard
+from sampler.output.reference import shard_graphs
+from sampler.plan.plan import build_plan
+from sampler.plan.spec import parse_spec_text
+from unigraph.schema import LoadedSchema, parse_schema_text
 
 SCHEMA = """
 node_sets { key: "p" value { features { key: "x" value { dtype: DT_INT64 } }
@@ -58,7 +60,7 @@ def test_seed_first_then_ids_and_each_node_once(assembler):
             # h2 samples edge row 5 again for sample 7: it must appear once.
             edges("pp", [7], ["m"], ["z"], [5])]
     shard, stats = assembler.assemble([seeds], features, hops)
-    graphs = list(shard.graphs())
+    graphs = list(shard_graphs(shard))
     assert [sid for sid, _ in graphs] == [3, 7]  # ascending sample id
     g = dict(graphs)[7]
     assert g.node_sets["p"]["#id"].tolist() == [b"m", b"b", b"z"]
@@ -77,7 +79,7 @@ def test_seed_first_then_ids_and_each_node_once(assembler):
 def test_unreached_sets_are_empty_and_featureless_sets_have_ids(assembler):
     seeds = seeds_of([1], ["s"])
     hops = [edges("pa", [1, 1], ["s", "s"], ["y", "x"], [0, 1])]
-    (sid, g), = list(assembler.assemble([seeds], [p_features(["s"], [5])], hops)[0].graphs())
+    (sid, g), = list(shard_graphs(assembler.assemble([seeds], [p_features(["s"], [5])], hops)[0]))
     assert g.node_sets["a"]["#id"].tolist() == [b"x", b"y"]
     assert g.edge_sets["pa"].adjacency.indices("target").tolist() == [0, 1]
     assert g.edge_sets["pp"].sizes.tolist() == [0]
@@ -89,7 +91,7 @@ def test_dangling_edges_are_dropped_and_counted(assembler):
     # The edge s->gone was sampled, but 'gone' is absent from p's table (no features).
     hops = [edges("pp", [1], ["s"], ["gone"], [3])]
     shard, stats = assembler.assemble([seeds], [p_features(["s"], [5])], hops)
-    (_, g), = list(shard.graphs())
+    (_, g), = list(shard_graphs(shard))
     assert g.node_sets["p"]["#id"].tolist() == [b"s"]
     assert g.edge_sets["pp"].sizes.tolist() == [0]
     assert stats.dangling_edges == {"pp": 1} and stats.nodes_missing == {"p": 1}
@@ -97,44 +99,10 @@ def test_dangling_edges_are_dropped_and_counted(assembler):
 
 def test_no_seeds_gives_nothing(assembler):
     shard, stats = assembler.assemble([], [], [])
-    assert list(shard.graphs()) == [] and list(shard.examples()) == [] and stats.subgraphs == 0
-
-
-def test_adjacency_is_canonical_whatever_the_input_order():
-    rows = row_ids(0, 0, 5)
-    batch = EdgeBatch("e", S("b", "a", "b", "a", "b"), S("y", "z", "x", "y", "x"), rows,
-                      np.arange(5.0), {"f": np.arange(5) * 10})
-    shuffled = [EdgeBatch("e", batch.sources[i], batch.targets[i], batch.rows[i],
-                          batch.weights[i], {"f": batch.features["f"][i]})
-                for i in (np.array([4, 2]), np.array([0, 3, 1]))]
-    a, b = build_adjacency("e", [batch]), build_adjacency("e", shuffled)
-    for adj in (a, b):
-        assert adj.sources.tolist() == [b"a", b"b"]
-        assert adj.row_splits.tolist() == [0, 2, 5]
-        assert adj.targets.tolist() == [b"y", b"z", b"x", b"x", b"y"]
-        assert adj.rows.tolist() == [3, 1, 2, 4, 0]  # x twice: by row
-        assert adj.features["f"].tolist() == [30, 10, 20, 40, 0]
-        assert adj.rows_of(S("b", "c", "a")).tolist() == [1, -1, 0]
-
-
-def test_requests_unique_keeps_one_pair_each():
-    r = Requests.from_ids(np.array([2, 1, 2, 1]), S("x", "y", "x", "x")).unique()
-    assert list(zip(r.samples.tolist(), r.nodes.tolist())) == [(1, b"x"), (1, b"y"), (2, b"x")]
-
-
-def test_requests_concat_and_take_keep_the_pairs():
-    a = Requests.from_ids(np.array([1, 2]), S("b", "a"))
-    b = Requests.from_ids(np.array([3, 4, 5]), S("c", "a", "zz"))
-    both = Requests.concat([a, b])
-    assert both.ids.tolist() == [b"a", b"b", b"c", b"zz"]
-    assert both.nodes.tolist() == [b"b", b"a", b"c", b"a", b"zz"]
-    part = both.take(np.array([4, 1]))
-    assert part.ids.tolist() == [b"a", b"zz"] and part.nodes.tolist() == [b"zz", b"a"]
+    assert list(shard_graphs(shard)) == [] and list(encode_shard(shard)) == [] and stats.subgraphs == 0
 
 
 def test_pair_key_sorts_like_the_triple_both_ways():
-    from sampler.core import assemble
-
     rng = np.random.default_rng(0)
     ranks, sources, targets = (rng.integers(-1, 4, 200) for _ in range(3))
     ranks = np.abs(ranks)

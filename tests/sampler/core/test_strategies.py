@@ -238,16 +238,6 @@ def test_bad_arguments_raise_value_error():
         run(TOP_K, splits, weights[:1], [0], k=1)
 
 
-def test_canonical_adjacency_sorts_by_source_target_row():
-    sources = np.array([b"b", b"a", b"b", b"a", b"b"], dtype="S")
-    targets = np.array([b"x", b"z", b"x", b"y", b"w"], dtype="S")
-    rows = np.array([9, 1, 3, 2, 5], dtype=np.int64)
-    order = st.canonical_adjacency(sources, targets, rows)
-    assert order.tolist() == [3, 1, 4, 2, 0]
-    with pytest.raises(ValueError, match="1-D arrays"):
-        st.canonical_adjacency(sources, targets, rows[:2])
-
-
 # ---------------------------------------------------------------- paths
 
 def test_path_choice_follows_the_row():

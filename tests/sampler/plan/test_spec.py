@@ -4,7 +4,8 @@ import os
 import pytest
 
 from sampler.plan import sampling_spec_pb2 as ss
-from sampler.plan.spec import build_plan, load_spec, parse_spec_text
+from sampler.plan.plan import build_plan
+from sampler.plan.spec import load_spec, parse_spec_text
 from tests.conftest import TESTDATA
 from unigraph.errors import SpecError
 from unigraph.schema import load_schema

@@ -8,10 +8,10 @@ tf = pytest.importorskip("tensorflow")
 from sampler.graph_tensor import (Adjacency, Context, EdgeSet, GraphTensor, NodeSet, add_readout,
                                   encode_example, merge_batch_to_components, pad_to_total_sizes,
                                   tight_size_constraints, to_tensors)
+from sampler.output.folder import SamplesError, open_samples
 from sampler.training import input as training_input
 from sampler.training.layout import Feature, layout_from_schema
-from sampler.training.padding import fixed_size_constraints
-from sampler.output.folder import SamplesError, open_samples
+from sampler.training.tf_padding import pad_batch
 from tests.sampler.training.toy_samples import planted_graphs, write_planted_samples, write_samples
 from unigraph import graph_schema_pb2 as gs
 
@@ -200,14 +200,13 @@ def test_padding_matches_the_numpy_core(tmp_path, toy):
     schema, graphs, records = toy
     files = write_samples(str(tmp_path), schema, records, num_shards=1)
     layout = layout_from_schema(schema, "labels")
-    constraints = fixed_size_constraints(files, layout, batch_size=8)
+    constraints = training_input.fixed_size_constraints(files, layout, batch_size=8)
     assert constraints == tight_size_constraints(graphs, 8)
-    from sampler.training.padding import pad_to_total_sizes as pad_tensors
 
     batch = graphs[:5]  # a short batch: more padding than a full one
     inputs, labels = training_input.split_label(
         training_input.parse_and_merge(tf.constant(records[:5]), layout), layout)
-    padded, padded_labels, weights = pad_tensors(inputs, labels, layout, constraints)
+    padded, padded_labels, weights = pad_batch(inputs, labels, layout, constraints)
     expected_graph, mask = pad_to_total_sizes(merge_batch_to_components(batch), constraints)
     expected = to_tensors(expected_graph)
     for key, value in padded.items():
@@ -222,10 +221,9 @@ def test_padding_matches_the_numpy_core(tmp_path, toy):
 def test_padding_refuses_a_batch_that_does_not_fit(toy):
     schema, graphs, records = toy
     layout = layout_from_schema(schema, "labels")
-    from sampler.training.padding import pad_to_total_sizes as pad_tensors
 
     small = tight_size_constraints(graphs[:1], 1)
     inputs, labels = training_input.split_label(
         training_input.parse_and_merge(tf.constant(records[:3]), layout), layout)
     with pytest.raises(tf.errors.InvalidArgumentError, match="padding"):
-        pad_tensors(inputs, labels, layout, small)
+        pad_batch(inputs, labels, layout, small)

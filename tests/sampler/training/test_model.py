@@ -5,14 +5,13 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from sampler.graph_tensor import encode_example
+from sampler.graph_tensor import encode_example, tight_size_constraints
+from sampler.output.folder import SamplesError
 from sampler.training import input as training_input
 from sampler.training.layout import GraphLayout, layout_from_schema
 from sampler.training.model import (HeteroGNN, SeedMLP, build_model, mean_pool, node_features,
                                     sets_to_update)
-from sampler.training.padding import pad_to_total_sizes
-from sampler.graph_tensor import tight_size_constraints
-from sampler.output.folder import SamplesError
+from sampler.training.tf_padding import pad_batch
 from tests.sampler.training.toy_samples import planted_graphs
 
 
@@ -66,7 +65,7 @@ def test_gnn_ignores_padding(toy):
     logits = model(inputs).numpy()
     assert logits.shape == (6, 3)
     constraints = tight_size_constraints(graphs, 8)
-    padded, _, weights = pad_to_total_sizes(inputs, labels, layout, constraints)
+    padded, _, weights = pad_batch(inputs, labels, layout, constraints)
     padded_logits = model(padded).numpy()
     assert padded_logits.shape == (constraints.total_num_components, 3)
     np.testing.assert_allclose(padded_logits[:6], logits, rtol=1e-5, atol=1e-6)

@@ -1,7 +1,7 @@
 """A small `sample`-shaped output folder with a planted label, built in memory.
 
 For tests and a quick try of `train` without running the Beam pipeline. The
-records follow the output encoding exactly (DESIGN.md section 3): `#id` on
+records follow the output encoding exactly (docs/architecture.md): `#id` on
 every node set, the seed as node 0 of `paper`, `_readout` and `_readout/seed`,
 context `seed_id`; the schema is the sampler's own `sampled_schema`.
 
@@ -18,12 +18,12 @@ import os
 
 import numpy as np
 
-from sampler.plan import sampling_spec_pb2 as ss
 from sampler.graph_tensor import (Adjacency, Context, EdgeSet, GraphTensor, NodeSet,
                                   add_readout, encode_example)
 from sampler.output.files import SCHEMA_FILE, write_records, write_text
 from sampler.output.schema import sampled_schema, schema_text
-from sampler.plan.spec import Plan, PlannedOp
+from sampler.plan import sampling_spec_pb2 as ss
+from sampler.plan.plan import Plan, PlannedOp
 from unigraph import graph_schema_pb2 as gs
 
 FEATURE = "feat"

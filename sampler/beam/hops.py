@@ -1,0 +1,61 @@
+"""Stage: one sampling op, Hop/<op>.
+
+    Hop/<op>/Join:   (bucket, Requests) ⋈ (bucket, AdjacencyBucket) of the op's edge set
+    Hop/<op>/Sample: core.hop.hop_bucket on every joined bucket
+    -> edges:   (shard, EdgePiece)   to the assembly
+       reached: (bucket, Requests)   to later ops and the feature lookup (only if needed)
+       stats:   RunStats             edges sampled by the op
+"""
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from sampler.beam.report import METRICS_NAMESPACE, STATS
+from sampler.core.hop import hop_bucket
+from sampler.core.pieces import Requests
+from sampler.job.progress import Progress
+from sampler.plan.plan import PlannedOp
+
+
+class _SampleBuckets(beam.DoFn):
+    def __init__(self, op: PlannedOp, seed: int, num_shards: int, node_buckets: int,
+                 emit_reached: bool):
+        self.op, self.seed, self.emit_reached = op, seed, emit_reached
+        self.num_shards, self.node_buckets = num_shards, node_buckets
+        self.sampled = Metrics.counter(METRICS_NAMESPACE, f"edges_sampled/{op.name}")
+
+    def setup(self):
+        self.progress = Progress(f"Hop/{self.op.name}")
+
+    def process(self, element):
+        _, grouped = element
+        requests = Requests.concat(list(grouped["requests"]))
+        adjacency = list(grouped["adjacency"])
+        if len(requests) == 0 or not adjacency:
+            return
+        out = hop_bucket(adjacency[0], requests, self.op, self.seed, num_shards=self.num_shards,
+                         node_buckets=self.node_buckets, emit_reached=self.emit_reached)
+        sampled = out.stats.edges_sampled_per_op[self.op.name]
+        self.sampled.inc(sampled)
+        self.progress.add(buckets=1, requests=len(requests), edges=sampled)
+        yield beam.pvalue.TaggedOutput(STATS, out.stats)
+        for shard_piece in out.edges_by_shard:
+            yield beam.pvalue.TaggedOutput("edges", shard_piece)
+        yield from out.reached_by_bucket
+
+
+class SampleHop(beam.PTransform):
+    """{"requests": (bucket, Requests), "adjacency": (bucket, AdjacencyBucket)}
+    -> {"edges", "reached", "stats"} (see the module docstring)."""
+
+    def __init__(self, op: PlannedOp, seed: int, num_shards: int, node_buckets: int,
+                 emit_reached: bool):
+        super().__init__()
+        self.sample = _SampleBuckets(op, seed, num_shards, node_buckets, emit_reached)
+
+    def expand(self, inputs):
+        out = ({"adjacency": inputs["adjacency"], "requests": inputs["requests"]}
+               | "Join" >> beam.CoGroupByKey()
+               | "Sample" >> beam.ParDo(self.sample).with_outputs(STATS, "edges", main="reached"))
+        return {"edges": out.edges, "reached": out.reached, "stats": out[STATS]}

@@ -1,0 +1,47 @@
+"""Stage: the features of the nodes the samples reached, Nodes/<set>.
+
+    Nodes/<set>/Join:   (bucket, Requests) ⋈ (bucket, NodeTableBucket)
+    Nodes/<set>/Lookup: core.node_table.features_by_shard
+    -> (shard, NodeFeatures): each node's features once per output shard that needs them
+"""
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from sampler.beam.report import METRICS_NAMESPACE
+from sampler.core.node_table import features_by_shard, ids_only_table
+from sampler.core.pieces import Requests
+
+
+class _Lookup(beam.DoFn):
+    def __init__(self, node_set: str, num_shards: int):
+        self.node_set, self.num_shards = node_set, num_shards
+        self.missing = Metrics.counter(METRICS_NAMESPACE, f"nodes_missing/{node_set}")
+
+    def process(self, element):
+        _, grouped = element
+        requests = Requests.concat(list(grouped["requests"]))
+        if len(requests) == 0:
+            return
+        tables = list(grouped["table"])
+        table = tables[0] if tables else ids_only_table(self.node_set, [])
+        shard_features, absent = features_by_shard(table, requests, self.num_shards)
+        if len(absent):
+            # Counted in the report by the assembly (nodes_missing_from_tables).
+            self.missing.inc(len(absent))
+        yield from shard_features
+
+
+class LookupNodes(beam.PTransform):
+    """{"requests": (bucket, Requests), "table": (bucket, NodeTableBucket)}
+    -> (shard, NodeFeatures)."""
+
+    def __init__(self, node_set: str, num_shards: int):
+        super().__init__()
+        self.lookup = _Lookup(node_set, num_shards)
+
+    def expand(self, inputs):
+        return ({"table": inputs["table"], "requests": inputs["requests"]}
+                | "Join" >> beam.CoGroupByKey()
+                | "Lookup" >> beam.ParDo(self.lookup))

@@ -1,0 +1,61 @@
+"""Stage: seeds ⋈ the seed node set, the start of every sample.
+
+    Seeds/Split: seed batches -> (bucket, Requests)           (core.seeds.seed_requests)
+    Seeds/Join:  ⋈ (bucket, NodeTableBucket) of the seed set  (core.seeds.join_seeds)
+    -> found:    (bucket, Requests)       the first hops' input
+       seeds:    (shard, SeedPiece)       to the assembly
+       features: (shard, NodeFeatures)    the seeds' own features, to the assembly
+       stats:    RunStats                 seeds read, missing seeds listed
+"""
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from sampler.beam.report import METRICS_NAMESPACE, STATS
+from sampler.core.node_table import ids_only_table
+from sampler.core.pieces import Requests
+from sampler.core.seeds import join_seeds, seed_requests
+
+
+class _JoinSeeds(beam.DoFn):
+    def __init__(self, seed_set: str, num_shards: int):
+        self.seed_set, self.num_shards = seed_set, num_shards
+        self.read = Metrics.counter(METRICS_NAMESPACE, "seeds_read")
+        self.missing = Metrics.counter(METRICS_NAMESPACE, "seeds_missing")
+
+    def process(self, element):
+        bucket, grouped = element
+        requests = Requests.concat(list(grouped["requests"]))
+        if len(requests) == 0:
+            return
+        tables = list(grouped["table"])
+        table = tables[0] if tables else ids_only_table(self.seed_set, [])
+        join = join_seeds(table, requests, self.num_shards)
+        self.read.inc(join.stats.seeds_read)
+        self.missing.inc(join.stats.seeds_missing)
+        yield beam.pvalue.TaggedOutput(STATS, join.stats)
+        if len(join.found):
+            yield bucket, join.found
+        for shard_piece in join.seeds_by_shard:
+            yield beam.pvalue.TaggedOutput("seeds", shard_piece)
+        for shard_features in join.features_by_shard:
+            yield beam.pvalue.TaggedOutput("features", shard_features)
+
+
+class JoinSeeds(beam.PTransform):
+    """{"table": (bucket, NodeTableBucket) of the seed set, "seeds": SeedBatch}
+    -> {"found", "seeds", "features", "stats"} (see the module docstring)."""
+
+    def __init__(self, seed_set: str, num_shards: int, node_buckets: int):
+        super().__init__()
+        self.seed_set, self.num_shards, self.node_buckets = seed_set, num_shards, node_buckets
+
+    def expand(self, inputs):
+        requests = inputs["seeds"] | "Split" >> beam.FlatMap(seed_requests, self.node_buckets)
+        joined = ({"table": inputs["table"], "requests": requests}
+                  | "Join" >> beam.CoGroupByKey()
+                  | "Check" >> beam.ParDo(_JoinSeeds(self.seed_set, self.num_shards))
+                  .with_outputs(STATS, "seeds", "features", main="found"))
+        return {"found": joined.found, "seeds": joined.seeds, "features": joined.features,
+                "stats": joined[STATS]}

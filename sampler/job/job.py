@@ -1,0 +1,39 @@
+"""A sampling job: everything a run needs, fixed before any engine starts.
+
+The job is engine-neutral: the Beam pipeline and the in-memory engine take the
+same SamplingJob, and the output is a function of it alone (never of the engine,
+runner or worker count). Its sizes (node buckets, output shards) only change how
+the work is cut, not what is written, except that the shard count decides which
+file a subgraph lands in.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from sampler.output.files import OutputSpec
+from sampler.plan.plan import Plan
+from unigraph import paths
+from unigraph.schema import LoadedSchema, table_files
+
+DEFAULT_SHARDS = 4
+MIN_NODE_BUCKETS, MAX_NODE_BUCKETS = 4, 4096
+BYTES_PER_NODE_BUCKET = 32 << 20  # edge table bytes per bucket: heavy, bounded elements
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingJob:
+    loaded: LoadedSchema
+    plan: Plan
+    seeds_path: str | None  # None: every node of the seed node set is a seed
+    output: OutputSpec
+    num_shards: int
+    node_buckets: int
+    seed: int
+    stats_path: str  # where the engine leaves the merged RunStats (JSON) for the driver
+
+
+def choose_node_buckets(loaded: LoadedSchema, plan: Plan) -> int:
+    """More buckets for bigger graphs, so each join element stays a few tens of MB."""
+    total = sum(paths.size(path) for name in plan.edge_sets()
+                for path in table_files(loaded, "edges", name))
+    return max(MIN_NODE_BUCKETS, min(MAX_NODE_BUCKETS, total // BYTES_PER_NODE_BUCKET))

@@ -1,0 +1,63 @@
+"""sampler.core.hop: one op on one bucket, and the cut of its result for later stages."""
+import numpy as np
+
+from sampler.core.adjacency import build_adjacency
+from sampler.core.buckets import node_buckets, sample_buckets
+from sampler.core.hop import hop_bucket, sample_hop
+from sampler.core.pieces import Requests
+from sampler.plan import sampling_spec_pb2 as ss
+from sampler.plan.plan import PlannedOp
+from unigraph.batches import EdgeBatch, row_ids
+
+
+def S(*ids):
+    return np.array(ids, dtype="S")
+
+
+ADJACENCY = build_adjacency("e", [EdgeBatch(
+    "e", S("a", "a", "a", "b", "b"), S("x", "y", "z", "x", "w"), row_ids(0, 0, 5),
+    np.array([1.0, 3.0, 2.0, 5.0, 4.0]), {"f": np.arange(5)})])
+
+
+def op(strategy, k):
+    return PlannedOp("op", ("seed",), "e", "n", "n", k, strategy)
+
+
+def test_top_k_per_request_once_per_sample_node_pair():
+    # Sample 1 reaches "a" twice (two input ops): it is sampled once. "c" has no edges.
+    requests = Requests.from_ids(np.array([1, 1, 2, 2]), S("a", "a", "b", "c"))
+    edges = sample_hop(ADJACENCY, requests, op(ss.TOP_K, 2), seed=0)
+    got = sorted(zip(edges.samples.tolist(), edges.sources.tolist(), edges.targets.tolist(),
+                     edges.features["f"].tolist()))
+    assert got == [(1, b"a", b"y", 1), (1, b"a", b"z", 2), (2, b"b", b"w", 4),
+                   (2, b"b", b"x", 3)]
+
+
+def test_random_draws_depend_on_the_request_not_its_batch():
+    alone = sample_hop(ADJACENCY, Requests.from_ids(np.array([7]), S("a")),
+                       op(ss.RANDOM_UNIFORM, 2), seed=3)
+    batched = sample_hop(ADJACENCY, Requests.from_ids(np.array([9, 7, 8]), S("b", "a", "a")),
+                         op(ss.RANDOM_UNIFORM, 2), seed=3)
+    mine = batched.samples == 7
+    assert batched.targets[mine].tolist() == alone.targets.tolist()
+
+
+def test_hop_bucket_cuts_edges_by_shard_and_reached_nodes_by_bucket():
+    requests = Requests.from_ids(np.array([1, 2, 3]), S("a", "b", "a"))
+    out = hop_bucket(ADJACENCY, requests, op(ss.TOP_K, 2), 0, num_shards=2, node_buckets=3,
+                     emit_reached=True)
+    assert out.stats.edges_sampled_per_op == {"op": 6}
+    assert sum(len(p) for _, p in out.edges_by_shard) == 6
+    for shard, piece in out.edges_by_shard:
+        assert set(sample_buckets(piece.samples, 2).tolist()) == {shard}
+    reached = sorted((int(s), n) for _, r in out.reached_by_bucket
+                     for s, n in zip(r.samples, r.nodes))
+    assert reached == [(1, b"y"), (1, b"z"), (2, b"w"), (2, b"x"), (3, b"y"), (3, b"z")]
+    for bucket, r in out.reached_by_bucket:
+        assert set(node_buckets(r.nodes, 3).tolist()) == {bucket}
+    quiet = hop_bucket(ADJACENCY, requests, op(ss.TOP_K, 2), 0, num_shards=2, node_buckets=3,
+                       emit_reached=False)
+    assert quiet.reached_by_bucket == []
+    none = hop_bucket(ADJACENCY, Requests.from_ids(np.array([1]), S("q")), op(ss.TOP_K, 2), 0,
+                      num_shards=2, node_buckets=3, emit_reached=True)
+    assert none.edges_by_shard == [] and none.stats.edges_sampled_per_op == {"op": 0}
