@@ -23,8 +23,17 @@ from sampler.plan.plan import PlannedOp
 from unigraph.ragged import take
 
 
+@dataclasses.dataclass(eq=False)
+class Draws:
+    """What one op sampled on one bucket."""
+
+    edges: EdgePiece
+    draws: int      # distinct (sample, node) requests, each one draw of up to k edges
+    at_cap: int     # draws that returned sample_size edges (the node had at least that many)
+
+
 def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
-               seed: int) -> EdgePiece:
+               seed: int) -> Draws:
     """The edges `op` samples for every (sample, node) request."""
     requests = requests.unique()
     rows = adjacency.rows_of(requests.ids)[requests.codes]  # the CSR row of every request
@@ -41,12 +50,14 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
     sample_ids, sample_codes = np.unique(samples[query_index], return_inverse=True)
     source_ids, source_codes = prune(adjacency.sources, rows[query_index])
     target_ids, target_codes = prune(adjacency.target_ids, adjacency.target_codes[edge_position])
-    return EdgePiece(
+    edges = EdgePiece(
         edge_set=op.edge_set, sample_codes=sample_codes.astype(np.int32),
         source_codes=source_codes, target_codes=target_codes,
         positions=edge_position.astype(np.int32), sample_ids=sample_ids.astype(np.int64),
         source_ids=source_ids, target_ids=target_ids,
         features={k: take(v, edge_position) for k, v in adjacency.features.items()})
+    per_draw = np.bincount(query_index, minlength=len(rows))
+    return Draws(edges, len(requests), int((per_draw >= op.sample_size).sum()))
 
 
 @dataclasses.dataclass(eq=False)
@@ -60,8 +71,11 @@ def hop_bucket(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp, se
                num_shards: int, node_buckets: int, emit_reached: bool) -> HopOutput:
     """`op` on one bucket: sampled edges by output shard, and (with `emit_reached`) the
     targets they reach as the next requests, by node bucket."""
-    edges = sample_hop(adjacency, requests, op, seed)
-    stats = RunStats(edges_sampled_per_op={op.name: len(edges)})
+    drawn = sample_hop(adjacency, requests, op, seed)
+    edges = drawn.edges
+    stats = RunStats(edges_sampled_per_op={op.name: len(edges)},
+                     draws_per_op={op.name: drawn.draws},
+                     draws_at_cap_per_op={op.name: drawn.at_cap})
     if not len(edges):
         return HopOutput([], [], stats)
     reached = list(split_requests(Requests(edges.samples, edges.target_codes, edges.target_ids),

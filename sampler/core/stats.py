@@ -50,6 +50,10 @@ class RunStats:
     nodes_per_subgraph: dict[str, Distribution] = dataclasses.field(default_factory=dict)
     edges_per_subgraph: dict[str, Distribution] = dataclasses.field(default_factory=dict)
     edges_sampled_per_op: dict[str, int] = dataclasses.field(default_factory=dict)
+    # (sample, node) draws per op, and those that returned sample_size edges: how often
+    # the cap bit (sample-stats shows the rate).
+    draws_per_op: dict[str, int] = dataclasses.field(default_factory=dict)
+    draws_at_cap_per_op: dict[str, int] = dataclasses.field(default_factory=dict)
     dangling_edges_dropped: dict[str, int] = dataclasses.field(default_factory=dict)
     nodes_missing_from_tables: dict[str, int] = dataclasses.field(default_factory=dict)
     bytes_written: int = 0
@@ -65,6 +69,8 @@ class RunStats:
             for key, dist in theirs.items():
                 mine.setdefault(key, Distribution()).merge(dist)
         for mine, theirs in ((self.edges_sampled_per_op, other.edges_sampled_per_op),
+                             (self.draws_per_op, other.draws_per_op),
+                             (self.draws_at_cap_per_op, other.draws_at_cap_per_op),
                              (self.dangling_edges_dropped, other.dangling_edges_dropped),
                              (self.nodes_missing_from_tables, other.nodes_missing_from_tables)):
             for key, count in theirs.items():
@@ -81,6 +87,8 @@ class RunStats:
             "nodes_per_subgraph": {k: v.as_dict() for k, v in sorted(self.nodes_per_subgraph.items())},
             "edges_per_subgraph": {k: v.as_dict() for k, v in sorted(self.edges_per_subgraph.items())},
             "edges_sampled_per_op": dict(self.edges_sampled_per_op),
+            "draws_per_op": dict(self.draws_per_op),
+            "draws_at_cap_per_op": dict(self.draws_at_cap_per_op),
             "dangling_edges_dropped": dict(sorted(self.dangling_edges_dropped.items())),
             "nodes_missing_from_tables": dict(sorted(self.nodes_missing_from_tables.items())),
             "bytes_written": self.bytes_written,

@@ -28,7 +28,10 @@ def format_report(report: dict) -> str:
             lines.append(f"{title} '{name}' per subgraph: min {d['min']}, mean {d['mean']}, "
                          f"max {d['max']}")
     for op, count in report["edges_sampled_per_op"].items():
-        lines.append(f"op '{op}': {count} edges sampled")
+        draws = report.get("draws_per_op", {}).get(op, 0)
+        at_cap = report.get("draws_at_cap_per_op", {}).get(op, 0)
+        capped = f", {at_cap / draws:.0%} of {draws} draws hit sample_size" if draws else ""
+        lines.append(f"op '{op}': {count} edges sampled{capped}")
     for name, count in report["dangling_edges_dropped"].items():
         lines.append(f"edge set '{name}': {count} sampled edges dropped: an endpoint is absent "
                      f"from its node table")

@@ -26,18 +26,23 @@ def op(strategy, k):
 def test_top_k_per_request_once_per_sample_node_pair():
     # Sample 1 reaches "a" twice (two input ops): it is sampled once. "c" has no edges.
     requests = Requests.from_ids(np.array([1, 1, 2, 2]), S("a", "a", "b", "c"))
-    edges = sample_hop(ADJACENCY, requests, op(ss.TOP_K, 2), seed=0)
+    drawn = sample_hop(ADJACENCY, requests, op(ss.TOP_K, 2), seed=0)
+    edges = drawn.edges
     got = sorted(zip(edges.samples.tolist(), edges.sources.tolist(), edges.targets.tolist(),
                      edges.features["f"].tolist()))
     assert got == [(1, b"a", b"y", 1), (1, b"a", b"z", 2), (2, b"b", b"w", 4),
                    (2, b"b", b"x", 3)]
+    # Three draws ((1, a), (2, b), (2, c)); a and b had at least k=2 edges, c none.
+    assert (drawn.draws, drawn.at_cap) == (3, 2)
+    wide = sample_hop(ADJACENCY, requests, op(ss.TOP_K, 3), seed=0)
+    assert (wide.draws, wide.at_cap) == (3, 1)  # only a has 3 edges
 
 
 def test_random_draws_depend_on_the_request_not_its_batch():
     alone = sample_hop(ADJACENCY, Requests.from_ids(np.array([7]), S("a")),
-                       op(ss.RANDOM_UNIFORM, 2), seed=3)
+                       op(ss.RANDOM_UNIFORM, 2), seed=3).edges
     batched = sample_hop(ADJACENCY, Requests.from_ids(np.array([9, 7, 8]), S("b", "a", "a")),
-                         op(ss.RANDOM_UNIFORM, 2), seed=3)
+                         op(ss.RANDOM_UNIFORM, 2), seed=3).edges
     mine = batched.samples == 7
     assert batched.targets[mine].tolist() == alone.targets.tolist()
 
@@ -47,6 +52,7 @@ def test_hop_bucket_cuts_edges_by_shard_and_reached_nodes_by_bucket():
     out = hop_bucket(ADJACENCY, requests, op(ss.TOP_K, 2), 0, num_shards=2, node_buckets=3,
                      emit_reached=True)
     assert out.stats.edges_sampled_per_op == {"op": 6}
+    assert out.stats.draws_per_op == {"op": 3} and out.stats.draws_at_cap_per_op == {"op": 3}
     assert sum(len(p) for _, p in out.edges_by_shard) == 6
     for shard, piece in out.edges_by_shard:
         assert set(sample_buckets(piece.samples, 2).tolist()) == {shard}
