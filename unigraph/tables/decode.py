@@ -303,16 +303,19 @@ def feature_from_text(spec: FeatureSpec, column, locate: Locate, name: str) -> F
 def feature_from_arrow(spec: FeatureSpec, column, locate: Locate, name: str) -> FeatureValues:
     """A native Arrow column (Parquet): scalars, or (fixed-size) lists nested per dimension.
 
-    A multi-dimensional feature may also be one flat list per row.
+    A multi-dimensional feature may also be one flat list per row. Where a feature
+    holds exactly one value per item, both spellings work, as they do in CSV and
+    TFRecord: a scalar column for shape [1] (OGBN-MAG's `labels`), and a list
+    column of one value per row for a scalar.
     """
     column = _contiguous(column)
     _check_no_nulls(column, locate, name)
     depth = list_depth(column.type)
-    if not spec.shape:
-        if depth:
-            raise TableError(f"{locate(0)}: column '{name}' has type {column.type}, "
-                             f"expected a scalar {spec.dtype_name}")
-        return cast_values(column, spec, locate, name)
+    if depth == 0 and all(size == 1 for size in spec.shape):
+        values = cast_values(column, spec, locate, name)
+        if not spec.shape:
+            return values
+        return from_flat(spec, np.ones(len(column), np.int64), values, locate, name)
     if depth == len(spec.shape):
         levels, current = [], column
         for k in range(depth):
