@@ -53,8 +53,8 @@ def join_seeds(table: NodeTableBucket, requests: Requests, num_shards: int) -> S
     found = (table.positions_of(requests.ids) >= 0)[requests.codes]
     absent = requests.nodes[~found]
     stats = RunStats(seeds_read=len(requests), seeds_missing=len(absent),
-                     missing_seed_ids=sorted(i.decode(errors="replace")
-                                             for i in absent[:MAX_LISTED_IDS]))
+                     missing_seed_ids=[i.decode(errors="replace")
+                                       for i in np.unique(absent)[:MAX_LISTED_IDS].tolist()])
     seeds = requests.take(np.flatnonzero(found))
     if not len(seeds):
         return SeedJoin(seeds, [], [], stats)
