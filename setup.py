@@ -22,6 +22,7 @@ setup(
         "google-cloud-storage>=2.16,<4",
         "google-crc32c>=1.5",
         "numpy>=1.26,<3",
+        "tqdm>=4.60",
     ],
     extras_require={
         "test": [
