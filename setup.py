@@ -22,6 +22,9 @@ setup(
         "google-cloud-storage>=2.16,<4",
         "google-crc32c>=1.5",
         "numpy>=1.26,<3",
+        # sample-stats: figures of its HTML report, and DataFrames for notebooks.
+        "matplotlib>=3.7,<4",
+        "pandas>=2.0,<4",
     ],
     extras_require={
         "test": [
@@ -41,6 +44,7 @@ setup(
             "sample=pipelines.sample:main",
             "sample-check=pipelines.sample_check:main",
             "sample-inspect=pipelines.inspect_output:main",
+            "sample-stats=pipelines.sample_stats:main",
             "unigraph-convert=pipelines.convert:main",
             "synthetic-graph=pipelines.synthetic:main",
             "benchmark=pipelines.benchmark:main",
