@@ -263,6 +263,7 @@ class Tally:
     nodes: list = dataclasses.field(default_factory=list)         # int64 [records, sets]
     edges: list = dataclasses.field(default_factory=list)
     seed_ids: list | None = None     # 'S' arrays per chunk, when asked for
+    records_per_file: list = dataclasses.field(default_factory=list)
     empty: int = 0                   # no node in any non-auxiliary node set
     seed_only: int = 0               # nodes, but no edge in any non-auxiliary edge set
     seed_only_ids: list = dataclasses.field(default_factory=list)
@@ -274,6 +275,7 @@ class Tally:
 
     def merge(self, other: "Tally") -> "Tally":
         self.records += other.records
+        self.records_per_file += other.records_per_file
         self.record_bytes += other.record_bytes
         self.nodes += other.nodes
         self.edges += other.edges
@@ -361,6 +363,7 @@ def summarize_shard(path: str, layout: Layout, keep_seed_ids: bool = False) -> T
     except SamplerError as e:
         where = f"records {decoding[0]}-{decoding[1]}" if decoding else f"record {index}"
         raise SamplesError(f"{path}: {where}: {one_line(e)}") from None
+    tally.records_per_file = [tally.records]
     tally.compact()
     return tally
 
