@@ -33,6 +33,11 @@ def histogram_png(title: str, xlabel: str, series: list[tuple[str, np.ndarray]],
     """One histogram of per-record values, one outline per (label, values) series.
 
     `scale` divides the values for display (e.g. 1000 for kB)."""
+    return to_png(histogram_figure(title, xlabel, series, integer=integer, scale=scale))
+
+
+def histogram_figure(title: str, xlabel: str, series: list[tuple[str, np.ndarray]],
+                     *, integer: bool = True, scale: float = 1.0) -> Figure:
     arrays = [np.asarray(v, dtype=np.float64) / scale for _, v in series]
     figure = Figure(figsize=(5.6, 3.4), dpi=100)
     axes = figure.add_subplot()
@@ -93,6 +98,10 @@ def cap_rate_png(title: str, series: list[tuple[str, dict]]) -> bytes:
     """Horizontal bars: the share of draws that hit sample_size, per op, per run.
 
     series: (label, {op: {"draws", "draws_at_cap", "cap_hit_rate"}}) pairs."""
+    return to_png(cap_rate_figure(title, series))
+
+
+def cap_rate_figure(title: str, series: list[tuple[str, dict]]) -> Figure:
     ops: list[str] = []
     for _, per_op in series:
         ops += [op for op in per_op if op not in ops]
@@ -119,13 +128,17 @@ def cap_rate_png(title: str, series: list[tuple[str, dict]]) -> bytes:
     return _finish(figure, axes, title, "draws that returned sample_size edges (%)", "op")
 
 
-def _finish(figure: Figure, axes, title: str, xlabel: str, ylabel: str) -> bytes:
+def _finish(figure: Figure, axes, title: str, xlabel: str, ylabel: str) -> Figure:
     axes.set_title(title, fontsize=10)
     axes.set_xlabel(xlabel, fontsize=8)
     axes.set_ylabel(ylabel, fontsize=8)
     axes.tick_params(labelsize=7)
     axes.grid(alpha=0.3)
     figure.tight_layout()
+    return figure
+
+
+def to_png(figure: Figure) -> bytes:
     buffer = io.BytesIO()
     FigureCanvasAgg(figure).print_png(buffer)
     return buffer.getvalue()

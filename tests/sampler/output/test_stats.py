@@ -11,28 +11,16 @@ from sampler.output import stats as stats_module
 from sampler.output.folder import SamplesError
 from sampler.output.sketches import ALPHA
 from sampler.output.stats import Layout, count_quantiles, folder_stats, sample_stats
-from tests.conftest import REPO_ROOT, TESTDATA
-from tests.pipelines.sampled_output import MIXED_SPEC, read_records, run_sample
+from tests.pipelines.sampled_output import read_records
 from unigraph import tfrecord
 from unigraph.ragged import Ragged
 from unigraph.schema import load_schema
 
-DEMO = os.path.join(REPO_ROOT, "examples", "mag_tiny")
-TOPK = os.path.join(TESTDATA, "topk")
-MIXED = os.path.join(TESTDATA, "unigraph", "mixed")
 
 
 @pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("stats")
-    (tmp / "mixed_spec.pbtxt").write_text(MIXED_SPEC)
-    return {
-        "demo": run_sample(tmp / "demo", DEMO, os.path.join(DEMO, "sampling_spec.pbtxt"),
-                           "--seeds", os.path.join(DEMO, "seeds.csv")),
-        "topk": run_sample(tmp / "topk", TOPK, os.path.join(TOPK, "sampling_spec.pbtxt"),
-                           "--seeds", os.path.join(TOPK, "seeds.csv")),
-        "mixed": run_sample(tmp / "mixed", MIXED, tmp / "mixed_spec.pbtxt"),
-    }
+def outputs(sampled_outputs):
+    return sampled_outputs
 
 
 def decoded(folder):
