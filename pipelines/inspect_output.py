@@ -89,7 +89,8 @@ def _row(field, i: int):
 
 def _describe(field) -> str:
     if isinstance(field, Ragged):
-        return f"ragged {field.flat_values.dtype}"
+        dtype = field.flat_values.dtype
+        return f"ragged {'string' if dtype.kind == 'O' else dtype}"
     dtype = "string" if field.dtype.kind == "O" else str(field.dtype)
     return f"{dtype}{list(field.shape[1:]) if field.ndim > 1 else ''}"
 
