@@ -121,8 +121,9 @@ def _ids(graph: GraphTensor, node_set: str) -> list[str]:
 
 def format_text(graph: GraphTensor, where: str, max_items: int | None) -> str:
     """Every set of the subgraph: nodes with ids and features, edges as id -> id lines."""
-    context = "; ".join(f"{name} {_item_text(_row(field, 0)) if len(field) == 1 else _item_text(list(field))}"
-                        for name, field in sorted(graph.context.features.items()))
+    context = "; ".join(
+        f"{name} {_item_text(_row(field, 0) if len(field) == 1 else list(field))}"
+        for name, field in sorted(graph.context.features.items()))
     lines = [f"{where}", f"context: {context or '-'}"]
     seeds = seeds_of(graph)
 
@@ -196,7 +197,8 @@ def to_json(graph: GraphTensor, path: str, index: int) -> dict:
         adjacency = edge_set.adjacency
         source, target = adjacency.node_set_name("source"), adjacency.node_set_name("target")
         source_ids, target_ids = _ids(graph, source), _ids(graph, target)
-        sources, targets = adjacency.indices("source").tolist(), adjacency.indices("target").tolist()
+        sources = adjacency.indices("source").tolist()
+        targets = adjacency.indices("target").tolist()
         result["edge_sets"][name] = {
             "source": source, "target": target, "size": edge_set.total_size,
             "edges": [[source_ids[s], target_ids[t]] for s, t in zip(sources, targets)],

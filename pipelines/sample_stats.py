@@ -13,9 +13,12 @@ parallel worker processes), and writes:
                row lengths
   index.html   the same as tables, with histograms; self-contained (figures are
                inlined PNGs), opens from disk
-and prints a short summary. From Python: sampler.output.stats.sample_stats(folder)
-returns the numbers as a dict, sampler.output.stats_frame the per-record counts and
-per-set quantiles as pandas DataFrames.
+and prints a short summary. With two folders, stats.json is {"runs": {"A": ...,
+"B": ...}} and the HTML shows a row per run and overlaid histograms.
+
+From Python: sampler.output.stats.sample_stats(folder) returns the numbers as a
+dict; sampler.output.stats_frame gives per-record counts, per-set quantiles and
+per-feature summaries as pandas DataFrames.
 """
 from __future__ import annotations
 

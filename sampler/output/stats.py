@@ -38,7 +38,7 @@ from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
 from sampler.output.files import REPORT_FILE
 from sampler.output.folder import SampleFolder, SamplesError, iter_records, open_samples
-from sampler.output.names import ID_FEATURE, READOUT_EDGE_SET, SEED_ID_FEATURE
+from sampler.output.names import READOUT_EDGE_SET, SEED_ID_FEATURE
 from sampler.output.sketches import (ALPHA, CAPACITY, DISTINCT_K, QUANTILE_NAMES, QUANTILES,
                                      DistinctCount, LogHistogram, Moments, TopValues)
 from unigraph import graph_schema_pb2 as gs
@@ -260,7 +260,7 @@ class Tally:
     records: int = 0
     # One entry per record, in file order.
     record_bytes: list = dataclasses.field(default_factory=list)  # int64 arrays per chunk
-    nodes: list = dataclasses.field(default_factory=list)         # int64 [records, sets]
+    nodes: list = dataclasses.field(default_factory=list)         # int32 [records, sets]
     edges: list = dataclasses.field(default_factory=list)
     seed_ids: list | None = None     # 'S' arrays per chunk, when asked for
     records_per_file: list = dataclasses.field(default_factory=list)
@@ -322,8 +322,9 @@ def summarize_shard(path: str, layout: Layout, keep_seed_ids: bool = False) -> T
     def flush(chunk: _Chunk, sizes: list, nodes: list, edges: list, seed_ids: list) -> None:
         if not sizes:
             return
-        node_counts = np.array(nodes, np.int64).reshape(len(sizes), len(node_size_keys))
-        edge_counts = np.array(edges, np.int64).reshape(len(sizes), len(edge_size_keys))
+        # int32: a record (at most 2 GB) cannot hold 2**31 nodes; 4 bytes per set and record
+        node_counts = np.array(nodes, np.int32).reshape(len(sizes), len(node_size_keys))
+        edge_counts = np.array(edges, np.int32).reshape(len(sizes), len(edge_size_keys))
         tally.records += len(sizes)
         tally.record_bytes.append(np.array(sizes, np.int64))
         tally.nodes.append(node_counts)
@@ -337,7 +338,7 @@ def summarize_shard(path: str, layout: Layout, keep_seed_ids: bool = False) -> T
         for row in np.flatnonzero(seed_only)[:LISTED_SEEDS - len(tally.seed_only_ids)]:
             tally.seed_only_ids.append(_text(seed_ids[row]) if seed_ids[row] is not None
                                        else "?")
-        _decode_chunk(chunk, layout, tally, path)
+        _decode_chunk(chunk, layout, tally)
 
     chunk, sizes, nodes, edges, seed_ids = _Chunk(layout), [], [], [], []
     index, chunk_bytes, decoding = -1, 0, None
@@ -429,14 +430,12 @@ def _gather_one(record: bytes, span, key: str, kind: str, payloads: list, odd: l
         odd.append((kind, values))
 
 
-def _decode_chunk(chunk: _Chunk, layout: Layout, tally: Tally, path: str) -> None:
+def _decode_chunk(chunk: _Chunk, layout: Layout, tally: Tally) -> None:
     for ref in layout.features:
         summary = tally.features[ref.key]
-        values = _decode_joined(_wire_kind(ref), chunk.payloads[ref.key], chunk.odd[ref.key], ref.key)
-        if ref.is_string:
-            summary.values.add(values)
-        else:
-            summary.values.add(_as_declared(values, ref))
+        # Integer features of every dtype are int64 on the wire, bools 0 and 1.
+        summary.values.add(_decode_joined(_wire_kind(ref), chunk.payloads[ref.key],
+                                          chunk.odd[ref.key], ref.key))
         for dimension in ref.ragged_dimensions:
             lengths = _decode_joined(wire.INT64, chunk.lengths[(ref.key, dimension)],
                                      chunk.odd_lengths[(ref.key, dimension)],
@@ -465,14 +464,6 @@ def _decode_joined(kind: str, payloads: list, odd: list, key: str):
         if others else values
 
 
-def _as_declared(values: np.ndarray, ref: FeatureRef) -> np.ndarray:
-    """int64 wire values as the schema's dtype reads them (bool 0/1, uint64 bit patterns)."""
-    dtype = np.dtype(ref.dtype)
-    if dtype == np.uint64:
-        return values.view(np.uint64).astype(np.float64)
-    return values
-
-
 # --- a folder ------------------------------------------------------------------
 
 @dataclasses.dataclass
@@ -495,11 +486,11 @@ class FolderStats:
     def nodes(self, name: str) -> np.ndarray:
         """Nodes of node set `name` in every record, in file order."""
         column = self.layout.node_sets.index(name)
-        return _joined(self.tally.nodes, np.int64, len(self.layout.node_sets))[:, column]
+        return _joined(self.tally.nodes, np.int32, len(self.layout.node_sets))[:, column]
 
     def edges(self, name: str) -> np.ndarray:
         column = self.layout.edge_sets.index(name)
-        return _joined(self.tally.edges, np.int64, len(self.layout.edge_sets))[:, column]
+        return _joined(self.tally.edges, np.int32, len(self.layout.edge_sets))[:, column]
 
     def ops(self) -> dict | None:
         """op -> draws, draws at the cap, their ratio and edges sampled (None: no report)."""

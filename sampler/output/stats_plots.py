@@ -1,8 +1,8 @@
 """The figures of the sample-stats report, as PNG bytes (matplotlib, Agg, no pyplot).
 
 Histograms of per-record numbers (nodes or edges of one set per subgraph,
-bytes per record) for one run or two overlaid, and bars of the cap-hit rate per
-op. They stay readable from 1 to millions of records: integer counts with few
+bytes per record) and of feature values for one run or two overlaid, and bars of
+the cap-hit rate per op. They stay readable from 1 to millions of records: integer counts with few
 distinct values get one bar per value; wide, skewed ranges get logarithmic bins
 on a symlog axis (zero keeps its own bin); the count axis turns logarithmic when
 the tallest bar is over 100 times the lowest non-empty one.
@@ -38,31 +38,54 @@ def histogram_png(title: str, xlabel: str, series: list[tuple[str, np.ndarray]],
 
 def histogram_figure(title: str, xlabel: str, series: list[tuple[str, np.ndarray]],
                      *, integer: bool = True, scale: float = 1.0) -> Figure:
-    arrays = [np.asarray(v, dtype=np.float64) / scale for _, v in series]
+    return _histogram(title, xlabel, "subgraphs", "records",
+                      [(label, np.asarray(v, dtype=np.float64) / scale, None)
+                       for label, v in series], integer and scale == 1.0)
+
+
+def value_histogram_figure(title: str, xlabel: str,
+                           series: list[tuple[str, np.ndarray, np.ndarray]],
+                           *, integer: bool) -> Figure:
+    """A histogram of a feature's values, given as (label, values, counts of each)."""
+    return _histogram(title, xlabel, "values", "values",
+                      [(label, np.asarray(v, np.float64), np.asarray(c, np.float64))
+                       for label, v, c in series], integer)
+
+
+def _histogram(title: str, xlabel: str, counted: str, unit: str,
+               series: list[tuple[str, np.ndarray, np.ndarray | None]],
+               integer: bool) -> Figure:
+    """Outlines of one or two weighted series over shared bins, p50 and p95 marked."""
     figure = Figure(figsize=(5.6, 3.4), dpi=100)
     axes = figure.add_subplot()
-    present = [a for a in arrays if a.size]
+    present = [(v, w) for _, v, w in series if v.size]
     if not present:
-        axes.text(0.5, 0.5, "no records", ha="center", va="center", transform=axes.transAxes)
-        return _finish(figure, axes, title, xlabel, "subgraphs")
-    edges, log_x = _bins(np.concatenate(present), integer and scale == 1.0)
+        axes.text(0.5, 0.5, f"no {unit}", ha="center", va="center", transform=axes.transAxes)
+        return _finish(figure, axes, title, xlabel, counted)
+    values = np.concatenate([v for v, _ in present])
+    weights = np.concatenate([np.ones(v.size) if w is None else w for v, w in present])
+    edges, log_x = _bins(values, integer, weights)
     tallest, lowest = 0, np.inf
-    for (label, _), values, color in zip(series, arrays, COLORS):
-        counts, _ = np.histogram(values, edges)
+    single = len(series) == 1
+    for (label, values, weights), color in zip(series, COLORS):
+        counts, _ = np.histogram(values, edges, weights=weights)
         if counts.any():
             tallest = max(tallest, counts.max())
             lowest = min(lowest, counts[counts > 0].min())
-        name = f"{label} ({values.size:,} records)" if len(series) > 1 else None
-        axes.stairs(counts, edges, fill=len(series) == 1, alpha=0.35 if len(series) == 1
-                    else 1.0, color=color, linewidth=1.6, label=name)
+        total = values.size if weights is None else int(weights.sum())
+        axes.stairs(counts, edges, fill=single, alpha=0.35 if single else 1.0, color=color,
+                    linewidth=1.6, label=None if single else f"{label} ({total:,} {unit})")
         if values.size:
-            for q, style in ((50, "--"), (95, ":")):
-                axes.axvline(np.percentile(values, q), color=color, linestyle=style,
-                             linewidth=1)
-    if log_x:
+            for q, style in ((0.5, "--"), (0.95, ":")):
+                axes.axvline(weighted_quantile(values, weights, q), color=color,
+                             linestyle=style, linewidth=1)
+    if log_x and not integer and edges[0] > 0:
+        axes.set_xscale("log")
+    elif log_x:
         axes.set_xscale("symlog", linthresh=1, linscale=0.3)
-        axes.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
-    elif integer and scale == 1.0:
+        if integer:
+            axes.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
+    elif integer:
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     log_y = tallest > LOG_COUNTS * lowest
     if log_y:
@@ -70,16 +93,28 @@ def histogram_figure(title: str, xlabel: str, series: list[tuple[str, np.ndarray
     axes.plot([], [], color="gray", linestyle="--", linewidth=1, label="p50")
     axes.plot([], [], color="gray", linestyle=":", linewidth=1, label="p95")
     axes.legend(fontsize=7, loc="best")
-    ylabel = "subgraphs (log scale)" if log_y else "subgraphs"
+    ylabel = f"{counted} (log scale)" if log_y else counted
     return _finish(figure, axes, title, xlabel + (" (log scale)" if log_x else ""), ylabel)
 
 
-def _bins(values: np.ndarray, integer: bool) -> tuple[np.ndarray, bool]:
+def weighted_quantile(values: np.ndarray, weights: np.ndarray | None, q: float) -> float:
+    """The q-quantile of values repeated by their weights (numpy's linear rule if unweighted)."""
+    if weights is None:
+        return float(np.percentile(values, 100 * q))
+    order = np.argsort(values, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    rank = q * (cumulative[-1] - 1)
+    return float(values[order][min(np.searchsorted(cumulative, rank, side="right"),
+                                   len(values) - 1)])
+
+
+def _bins(values: np.ndarray, integer: bool, weights: np.ndarray | None = None
+          ) -> tuple[np.ndarray, bool]:
     """Bin edges for the values, and whether the value axis should be logarithmic."""
     low, high = float(values.min()), float(values.max())
     if integer and high - low < UNIT_BINS_MAX:
         return np.arange(low - 0.5, high + 1.5), False
-    median = float(np.median(values))
+    median = weighted_quantile(values, weights, 0.5)
     if low >= 0 and high > SKEW * max(median, 1.0):
         start = max(low, 1.0) if integer else max(low, high / 1e6, 1e-12)
         edges = np.geomspace(start, high * 1.0001 + (1 if integer else 0), LOG_BINS + 1)

@@ -14,7 +14,8 @@ import numpy as np
 
 from sampler.output.sketches import QUANTILE_NAMES
 from sampler.output.stats import FolderStats, is_auxiliary
-from sampler.output.stats_plots import COLORS, cap_rate_png, histogram_png
+from sampler.output.stats_plots import (COLORS, cap_rate_png, histogram_png, to_png,
+                                        value_histogram_figure)
 
 Run = tuple[str, FolderStats, dict]   # (label, stats, stats.as_dict())
 
@@ -223,9 +224,39 @@ def _features_section(runs: list[Run], compare: bool) -> str:
         out.append(f"<h3>{_e(heading)}</h3>")
         if numeric:
             out.append(_numeric_table(sorted(numeric, key=lambda x: x[0])))
+            out.append(_feature_figures(runs, scope, set_name,
+                                        sorted({name for name, _, _ in numeric})))
         if strings:
             out.append(_string_table(sorted(strings, key=lambda x: x[0])))
     return "".join(out)
+
+
+def _feature_figures(runs: list[Run], scope: str, set_name: str, names: list[str]) -> str:
+    """A histogram of every numeric feature's values (from its summary's buckets, or
+    exact counts for integers with few distinct values)."""
+    figures = []
+    prefix = {"context": "context", "node_sets": "nodes", "edge_sets": "edges"}[scope]
+    for name in names:
+        key = f"context/{name}" if scope == "context" else f"{prefix}/{set_name}.{name}"
+        series, integer, dtype = [], True, ""
+        for label, stats, _ in runs:
+            summary = stats.tally.features.get(key)
+            if summary is None:
+                continue
+            numbers = summary.values
+            integer = numbers.top is not None
+            dtype = summary.ref.schema_dtype
+            if numbers.quantiles_exact:
+                series.append((label, numbers.top.values, numbers.top.counts))
+            else:
+                series.append((label, *numbers.histogram.bins()))
+        where = "context" if scope == "context" else f"{set_name}"
+        figure = value_histogram_figure(f"values of {where} feature '{name}'",
+                                        f"value ({dtype}, every item and dimension)",
+                                        series, integer=integer)
+        figures.append(_img(to_png(figure), f"histogram of values of {key}"))
+    return f'<div class="figs">{"".join(figures)}</div>'
+
 
 
 def _shape(f: dict) -> str:

@@ -17,9 +17,10 @@ from unigraph.ragged import Ragged
 from unigraph.schema import parse_schema_text
 
 SCHEMA = """
-node_sets { key: "p" value { features { key: "#id" value { dtype: DT_STRING } }
-                             features { key: "x" value { dtype: DT_FLOAT shape { dim { size: 6 } } } }
-                             features { key: "w" value { dtype: DT_STRING shape { dim { size: -1 } } } } } }
+node_sets { key: "p" value {
+  features { key: "#id" value { dtype: DT_STRING } }
+  features { key: "x" value { dtype: DT_FLOAT shape { dim { size: 6 } } } }
+  features { key: "w" value { dtype: DT_STRING shape { dim { size: -1 } } } } } }
 node_sets { key: "_readout" value {} }
 edge_sets { key: "pp" value { source: "p" target: "p"
                               features { key: "k" value { dtype: DT_INT64 } } } }

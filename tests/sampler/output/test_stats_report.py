@@ -47,14 +47,20 @@ def assert_self_contained(page: str) -> None:
     assert "url(" not in page
 
 
+def figures_expected(stats) -> int:
+    """A histogram per non-auxiliary set, per numeric feature, and of bytes per record."""
+    sets = [n for n in stats.layout.node_sets + stats.layout.edge_sets if not n.startswith("_")]
+    numeric = [f for f in stats.layout.features if not f.is_string]
+    return len(sets) + len(numeric) + 1
+
+
 def test_one_run_report_is_self_contained_with_every_figure(runs):
     page = render_html([("A", runs["a"])])
     assert_self_contained(page)
     found = images(page)
-    sets = [n for n in runs["a"].layout.node_sets + runs["a"].layout.edge_sets
-            if not n.startswith("_")]
-    assert len(found) == len(sets) + 2   # a histogram per set, bytes per record, cap rates
+    assert len(found) == figures_expected(runs["a"]) + 1   # and the cap-hit rates
     for title in ('alt="histogram of nodes of paper per subgraph"', "Bytes per record",
+                  'alt="histogram of values of nodes/paper.feat"',
                   "how often the cap was hit", "Features", "seed_id"):
         assert title in page
 
@@ -73,9 +79,7 @@ def test_a_folder_without_run_report_says_so(runs):
     page = render_html([("A", runs["bare"])])
     assert "no <code>sample_report.json</code>" in page
     assert "cap-hit rate cannot be derived from the records" in page
-    sets = [n for n in runs["bare"].layout.node_sets + runs["bare"].layout.edge_sets
-            if not n.startswith("_")]
-    assert len(images(page)) == len(sets) + 1   # no cap-rate figure
+    assert len(images(page)) == figures_expected(runs["bare"])   # no cap-rate figure
     assert "unknown (no sample_report.json)" in format_summary([("A", runs["bare"].as_dict())])
 
 
@@ -114,6 +118,16 @@ def test_cap_rate_figure_with_an_op_without_draws():
                                                               "cap_hit_rate": None}})])
     assert "(%)" in figure.axes[0].get_xlabel()
     assert Image.open(io.BytesIO(stats_plots.to_png(figure))).format == "PNG"
+
+
+def test_value_histogram_from_summary_buckets():
+    values = np.array([1e-3, 2e-3, 5.0, 800.0])
+    figure = stats_plots.value_histogram_figure("v", "value (DT_FLOAT)",
+                                                [("A", values, np.array([1, 5, 100, 1]))],
+                                                integer=False)
+    axes = figure.axes[0]
+    assert axes.get_xscale() == "log" and axes.get_ylabel() == "values"
+    assert stats_plots.weighted_quantile(values, np.array([1.0, 5, 100, 1]), 0.5) == 5.0
 
 
 def test_bytes_histogram_has_units():
