@@ -96,8 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"sample-stats: error: cannot write the report: {one_line(e)}", file=sys.stderr)
         return 2
-    print(stats_report.format_summary(numbers))
-    print(f"wrote {json_path}\nwrote {html_path}")
+    try:
+        print(stats_report.format_summary(numbers))
+        print(f"wrote {json_path}\nwrote {html_path}")
+    except BrokenPipeError:   # e.g. `| head`: the files are written all the same
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

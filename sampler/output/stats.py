@@ -8,7 +8,7 @@ per node set, edges per edge set), so count and size quantiles are exact even
 for ten million records. Feature values go into mergeable summaries
 (sketches.py): exact count, mean, std, min, max, NaN and inf counts; quantiles
 exact for integer features with at most sketches.CAPACITY distinct values, else
-within sketches.ALPHA (1%) of the value; top values and distinct counts of
+within sketches.ALPHA (0.8%) of the value; top values and distinct counts of
 strings (and integers) exact up to that capacity, else bounded (the JSON says
 which and how much).
 
@@ -38,7 +38,7 @@ from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
 from sampler.output.files import REPORT_FILE
 from sampler.output.folder import SampleFolder, SamplesError, iter_records, open_samples
-from sampler.output.names import READOUT_EDGE_SET, SEED_ID_FEATURE
+from sampler.output.names import SEED_ID_FEATURE
 from sampler.output.sketches import (ALPHA, CAPACITY, DISTINCT_K, QUANTILE_NAMES, QUANTILES,
                                      DistinctCount, LogHistogram, Moments, TopValues)
 from unigraph import graph_schema_pb2 as gs
@@ -56,7 +56,7 @@ PARALLEL_MIN_BYTES = 64 << 20  # smaller folders are read in-process
 QUANTILE_METHOD = ("per-record counts and sizes: exact, numpy's default 'linear' "
                    "interpolation; feature values: the value at rank floor(q*(n-1)), exact "
                    f"for integers with at most {CAPACITY} distinct values, else within "
-                   f"{ALPHA:.0%} of it (a DDSketch)")
+                   f"{ALPHA:.1%} of it (log-linear buckets)")
 
 
 # --- what to read ------------------------------------------------------------
@@ -94,7 +94,6 @@ class Layout:
     node_sets: tuple[str, ...]
     edge_sets: tuple[str, ...]
     features: tuple[FeatureRef, ...]
-    seed_set: str | None       # the source of _readout/seed
 
     @staticmethod
     def of(schema: gs.GraphSchema) -> "Layout":
@@ -104,10 +103,8 @@ class Layout:
             for set_name, piece in sorted(sets.items()):
                 features += [_feature_ref(scope, set_name, name, feature)
                              for name, feature in sorted(piece.features.items())]
-        seed_set = (schema.edge_sets[READOUT_EDGE_SET].source
-                    if READOUT_EDGE_SET in schema.edge_sets else None)
         return Layout(tuple(sorted(schema.node_sets)), tuple(sorted(schema.edge_sets)),
-                      tuple(features), seed_set)
+                      tuple(features))
 
 
 def _feature_ref(scope: str, set_name: str, name: str, feature: gs.Feature) -> FeatureRef:
@@ -392,8 +389,15 @@ def _size(record: bytes, spans: dict, key: str) -> int:
 
 
 def _first_bytes(record: bytes, span) -> bytes | None:
+    """The first item of a bytes_list Feature (the seed id), read in place when usual."""
     if span is None:
         return None
+    found = wire.list_payload(record, span)
+    if found is not None and found[0] == wire.BYTES:
+        start, end = found[1]
+        if start < end and record[start] == 0x0A and start + 1 < end \
+                and record[start + 1] < 0x80:
+            return record[start + 2:start + 2 + record[start + 1]]
     kind, values = wire.decode_feature(memoryview(record)[span[0]:span[1]], "context/seed_id")
     return values[0] if kind == wire.BYTES and values else None
 
@@ -636,7 +640,15 @@ def _worker_count(samples: SampleFolder, workers: int | None) -> int:
         return min(workers, len(samples.files))
     if sum(os.path.getsize(f) for f in samples.files) < PARALLEL_MIN_BYTES:
         return 1
-    return max(1, min(os.cpu_count() or 1, len(samples.files)))
+    return max(1, min(_usable_cpus(), len(samples.files)))
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (a container's limit, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not on Linux
+        return os.cpu_count() or 1
 
 
 def _shard_tallies(samples: SampleFolder, layout: Layout, workers: int, keep_seed_ids: bool,

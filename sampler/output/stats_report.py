@@ -87,10 +87,10 @@ def _runs_table(runs: list[Run]) -> str:
             '<span class="warn">none (no sample_report.json)</span>'
         rows.append(f"<tr><td class=l>{swatch}{_e(label)}</td><td class=l><code>"
                     f"{_e(d['folder'])}</code></td><td>{d['files']:,}</td>"
-                    f"<td>{d['records']:,}</td><td>{d['bytes'] / 1e6:,.1f}</td>"
+                    f"<td>{d['records']:,}</td><td>{_bytes_text(d['bytes'])}</td>"
                     f"<td class=l>{report}</td></tr>")
     return ("<table><tr><th class=l>run</th><th class=l>folder</th><th>files</th>"
-            "<th>records</th><th>MB</th><th class=l>run report</th></tr>"
+            "<th>records</th><th>size</th><th class=l>run report</th></tr>"
             + "".join(rows) + "</table>")
 
 
@@ -320,7 +320,7 @@ def format_summary(runs: list[tuple[str, dict]]) -> str:
     for label, d in runs:
         prefix = f"{label}: " if len(runs) > 1 else ""
         lines.append(f"{prefix}{d['folder']}: {d['records']:,} records in {d['files']} files, "
-                     f"{d['bytes'] / 1e6:,.1f} MB, {_fmt(d['bytes_per_record']['p50'])} bytes "
+                     f"{_bytes_text(d['bytes'])}, {_fmt(d['bytes_per_record']['p50'])} bytes "
                      f"per record (p50); {d['subgraphs']['seed_only']:,} seed-only and "
                      f"{d['subgraphs']['empty']:,} empty subgraphs")
     labels = [label for label, _ in runs]
@@ -348,6 +348,13 @@ def format_summary(runs: list[tuple[str, dict]]) -> str:
                           else f"{op} -" for op, o in d["ops"].items())
         lines.append(f"{prefix}draws that hit sample_size: {rates}")
     return "\n".join(lines)
+
+
+def _bytes_text(count: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= size:
+            return f"{count / size:,.1f} {unit}"
+    return f"{count} bytes"
 
 
 def _ordered(runs: list[tuple[str, dict]], key: str) -> list[str]:
