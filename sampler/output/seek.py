@@ -76,15 +76,15 @@ def parse_condition(schema: gs.GraphSchema, text: str) -> Condition:
         if dtype.kind == "f":
             value = float(np.float32(float(raw)))
             return Condition(name, value, np.float32(value).tobytes())
-        value = {"true": 1, "false": 0}.get(raw.lower(), None) if dtype.kind == "b" else None
+        value = {"true": 1, "false": 0}.get(raw.lower()) if dtype.kind == "b" else None
         value = int(raw) if value is None else value
     except ValueError:
         raise SamplesError(f"--context {text!r}: '{raw}' is not a {dtype.name} value, the "
                            f"dtype of context feature '{name}'") from None
-    if dtype == np.uint64:
-        value &= (1 << 64) - 1
-    return Condition(name, value, wire.encode_varints(np.array([value], np.uint64).view(
-        np.int64)) if value >= 1 << 63 else wire.encode_varints(np.array([value], np.int64)))
+    if not -(1 << 63) <= value < 1 << 63:
+        raise SamplesError(f"--context {text!r}: {value} is out of the int64 range of "
+                           f"tf.train.Example")
+    return Condition(name, value, wire.encode_varints(np.array([value], np.int64)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,8 +132,6 @@ def matches(record: bytes, conditions: list[Condition], where: str) -> bool:
             array = np.asarray(values)
             if isinstance(condition.value, float):
                 hit = (array.astype(np.float32) == np.float32(condition.value)).any()
-            elif condition.value >= 1 << 63:
-                hit = (array.astype(np.int64).view(np.uint64) == condition.value).any()
             else:
                 hit = (array.astype(np.int64) == condition.value).any()
             if not hit:

@@ -102,6 +102,8 @@ def test_context_conditions_of_every_dtype_and_pairs(folder):
         parse_condition(samples.schema, "nope=1")
     with pytest.raises(SamplerError, match="'x' is not a int64 value"):
         parse_condition(samples.schema, "label=x")
+    with pytest.raises(SamplerError, match="out of the int64 range"):
+        parse_condition(samples.schema, f"label={1 << 63}")
     with pytest.raises(SamplerError, match="expected KEY=VALUE"):
         parse_condition(samples.schema, "label")
 
