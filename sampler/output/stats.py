@@ -373,6 +373,8 @@ def _size(record: bytes, spans: dict, key: str) -> int:
     found = wire.list_payload(record, span)
     if found is not None and found[0] == wire.INT64:
         start, end = found[1]
+        if start == end:
+            return 0
         if record[end - 1] < 0x80 and end - start <= 9:
             size, shift = 0, 0   # one varint (the usual case): read in place
             for pos in range(start, end):
@@ -385,7 +387,9 @@ def _size(record: bytes, spans: dict, key: str) -> int:
                 return size
         return int(wire.decode_varints(record[start:end], key).sum())
     kind, values = wire.decode_feature(memoryview(record)[span[0]:span[1]], key)
-    return int(np.asarray(values, np.int64).sum()) if kind in (wire.INT64, None) else 0
+    if kind not in (wire.INT64, None):
+        raise SamplerError(f"tf.Example key '{key}': expected {wire.INT64}, found {kind}")
+    return int(np.asarray(values, np.int64).sum())
 
 
 def _first_bytes(record: bytes, span) -> bytes | None:
@@ -395,8 +399,8 @@ def _first_bytes(record: bytes, span) -> bytes | None:
     found = wire.list_payload(record, span)
     if found is not None and found[0] == wire.BYTES:
         start, end = found[1]
-        if start < end and record[start] == 0x0A and start + 1 < end \
-                and record[start + 1] < 0x80:
+        if start + 1 < end and record[start] == 0x0A and record[start + 1] < 0x80 \
+                and start + 2 + record[start + 1] <= end:
             return record[start + 2:start + 2 + record[start + 1]]
     kind, values = wire.decode_feature(memoryview(record)[span[0]:span[1]], "context/seed_id")
     return values[0] if kind == wire.BYTES and values else None

@@ -188,3 +188,33 @@ def test_seed_ids_kept_for_notebooks(outputs):
     assert sets.loc[("node set", "item"), "max"] == 4
     features = features_frame(stats)
     assert features.loc[("node set", "user", "age"), "values"] == 4
+
+
+def test_records_in_other_layouts_and_odd_sizes(tmp_path):
+    """Keys in any order, an unpacked #size, an empty one, a #size of the wrong kind."""
+    from sampler.graph_tensor import wire
+    from sampler.output.stats import summarize_shard
+
+    (tmp_path / "graph_schema.pbtxt").write_text(
+        'node_sets { key: "p" value { features { key: "x" value { dtype: DT_INT64 } } } }\n')
+    layout = Layout.of(load_schema(str(tmp_path / "graph_schema.pbtxt")).schema)
+
+    def record(entries):
+        return wire.encode_example_bytes(entries)
+    x = wire.encode_feature(wire.INT64, np.array([5, 7]))
+    unpacked_size = b"\x1a\x04\x08\x01\x08\x01"       # Int64List{1: 1, 1: 1}: sizes 1 + 1
+    shard = tmp_path / "s-00000-of-00001.tfrecord"
+    with open(shard, "wb") as f:
+        for r in (record([("nodes/p.x", x), ("nodes/p.#size", unpacked_size)]),
+                  record([("nodes/p.#size", wire.encode_feature(wire.INT64, np.zeros(0)))]),
+                  record([("nodes/p.#size", wire.encode_feature(wire.INT64, np.array([300])))])):
+            f.write(tfrecord.encode_record(r))
+    tally = summarize_shard(str(shard), layout)
+    assert tally.nodes[0][:, 0].tolist() == [2, 0, 300]
+    assert tally.features["nodes/p.x"].values.moments.mean == 6
+    with open(shard, "wb") as f:
+        f.write(tfrecord.encode_record(record([("nodes/p.#size", wire.encode_feature(
+            wire.FLOAT, np.array([1.0])))])))
+    with pytest.raises(SamplesError, match="record 0: .*#size': expected int64_list, found "
+                                           "float_list"):
+        summarize_shard(str(shard), layout)
