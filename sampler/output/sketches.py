@@ -76,7 +76,9 @@ class Moments:
             other.mean = float(values.sum(dtype=np.float64)) / values.size
             deviations = values.astype(np.float64)
             deviations -= other.mean
-            other.m2 = float(np.dot(deviations, deviations))
+            # Not np.dot: BLAS may thread it, and then its rounding depends on the threads.
+            np.square(deviations, out=deviations)
+            other.m2 = float(deviations.sum())
             other.min, other.max = float(values.min()), float(values.max())
             self._merge_finite(other)
         return values
