@@ -6,6 +6,8 @@ TensorFlow is first imported, so it is set here, before any test module loads.
 import os
 import sys
 
+import pytest
+
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -13,9 +15,6 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TESTDATA = os.path.join(REPO_ROOT, "tests", "testdata")
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
-
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture(scope="session")

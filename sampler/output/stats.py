@@ -132,6 +132,7 @@ class NumericSummary:
         self.moments = Moments()
         self.histogram = LogHistogram()
         self.top = TopValues() if integer else None
+        self.distinct = DistinctCount() if integer else None
 
     def add(self, values: np.ndarray) -> None:
         if not values.size:
@@ -140,12 +141,14 @@ class NumericSummary:
         self.histogram.add(finite)
         if self.top is not None:
             self.top.add(finite)
+            self.distinct.add(finite)
 
     def merge(self, other: "NumericSummary") -> None:
         self.moments.merge(other.moments)
         self.histogram.merge(other.histogram)
         if self.top is not None:
             self.top.merge(other.top)
+            self.distinct.merge(other.distinct)
 
     @property
     def quantiles_exact(self) -> bool:
@@ -167,7 +170,9 @@ class NumericSummary:
         result["quantiles"] = self.quantiles()
         result["quantiles_exact"] = self.quantiles_exact
         if self.top is not None:
-            result["distinct"] = self.top.distinct()
+            result["distinct"] = self.top.distinct() if self.top.exact else \
+                self.distinct.estimate()
+            result["distinct_exact"] = self.top.exact or self.distinct.exact
             result["top_values"] = [[int(v), c] for v, c in self.top.top(TOP_SHOWN)]
             result["top_values_max_undercount"] = self.top.error
         return result

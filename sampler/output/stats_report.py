@@ -220,7 +220,7 @@ def _features_section(runs: list[Run], compare: bool) -> str:
             features = d["features"]["context"] if scope == "context" else \
                 d["features"][scope].get(set_name, {})
             for name, f in features.items():
-                (strings if "distinct_exact" in f else numeric).append((name, label, f))
+                (strings if "length_bytes" in f else numeric).append((name, label, f))
         out.append(f"<h3>{_e(heading)}</h3>")
         if numeric:
             out.append(_numeric_table(sorted(numeric, key=lambda x: x[0])))
@@ -278,8 +278,9 @@ def _numeric_table(rows: list) -> str:
             for n in QUANTILE_NAMES)
         ragged = "; ".join(f"{d}: {_fmt(r['p50'])} / {_fmt(r['p95'])} / {_fmt(r['max'])}"
                            for d, r in f.get("row_lengths", {}).items())
-        top = ", ".join(f"{_e(v)} ({c:,})" for v, c in f.get("top_values", [])[:5]) \
-            if f.get("distinct") is not None else "many distinct"
+        top = ", ".join(f"{_e(v)} ({c:,})" for v, c in f.get("top_values", [])[:5])
+        if "distinct" in f:
+            top = f"{'' if f['distinct_exact'] else '~'}{_fmt(f['distinct'])} distinct: {top}"
         bad = "warn" if f["nan"] or f["inf"] else ""
         body.append(f"<tr><td class=l>{_e(name)}</td><td class=l>{_e(label)}</td>"
                     f"<td class=l>{_e(_shape(f))}</td><td>{f['values']:,}</td>"

@@ -104,6 +104,8 @@ def test_feature_summaries_match_brute_force(outputs, name):
             q = [got["quantiles"][n] for n in ("min", "p5", "p50", "p95", "max")]
             if got["quantiles_exact"]:
                 assert q == list(exact), ref.key
+            if "distinct" in got:   # integers
+                assert got["distinct"] == len(np.unique(values)) and got["distinct_exact"]
             else:
                 assert q == pytest.approx(list(exact), rel=ALPHA, abs=1e-30), ref.key
         for dimension, expected_lengths in enumerate(lengths, start=1):
