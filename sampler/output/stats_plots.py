@@ -5,7 +5,8 @@ bytes per record) and of feature values for one run or two overlaid, and bars of
 the cap-hit rate per op. They stay readable from 1 to millions of records: integer counts with few
 distinct values get one bar per value; wide, skewed ranges get logarithmic bins
 on a symlog axis (zero keeps its own bin); the count axis turns logarithmic when
-the tallest bar is over 100 times the lowest non-empty one.
+the tallest bar is over 100 times the lowest non-empty one. Two runs of different
+sizes are drawn as shares of their own totals, so their shapes compare.
 """
 from __future__ import annotations
 
@@ -67,14 +68,18 @@ def _histogram(title: str, xlabel: str, counted: str, unit: str,
     edges, log_x = _bins(values, integer, weights)
     tallest, lowest = 0, np.inf
     single = len(series) == 1
-    for (label, values, weights), color in zip(series, COLORS):
+    totals = [v.size if w is None else w.sum() for _, v, w in series]
+    # Runs of different sizes are compared by shape: each as a share of its own total.
+    shares = not single and len(set(totals)) > 1
+    for (label, values, weights), color, total in zip(series, COLORS, totals):
         counts, _ = np.histogram(values, edges, weights=weights)
+        if shares and total:
+            counts = counts * (100.0 / total)
         if counts.any():
             tallest = max(tallest, counts.max())
             lowest = min(lowest, counts[counts > 0].min())
-        total = values.size if weights is None else int(weights.sum())
         axes.stairs(counts, edges, fill=single, alpha=0.35 if single else 1.0, color=color,
-                    linewidth=1.6, label=None if single else f"{label} ({total:,} {unit})")
+                    linewidth=1.6, label=None if single else f"{label} ({int(total):,} {unit})")
         if values.size:
             for q, style in ((0.5, "--"), (0.95, ":")):
                 axes.axvline(weighted_quantile(values, weights, q), color=color,
@@ -93,7 +98,8 @@ def _histogram(title: str, xlabel: str, counted: str, unit: str,
     axes.plot([], [], color="gray", linestyle="--", linewidth=1, label="p50")
     axes.plot([], [], color="gray", linestyle=":", linewidth=1, label="p95")
     axes.legend(fontsize=7, loc="best")
-    ylabel = f"{counted} (log scale)" if log_y else counted
+    ylabel = f"{counted} (% of each run)" if shares else counted
+    ylabel = f"{ylabel} (log scale)" if log_y else ylabel
     return _finish(figure, axes, title, xlabel + (" (log scale)" if log_x else ""), ylabel)
 
 

@@ -108,6 +108,18 @@ def test_histograms_for_one_to_a_million_records(records):
         assert log_x and len(edges) <= stats_plots.LOG_BINS + 2
 
 
+def test_runs_of_different_sizes_compare_as_shares():
+    figure = stats_plots.histogram_figure("n", "nodes (count)", [("A", np.array([1, 2])),
+                                                                 ("B", np.array([1, 1, 1, 2]))])
+    axes = figure.axes[0]
+    assert axes.get_ylabel() == "subgraphs (% of each run)"
+    heights = [patch.get_data().values.tolist() for patch in axes.patches]
+    assert heights == [[50.0, 50.0], [75.0, 25.0]]
+    same = stats_plots.histogram_figure("n", "nodes (count)", [("A", np.array([1, 2])),
+                                                               ("B", np.array([1, 1]))])
+    assert same.axes[0].get_ylabel() == "subgraphs"
+
+
 def test_bins_for_narrow_integer_ranges_are_one_per_value():
     edges, log_x = stats_plots._bins(np.array([3.0, 4, 4, 9]), True)
     assert not log_x and list(edges) == [2.5 + i for i in range(8)]
