@@ -104,6 +104,8 @@ class SampleSubgraphs(beam.PTransform):
             ends += [(name, field) for field, end in
                      (("sources", edge_set.source), ("targets", edge_set.target))
                      if end == seed_set]
+        if not ends:  # no edge set names it: no nodes (the preflight refuses such a run)
+            return self.pipeline | "SeedIds/None" >> beam.Create([])
         return edge_batches | "SeedIds" >> IdsFromEdges(seed_set, job.node_buckets, ends)
 
     def _seed_batches(self, p, seed_table):

@@ -58,7 +58,11 @@ def check_seed_set_has_nodes(loaded: LoadedSchema, plan: Plan) -> None:
     """Without --seeds every node of the seed set is a seed: its table needs a row."""
     name = plan.seed_set
     if not loaded.schema.node_sets[name].metadata.filename:
-        return  # its nodes are the ids its edges name, known only when they are read
+        # Its nodes are the ids its edges name: it has none if no edge set names it.
+        if not any(name in (e.source, e.target) for e in loaded.schema.edge_sets.values()):
+            raise SamplerError(f"node set '{name}' (the seed op's) has no table and no edge "
+                               f"set names it, so it has no nodes and there are no seeds")
+        return
     layout = table_layout(loaded, "nodes", name)
     for index, path in enumerate(table_files(loaded, "nodes", name)):
         if next(iter(read_unit(layout, WorkUnit(path, index), batch_rows=1)), None):

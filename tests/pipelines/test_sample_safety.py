@@ -441,3 +441,20 @@ def test_nothing_is_written_outside_the_output_folder(tmp_path, capsys):
     assert {k: v for k, v in after.items() if not k.startswith("out/")} == before
     assert sorted(k for k in after if k.startswith("out/")) == sorted(
         f"out/{n}" for n in os.listdir(tmp_path / "out"))
+
+
+def test_a_table_less_seed_set_no_edge_names_has_no_seeds(tmp_path, capsys):
+    graph = tmp_path / "g"
+    graph.mkdir()
+    (graph / "graph_schema.pbtxt").write_text(
+        'node_sets { key: "u" value { metadata { filename: "u.csv" } } }\n'
+        'node_sets { key: "lonely" value { } }\n'
+        'edge_sets { key: "f" value { source: "u" target: "u" '
+        'metadata { filename: "f.csv" } } }\n')
+    (graph / "u.csv").write_text("id\nx\n")
+    (graph / "f.csv").write_text("source,target\nx,x\n")
+    (graph / "spec.pbtxt").write_text('seed_op { op_name: "s" node_set_name: "lonely" }\n')
+    for engine in ("memory", "beam"):
+        code, _, err = run(capsys, "--graph", graph, "--spec", graph / "spec.pbtxt",
+                           "--output", tmp_path / "out", "--engine", engine, "--quiet")
+        assert code == 2 and "no edge set names it" in one_error_line(err)
