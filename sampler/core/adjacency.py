@@ -9,10 +9,11 @@ the data alone, so does every sampled result.
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
+from sampler.core import rng
 from sampler.core.pieces import encode_ids
 from unigraph.batches import EdgeBatch, FeatureValues
 from unigraph.ragged import concat, take
@@ -28,6 +29,9 @@ class AdjacencyBucket:
     rows: np.ndarray         # int64 RowId, per edge
     weights: np.ndarray | None
     features: dict[str, FeatureValues]
+    # uint64 fingerprint of each source's id (its random streams), computed once here
+    # rather than on every hop that reaches it.
+    source_fingerprints: np.ndarray | None = None
 
     @property
     def targets(self) -> np.ndarray:
@@ -56,13 +60,18 @@ def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarr
     return np.lexsort((rows, targets, sources))
 
 
-def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch]) -> AdjacencyBucket:
-    """One bucket's adjacency from the edge batches (any order) that fell into it."""
+def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch],
+                    fingerprint_of: Callable[[np.ndarray], np.ndarray] = rng.fingerprint
+                    ) -> AdjacencyBucket:
+    """One bucket's adjacency from the edge batches (any order) that fell into it.
+
+    `fingerprint_of(source ids)` gives the ids' fingerprints; an engine whose ids are
+    integer codes (sampler/memory) passes a lookup of the real ids' fingerprints."""
     pieces = [p for p in pieces if len(p)]
     if not pieces:
         return AdjacencyBucket(edge_set, np.zeros(0, "S1"), np.zeros(1, np.int64),
                                np.zeros(0, np.int32), np.zeros(0, "S1"), np.zeros(0, np.int64),
-                               None, {})
+                               None, {}, np.zeros(0, np.uint64))
     sources = np.concatenate([p.sources for p in pieces])
     targets = np.concatenate([p.targets for p in pieces])
     rows = np.concatenate([p.rows for p in pieces])
@@ -76,4 +85,5 @@ def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch]) -> AdjacencyBuck
     row_splits = np.r_[starts, len(sources)].astype(np.int64)
     target_ids, target_codes = encode_ids(targets)
     return AdjacencyBucket(edge_set, sources[starts], row_splits, target_codes, target_ids, rows,
-                           None if weights is None else weights[order], features)
+                           None if weights is None else weights[order], features,
+                           fingerprint_of(sources[starts]))

@@ -16,7 +16,7 @@ encoder is tested against).
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -109,11 +109,17 @@ class ShardAssembler:
     its sampled edges into the set; their features come from the shard's
     NodeFeatures. A node absent from its set's table is left out, and so are the
     edges that touch it (counted as dangling).
+
+    Ids are byte strings, or (the in-memory engine) integer codes into `names`, one
+    sorted array of ids per node set: code order is id order, so the canonical orders
+    hold either way, and the ids written are the names.
     """
 
-    def __init__(self, plan: Plan, schema: gs.GraphSchema):
+    def __init__(self, plan: Plan, schema: gs.GraphSchema,
+                 names: Mapping[str, np.ndarray] | None = None):
         self.plan = plan
         self.schema = schema
+        self.names = dict(names or {})
         self.node_features = {s: _schema_features(schema.node_sets[s].features)
                               for s in plan.node_sets()}
         self.edge_features = {e: _schema_features(schema.edge_sets[e].features)
@@ -128,7 +134,8 @@ class ShardAssembler:
         seed_pieces = [p for p in seed_pieces if len(p)]
         if not seed_pieces:
             empty = np.zeros(0, np.int64)
-            return AssembledShard(self.schema, self.plan.seed_set, empty, np.zeros(0, "S1"), {}, {}), stats
+            return AssembledShard(self.schema, self.plan.seed_set, empty, np.zeros(0, "S1"),
+                                  {}, {}), stats
         seeds = SeedPiece.concat(seed_pieces)
         order = np.argsort(seeds.samples, kind="stable")
         sample_ids, seed_ids = seeds.samples[order], seeds.ids[order]
@@ -168,7 +175,15 @@ class ShardAssembler:
         stats.subgraphs = len(sample_ids)
         stats.nodes = {s: np.diff(l.offsets).tolist() for s, l in nodes.items()}
         stats.edges = {e: np.diff(l.offsets).tolist() for e, l in edges.items()}
-        return AssembledShard(self.schema, self.plan.seed_set, sample_ids, seed_ids, nodes, edges), stats
+        return AssembledShard(self.schema, self.plan.seed_set, sample_ids,
+                              self._named(self.plan.seed_set, seed_ids), nodes, edges), stats
+
+    def _named(self, node_set: str, ids: np.ndarray) -> np.ndarray:
+        """The ids as the output writes them: codes become their names (a set nothing
+        reached has an empty, untyped dictionary)."""
+        if node_set not in self.names:
+            return ids
+        return self.names[node_set][ids] if len(ids) else self.names[node_set][:0]
 
     def _node_layout(self, node_set: str, keys: "_NodeKeys",
                      arriving: list[tuple[np.ndarray, np.ndarray]],
@@ -197,9 +212,9 @@ class ShardAssembler:
             features = table.features if table is not None else {
                 k: empty_feature(f) for k, f in wanted.items()}
             return _Layout(_offsets(ranks, keys.num_samples), features, rows,
-                           ids=keys.ids[codes], keys=node_keys), missing
-        return _Layout(_offsets(ranks, keys.num_samples), {}, ids=keys.ids[codes],
-                       keys=node_keys), missing
+                           ids=self._named(node_set, keys.ids[codes]), keys=node_keys), missing
+        return _Layout(_offsets(ranks, keys.num_samples), {},
+                       ids=self._named(node_set, keys.ids[codes]), keys=node_keys), missing
 
     def _edge_layout(self, edge_set: str, pieces: list[EdgePiece], sample_ids: np.ndarray,
                      source_keys: "_NodeKeys", target_keys: "_NodeKeys",
@@ -239,10 +254,12 @@ class ShardAssembler:
         examples = []
         if len(dropped):
             rows = np.concatenate([p.rows for p in pieces])
+            ends = self.schema.edge_sets[edge_set]
             examples = sorted({(edge_set, s.decode(errors="replace"), t.decode(errors="replace"),
                                 int(r)) for s, t, r in zip(
-                source_keys.ids[source_codes[dropped]].tolist(),
-                target_keys.ids[target_codes[dropped]].tolist(), rows[dropped].tolist())})
+                self._named(ends.source, source_keys.ids[source_codes[dropped]]).tolist(),
+                self._named(ends.target, target_keys.ids[target_codes[dropped]]).tolist(),
+                rows[dropped].tolist())})
         return layout, len(dropped), examples[:MAX_LISTED_IDS]
 
 

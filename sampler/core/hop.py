@@ -56,7 +56,7 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
     query_index, edge_position = sample_edges(
         op.strategy, row_splits=adjacency.row_splits, weights=adjacency.weights,
         query_rows=rows, query_samples=samples,
-        query_nodes=rng.fingerprint(requests.ids)[codes],
+        query_nodes=adjacency.source_fingerprints[rows],
         k=op.sample_size, seed=seed, op_salt=rng.name_salt(op.name))
     # Sources are coded by their CSR row (adjacency.sources is sorted and distinct), and
     # requests come sorted by sample, so every dictionary here is cheap to build.

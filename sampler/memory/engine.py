@@ -47,9 +47,12 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
     graph = load_graph(job)
     numbered = number_seeds(graph.seeds)
     on_start(len(numbered))
+    # The join runs on names (a seed may name no node at all); what it finds is interned.
     join = join_seeds(graph.seed_table, numbered, job.num_shards, with_features=False)
-    found = dict(split_by_shard(join.found, job.num_shards))
-    seeds = dict(join.seeds_by_shard)
+    seed_set = job.plan.seed_set
+    found = {shard: graph.intern_requests(seed_set, requests)
+             for shard, requests in split_by_shard(join.found, job.num_shards)}
+    seeds = {shard: graph.intern_seeds(seed_set, piece) for shard, piece in join.seeds_by_shard}
     stats = join.stats
     _SHARED.update(graph=graph, job=job, found=found, seeds=seeds)
     try:
@@ -92,7 +95,7 @@ def _write_one_shard_in_worker(shard: int) -> RunStats:
 
 def _write_one_shard(shard: int, on_progress: Callable[[int], None]) -> RunStats:
     graph, job = _SHARED["graph"], _SHARED["job"]
-    assembler = ShardAssembler(job.plan, job.loaded.schema)
+    assembler = ShardAssembler(job.plan, job.loaded.schema, graph.names)
     empty = Requests.concat([])
     chunks = _shard_chunks(graph, job, _SHARED["found"].get(shard, empty),
                            _SHARED["seeds"].get(shard), on_progress)

@@ -1,31 +1,52 @@
 """The graph in memory: every table a job reads, loaded once into the core's indexes.
 
 One NodeTableBucket per node set with a table and one AdjacencyBucket (a CSR over
-every source node) per sampled edge set: the Beam engine's per-bucket indexes with
-a single bucket. The core's results never depend on how nodes are bucketed, so the
+every source node) per sampled edge set: the Beam engine's per-bucket indexes with a
+single bucket. The core's results never depend on how nodes are bucketed, so the
 records are the same bytes.
+
+Ids are interned: each node set's ids, sorted, are its `names`, and the indexes hold
+int64 codes into them. Code order is id order, so every canonical order the core
+keeps holds unchanged, while sorting, searching and joining run on integers instead
+of byte strings. Fingerprints (the random streams) come from the names, and the
+assembly writes names (core.assemble.ShardAssembler takes them).
 """
 from __future__ import annotations
 
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
+from sampler.core import rng
 from sampler.core.adjacency import AdjacencyBucket, build_adjacency
+from sampler.core.arrays import unique, unique_inverse
 from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
+from sampler.core.pieces import Requests, SeedPiece
 from sampler.core.seeds import seeds_from_ids
 from sampler.job.job import SamplingJob
 from sampler.plan.plan import edge_sets_to_read
-from unigraph.batches import SeedBatch
+from unigraph.batches import EdgeBatch, SeedBatch
+from unigraph.ragged import concat
 from unigraph.schema import table_files
 from unigraph.tables import read_seeds, read_set, seed_files
 
 
 @dataclasses.dataclass(eq=False)
 class GraphInMemory:
-    node_tables: dict[str, NodeTableBucket]   # node sets with a table
-    adjacency: dict[str, AdjacencyBucket]     # the edge sets the plan samples
-    seed_table: NodeTableBucket               # the seed set's nodes (ids only without a table)
+    names: dict[str, np.ndarray]              # node set -> its ids, sorted: codes index them
+    node_tables: dict[str, NodeTableBucket]   # node sets with a table, ids as codes
+    adjacency: dict[str, AdjacencyBucket]     # the edge sets the plan samples, ids as codes
+    seed_table: NodeTableBucket               # the seed set's nodes by name, for the seeds join
     seeds: list[SeedBatch]                    # the seed rows, not yet numbered
+
+    def intern_requests(self, node_set: str, requests: Requests) -> Requests:
+        """Requests of named nodes (all in the graph) as requests of codes."""
+        return Requests(requests.samples, requests.codes,
+                        np.searchsorted(self.names[node_set], requests.ids))
+
+    def intern_seeds(self, node_set: str, seeds: SeedPiece) -> SeedPiece:
+        return SeedPiece(seeds.samples, np.searchsorted(self.names[node_set], seeds.ids))
 
 
 def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
@@ -33,7 +54,7 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     the indexes; a bad row or a duplicate id raises the readers' one-line TableError."""
     loaded, plan = job.loaded, job.plan
     schema = loaded.schema
-    node_sets = [n for n in plan.node_sets() if schema.node_sets[n].metadata.filename]
+    with_table = [n for n in plan.node_sets() if schema.node_sets[n].metadata.filename]
     edge_sets = edge_sets_to_read(plan, schema)
 
     def node_table(name):
@@ -41,19 +62,61 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
                                 table_files(loaded, "nodes", name))
 
     def edges(name):
-        return list(read_set(loaded, "edges", name))
+        return _one_batch(name, list(read_set(loaded, "edges", name)))
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        tables = dict(zip(node_sets, pool.map(node_table, node_sets)))
+        tables = dict(zip(with_table, pool.map(node_table, with_table)))
         batches = dict(zip(edge_sets, pool.map(edges, edge_sets)))
-        adjacency = dict(zip(plan.edge_sets(), pool.map(
-            lambda name: build_adjacency(name, batches[name]), plan.edge_sets())))
+        # Each end of each edge set as (its distinct ids, the index of every edge's id).
+        ends = dict(zip([(e, f) for e in edge_sets for f in ("sources", "targets")],
+                        pool.map(lambda ef: unique_inverse(getattr(batches[ef[0]], ef[1])),
+                                 [(e, f) for e in edge_sets for f in ("sources", "targets")])))
+    names = {}
+    for node_set in plan.node_sets():
+        parts = [tables[node_set].ids] if node_set in tables else []
+        for e in edge_sets:
+            edge_set = schema.edge_sets[e]
+            parts += [ends[(e, f)][0] for f, end in (("sources", edge_set.source),
+                                                     ("targets", edge_set.target))
+                      if end == node_set]
+        names[node_set] = unique(np.concatenate(parts)) if parts else np.zeros(0, "S1")
     seed_set = plan.seed_set
-    seed_table = tables.get(seed_set) or ids_only_table(seed_set, [
-        getattr(batch, field) for name in edge_sets for batch in batches[name]
-        for field, end in (("sources", schema.edge_sets[name].source),
-                           ("targets", schema.edge_sets[name].target)) if end == seed_set])
-    return GraphInMemory(tables, adjacency, seed_table, _seed_rows(job, seed_table))
+    seed_table = tables.get(seed_set) or ids_only_table(seed_set, [names[seed_set]])
+    fingerprints = {}
+
+    def adjacency(name):
+        edge_set = schema.edge_sets[name]
+        batch = batches[name]
+        source_ids, source_index = ends[(name, "sources")]
+        target_ids, target_index = ends[(name, "targets")]
+        coded = EdgeBatch(name, np.searchsorted(names[edge_set.source], source_ids)[source_index],
+                          np.searchsorted(names[edge_set.target], target_ids)[target_index],
+                          batch.rows, batch.weights, batch.features)
+        if edge_set.source not in fingerprints:
+            fingerprints[edge_set.source] = rng.fingerprint(names[edge_set.source])
+        return build_adjacency(name, [coded], fingerprints[edge_set.source].__getitem__)
+
+    coded_tables = {name: NodeTableBucket(name, np.searchsorted(names[name], table.ids),
+                                          table.features) for name, table in tables.items()}
+    return GraphInMemory(names, coded_tables,
+                         {name: adjacency(name) for name in plan.edge_sets()},
+                         seed_table, _seed_rows(job, seed_table))
+
+
+def _one_batch(name: str, batches: list[EdgeBatch]) -> EdgeBatch:
+    """All rows of an edge set's table in one batch."""
+    batches = [b for b in batches if len(b)]
+    if not batches:  # a table of a header only
+        return EdgeBatch(name, np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0, np.int64),
+                         None, {})
+    if len(batches) == 1:
+        return batches[0]
+    has_weights = all(b.weights is not None for b in batches)
+    return EdgeBatch(name, np.concatenate([b.sources for b in batches]),
+                     np.concatenate([b.targets for b in batches]),
+                     np.concatenate([b.rows for b in batches]),
+                     np.concatenate([b.weights for b in batches]) if has_weights else None,
+                     {k: concat([b.features[k] for b in batches]) for k in batches[0].features})
 
 
 def _seed_rows(job: SamplingJob, seed_table: NodeTableBucket) -> list[SeedBatch]:
