@@ -28,6 +28,12 @@ runs for a query depends only on its row (degree, k, weights), so the result for
 a query never depends on the other queries or rows of the batch, nor their order.
 
 Methods (each gives the exact distribution above):
+  * "floyd" (RANDOM_UNIFORM with k <= FLOYD_MAX_K and degree > k): Floyd's
+    algorithm (Bentley and Floyd, "A sample of brilliance", CACM 1987): for
+    i = 0 .. k-1, draw t uniform in [0, d-k+i] from counter i of the query's
+    stream; take t, or d-k+i if t was taken already. By induction every k-subset
+    is equally likely; it costs k draws and O(k^2) comparisons per query, with no
+    sort over the row, so a row's degree does not matter.
   * "keys": every (query, edge) pair gets a random key; the k smallest win.
     Uniform: i.i.d. uniform keys, so the k smallest are a uniform k-subset.
     Weighted: Efraimidis & Spirakis (2006, "Weighted random sampling with a
@@ -68,6 +74,7 @@ from sampler.plan.sampling_spec_pb2 import RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_
 
 HUB_DEGREE = 4096        # rows with more edges than this use the O(k)-per-query methods
 UNIFORM_DRAW_FACTOR = 8  # RANDOM_UNIFORM draws (not keys) from rows of 8 k edges or more
+FLOYD_MAX_K = 16         # ... and for k up to this, Floyd's algorithm (O(k^2) per query)
 MIN_ACCEPTANCE = 0.25    # ... if a draw is always new with at least this probability
 MAX_PAIRS = 1 << 16      # (query, edge) pairs per chunk: cache-sized temporaries are fastest
 
@@ -232,6 +239,12 @@ def _random_uniform(row_splits, query_rows, degrees, base, k):
     if take_all.size:
         seg, pos, _ = _row_edges(row_splits, query_rows[take_all])
         parts.append((take_all[seg], pos))
+    if k <= FLOYD_MAX_K:  # k draws per query and no sort over the row, whatever its degree
+        by_floyd = np.flatnonzero(degrees > k)
+        if by_floyd.size:
+            parts.append(_uniform_floyd(row_splits, query_rows[by_floyd], degrees[by_floyd],
+                                        base[by_floyd], by_floyd, k))
+        return _merge_by_query(parts)
     # Drawing costs O(k) per query, keys O(degree): draws pay off once a row is several
     # times k. Worst case (k-1 edges drawn) a draw is new with chance (d-k+1)/d >= 3/4.
     hub = (degrees > k) & (degrees >= min(HUB_DEGREE + 1, UNIFORM_DRAW_FACTOR * k))
@@ -251,6 +264,37 @@ def _random_uniform(row_splits, query_rows, degrees, base, k):
 def _chunked_by_degree(queries, degrees):
     for part in _chunks(degrees[queries], MAX_PAIRS):
         yield queries[part]
+
+
+def _uniform_floyd(row_splits, rows, degrees, base, query_index, k):
+    """Floyd's algorithm (see module docstring), every query at once, k steps."""
+    d = degrees.astype(np.int64)
+    picks = np.empty((len(rows), k), np.int64)
+    for i in range(k):
+        top = d - k + i  # step i draws t in [0, top]: taken already -> take top itself
+        t = _unbiased_below(base, top + 1, i, k)
+        taken = (picks[:, :i] == t[:, None]).any(axis=1)
+        picks[:, i] = np.where(taken, top, t)
+    picks.sort(axis=1)
+    return np.repeat(query_index, k), (row_splits[rows][:, None] + picks).reshape(-1)
+
+
+def _unbiased_below(base, bound, step, stride):
+    """An integer uniform in [0, bound) per query from counter `step` of its stream: "h mod
+    bound", redrawn with counter step + stride, + 2 stride, ... in the rare case (chance
+    < bound / 2**64) that h >= 2**64 - (2**64 mod bound), where mod would be biased."""
+    bound = bound.astype(_U64)
+    with np.errstate(over="ignore"):
+        remainder = (_U64(0) - bound) % bound
+        limit = _U64(0) - remainder
+        h = rng.mix_into(base, step)
+        redraw = np.flatnonzero((remainder != 0) & (h >= limit))
+        attempt = 1
+        while redraw.size:
+            h[redraw] = rng.mix_into(base[redraw], step + attempt * stride)
+            redraw = redraw[(h[redraw] >= limit[redraw])]
+            attempt += 1
+    return (h % bound).astype(np.int64)
 
 
 def _uniform_hub(row_splits, rows, degrees, base, query_index, k):

@@ -61,7 +61,10 @@ def constants(**values):
             setattr(st, name, value)
 
 
-HUB_EVERYWHERE = dict(HUB_DEGREE=0, MIN_ACCEPTANCE=0.05)
+# Each RANDOM_UNIFORM method on every row it can take (Floyd's is the default for k <= 16).
+HUB_EVERYWHERE = dict(HUB_DEGREE=0, MIN_ACCEPTANCE=0.05, FLOYD_MAX_K=0)
+KEYS_ONLY = dict(FLOYD_MAX_K=0, UNIFORM_DRAW_FACTOR=10**9)
+PATHS = {"keys": KEYS_ONLY, "hub": HUB_EVERYWHERE, "floyd": {}}
 
 
 def chi_square_bound(dof, z=FIVE_SIGMA):
@@ -246,7 +249,7 @@ def test_path_choice_follows_the_row():
     st._uniform_hub = lambda *a: calls.append("uniform") or original_uniform(*a)
     st._weighted_hub = lambda *a: calls.append("weighted") or original_weighted(*a)
     try:
-        with constants(HUB_DEGREE=4):
+        with constants(HUB_DEGREE=4, FLOYD_MAX_K=0):
             splits, weights = csr([1.0] * 5, [100.0, 1, 1, 1, 1, 1], [1.0] * 4)
             run(RANDOM_UNIFORM, splits, weights, [0, 2], k=2)
             assert calls == ["uniform"]
@@ -276,9 +279,9 @@ WEIGHTED_CASES = [([1.0, 2.0, 3.0, 4.0], 2), ([5.0, 1.0, 1.0, 0.0, 2.0, 0.5], 3)
 
 
 @pytest.mark.parametrize("d,k", UNIFORM_CASES)
-@pytest.mark.parametrize("hub", [False, True], ids=["keys", "hub"])
-def test_uniform_distribution(d, k, hub):
-    with constants(**(HUB_EVERYWHERE if hub else {})):
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_uniform_distribution(d, k, path):
+    with constants(**PATHS[path]):
         check_distribution(RANDOM_UNIFORM, [1.0] * d, k)
 
 
@@ -320,7 +323,7 @@ def batches(draw):
 
 @settings(max_examples=60, deadline=None)
 @given(batches(), hs.sampled_from(ALL), hs.integers(1, 5), hs.randoms(use_true_random=False),
-       hs.sampled_from([{}, HUB_EVERYWHERE, dict(MAX_PAIRS=3)]))
+       hs.sampled_from([{}, HUB_EVERYWHERE, KEYS_ONLY, dict(MAX_PAIRS=3)]))
 def test_result_of_a_query_ignores_the_rest_of_the_batch(batch, strategy, k, random, overrides):
     rows, queries = batch
     with constants(**overrides):
@@ -348,7 +351,7 @@ def test_result_of_a_query_ignores_the_rest_of_the_batch(batch, strategy, k, ran
 
 # ---------------------------------------------------------------- exact scheme (reference)
 
-def reference(strategy, row_weights, sample, node, k, seed, salt, hub):
+def reference(strategy, row_weights, sample, node, k, seed, salt, path):
     """One query by the documented scheme, one draw at a time in plain Python."""
     from sampler.core import rng
     base = rng.mix(seed, salt, np.int64(sample), np.uint64(node))
@@ -357,7 +360,19 @@ def reference(strategy, row_weights, sample, node, k, seed, salt, hub):
         else list(range(d))
     if len(drawable) <= k:
         return tuple(drawable)
-    if not hub:                       # keys: smallest hash / smallest -log(u)/w
+    if path == "floyd":               # step i: t in [0, d-k+i], or d-k+i if t is taken
+        chosen = []
+        for i in range(k):
+            top, attempt = d - k + i, 0
+            while True:
+                h = int(rng.mix_into(base, i + attempt * k))
+                attempt += 1
+                if h < 2**64 - 2**64 % (top + 1):
+                    break
+            t = h % (top + 1)
+            chosen.append(top if t in chosen else t)
+        return tuple(sorted(chosen))
+    if path == "keys":                # keys: smallest hash / smallest -log(u)/w
         keys = [rng.mix_into(base, j) for j in range(d)]
         if strategy == RANDOM_WEIGHTED:
             keys = [-np.log(rng.unit_interval(keys[j])) / row_weights[j] if j in drawable
@@ -381,8 +396,8 @@ def reference(strategy, row_weights, sample, node, k, seed, salt, hub):
 
 
 @pytest.mark.parametrize("strategy", RANDOM)
-@pytest.mark.parametrize("hub", [False, True], ids=["keys", "hub"])
-def test_results_follow_the_documented_scheme(strategy, hub):
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_results_follow_the_documented_scheme(strategy, path):
     generator = np.random.default_rng(5)
     rows = [list(generator.choice([0.0, 0.5, 1.0, 2.0, 7.0], size=d))
             for d in (0, 3, 9, 14, 30, 40)]
@@ -390,18 +405,18 @@ def test_results_follow_the_documented_scheme(strategy, hub):
     query_rows = np.repeat(np.arange(len(rows)), 4)
     samples = np.tile([0, 1, 2, 3], len(rows))
     nodes = query_rows.astype(np.uint64) * np.uint64(77) + np.uint64(5)
-    with constants(**(HUB_EVERYWHERE if hub else {})):
+    with constants(**PATHS[path]):
         got = per_query(run(strategy, splits, weights, query_rows, samples, nodes, k=4, seed=9,
                             salt=11), len(query_rows), splits, query_rows)
-        by_hub = [(strategy == RANDOM_UNIFORM and len(row) >= st.UNIFORM_DRAW_FACTOR * 4)
-                  or (hub and (strategy == RANDOM_UNIFORM
-                               or st._rejection_is_cheap(np.maximum(row, 0), 4)))
-                  for row in rows]
-    if hub:
-        assert by_hub[2] and by_hub[4]
-    assert by_hub[5] == (strategy == RANDOM_UNIFORM or hub)  # 40 edges: 8k or more
+        if strategy == RANDOM_UNIFORM:  # one method for every row the run can take it
+            used = [path] * len(rows)
+        else:  # Floyd's is uniform-only; a hub row draws only while rejection stays cheap
+            used = ["hub" if path == "hub" and st._rejection_is_cheap(np.maximum(row, 0), 4)
+                    else "keys" for row in rows]
+    if path == "hub":
+        assert used[2] == used[4] == "hub"
     for i, (r, s, n) in enumerate(zip(query_rows, samples, nodes)):
-        assert got[i] == reference(strategy, rows[r], s, n, 4, 9, 11, by_hub[r]), (i, r)
+        assert got[i] == reference(strategy, rows[r], s, n, 4, 9, 11, used[r]), (i, r)
 
 
 def test_golden_results():
@@ -413,7 +428,8 @@ def test_golden_results():
     nodes = [11, 33, 44, 33, 22, 44]
     golden = {
         TOP_K: [1, 2, 4, 5, 6, 11, 17, 18, 19, 5, 6, 11, 17, 18, 19],
-        RANDOM_UNIFORM: [0, 1, 2, 7, 9, 11, 15, 17, 19, 6, 7, 10, 13, 16, 17],
+        # Floyd's algorithm since k <= FLOYD_MAX_K (re-pinned when it replaced the keys).
+        RANDOM_UNIFORM: [0, 1, 3, 7, 10, 11, 13, 14, 15, 6, 10, 11, 12, 15, 18],
         RANDOM_WEIGHTED: [0, 2, 4, 5, 6, 11, 13, 16, 18, 5, 6, 11, 15, 18, 19],
     }
     for strategy, positions in golden.items():
