@@ -57,6 +57,13 @@ def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarr
     if not (sources.shape == targets.shape == rows.shape) or sources.ndim != 1:
         raise ValueError(f"canonical_adjacency: need three 1-D arrays of one length, got shapes "
                          f"{sources.shape}, {targets.shape}, {rows.shape}")
+    if (sources.dtype.kind == targets.dtype.kind == "i" and len(rows)
+            and bool(np.all(rows[1:] > rows[:-1]))):
+        # Integer codes (the in-memory engine) with rows in table order: one stable sort
+        # of a packed (source, target) key keeps the rows in order within equal keys.
+        width = int(targets.max()) + 1
+        if (int(sources.max()) + 1) * width < 2**62 and sources.min() >= 0 <= targets.min():
+            return np.argsort(sources.astype(np.int64) * width + targets, kind="stable")
     return np.lexsort((rows, targets, sources))
 
 

@@ -30,9 +30,16 @@ def unique_codes(codes: np.ndarray, size: int) -> np.ndarray:
 def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct values, int64 index of each value among them), as np.unique
     with return_inverse=True. Byte-string ids are hashed by Arrow and only the distinct
-    ones sorted; numbers by one stable argsort."""
+    ones sorted; integers of a small range (codes) are counted, others sorted."""
     if values.dtype.kind == "S" and len(values) and values.dtype.itemsize:
         return _unique_inverse_bytes(values)
+    if values.dtype.kind in "iu" and len(values):
+        low, high = int(values.min()), int(values.max())
+        if high - low < 4 * len(values) + 1024:  # codes of a known range: count, no sort
+            seen = np.zeros(high - low + 1, bool)
+            seen[values - low] = True
+            rank = np.cumsum(seen) - 1
+            return np.flatnonzero(seen).astype(values.dtype) + low, rank[values - low]
     if len(values) and bool(np.all(values[1:] >= values[:-1])):  # sorted already: no sort
         first = np.r_[True, values[1:] != values[:-1]]
         return values[first], np.cumsum(first) - 1
