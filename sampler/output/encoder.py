@@ -42,13 +42,17 @@ def _varint(n: int) -> bytes:
 
 @dataclasses.dataclass
 class Column:
-    """One key for every sample. `entry(i)` is sample i's entry of the Example's feature
-    map (key and tf.train.Feature, framed) as a head and a payload: the head depends on
-    the payload's length only, so it is built once per length, and the payload is a
-    zero-copy slice of the column's buffer."""
+    """One key for every sample. `entries(count)` gives, for samples 0..count-1, each
+    sample's entry of the Example's feature map (key and tf.train.Feature, framed) as a
+    head and a payload, and their byte sizes: the head depends on the payload's length
+    only, so it is built once per length, and the payload is a zero-copy slice of the
+    column's buffer. Whole lists at once: the per-sample work is list comprehensions."""
 
     key: str
-    entry: Callable[[int], tuple[bytes, bytes | memoryview]]
+    entries: Callable[[int], tuple[list, list, np.ndarray]]
+
+
+_HEAD_CACHES: dict[tuple, dict[int, bytes]] = {}
 
 
 class _Heads:
@@ -60,19 +64,22 @@ class _Heads:
         key_bytes = key.encode("utf-8")
         self.key_header = b"\x0a" + _varint(len(key_bytes)) + key_bytes + b"\x12"
         self.tag, self.frame_payload = tag, frame_payload
-        self.cache: dict[int, bytes] = {}
+        # Shared by every chunk's column of this key: the sizes repeat across chunks.
+        self.cache = _HEAD_CACHES.setdefault((key, tag, frame_payload), {})
 
-    def __call__(self, size: int) -> bytes:
-        head = self.cache.get(size)
-        if head is None:
-            if self.tag is None:
-                feature_prefix = b""
-            else:
-                frame = b"\x0a" + _varint(size) if self.frame_payload and size else b""
-                feature_prefix = self.tag + _varint(len(frame) + size) + frame
-            body = self.key_header + _varint(len(feature_prefix) + size) + feature_prefix
-            head = self.cache[size] = b"\x0a" + _varint(len(body) + size) + body
+    def build(self, size: int) -> bytes:
+        if self.tag is None:
+            feature_prefix = b""
+        else:
+            frame = b"\x0a" + _varint(size) if self.frame_payload and size else b""
+            feature_prefix = self.tag + _varint(len(frame) + size) + frame
+        body = self.key_header + _varint(len(feature_prefix) + size) + feature_prefix
+        head = self.cache[size] = b"\x0a" + _varint(len(body) + size) + body
         return head
+
+    def of(self, sizes: list[int]) -> list[bytes]:
+        get, build = self.cache.get, self.build
+        return [get(n) or build(n) for n in sizes]
 
 
 def packed_column(key: str, kind: str, buffer: bytes, byte_offsets: np.ndarray) -> Column:
@@ -86,22 +93,28 @@ def bytes_column(key: str, framed: bytes, byte_offsets: np.ndarray) -> Column:
 
 
 def _sliced(key: str, heads: _Heads, buffer: bytes, byte_offsets: np.ndarray) -> Column:
-    view, offsets = memoryview(buffer), byte_offsets.tolist()
+    view = memoryview(buffer)
 
-    def entry(i: int) -> tuple[bytes, memoryview]:
-        lo, hi = offsets[i], offsets[i + 1]
-        return heads(hi - lo), view[lo:hi]
-    return Column(key, entry)
+    def entries(count: int):
+        offsets = byte_offsets[:count + 1]
+        sizes = np.diff(offsets)
+        head_list = heads.of(sizes.tolist())
+        bounds = offsets.tolist()
+        payloads = [view[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
+        return head_list, payloads, sizes + np.fromiter(map(len, head_list), np.int64, count)
+    return Column(key, entries)
 
 
 def feature_column(key: str, feature: Callable[[int], bytes]) -> Column:
     """A column whose sample i's whole serialized tf.train.Feature is `feature(i)`."""
     heads = _Heads(key, None, False)
 
-    def entry(i: int) -> tuple[bytes, bytes]:
-        value = feature(i)
-        return heads(len(value)), value
-    return Column(key, entry)
+    def entries(count: int):
+        values = [feature(i) for i in range(count)]
+        head_list = heads.of([len(v) for v in values])
+        return head_list, values, np.fromiter(
+            (len(h) + len(v) for h, v in zip(head_list, values)), np.int64, count)
+    return Column(key, entries)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -117,7 +130,13 @@ def scalar_int_column(key: str, values: np.ndarray) -> Column:
 
 
 def constant_column(key: str, feature_bytes: bytes) -> Column:
-    return feature_column(key, lambda i: feature_bytes)
+    heads = _Heads(key, None, False)
+    entry = heads.of([len(feature_bytes)])[0]
+
+    def entries(count: int):
+        return [entry] * count, [feature_bytes] * count, np.full(
+            count, len(entry) + len(feature_bytes), np.int64)
+    return Column(key, entries)
 
 
 def _item_offsets(per_item: np.ndarray, item_offsets: np.ndarray) -> np.ndarray:
@@ -173,16 +192,15 @@ def _strings_column(key: str, strings: np.ndarray, value_offsets: np.ndarray) ->
 def ragged_columns(key: str, values: Ragged, item_offsets: np.ndarray,
                    shape: tuple[int, ...]) -> list[Column]:
     """A ragged feature: per sample through the GraphTensor core's own flattening (one
-    rule for the .d<k> keys)."""
-    per_sample: dict[int, dict[str, bytes]] = {}
+    rule for the .d<k> keys). Each sample is flattened once for all of its keys."""
+    flattened: dict[int, dict[str, bytes]] = {}
 
     def encoded(i: int) -> dict[str, bytes]:
-        if i not in per_sample:
+        if i not in flattened:
             part = take(values, np.arange(item_offsets[i], item_offsets[i + 1]))
-            per_sample.clear()
-            per_sample[i] = {key_: wire.encode_feature(kind, flat)
-                             for key_, kind, flat in flatten_field(key, part, shape)}
-        return per_sample[i]
+            flattened[i] = {key_: wire.encode_feature(kind, flat)
+                            for key_, kind, flat in flatten_field(key, part, shape)}
+        return flattened[i]
     keys = [key] + [k.ragged_key(key, d) for d in k.ragged_dimensions(shape)]
     return [feature_column(key_, lambda i, key_=key_: encoded(i)[key_]) for key_ in keys]
 
@@ -197,18 +215,15 @@ def feature_columns(key: str, values, item_offsets: np.ndarray,
 
 def encode_examples(columns: list[Column], count: int) -> Iterator[bytes]:
     """Sample i's serialized tf.train.Example, for i in range(count), keys sorted:
-    Example{1: Features{entries}}, so the record is its entries behind one header."""
-    entries = [c.entry for c in sorted(columns, key=lambda c: c.key)]
-    for i in range(count):
-        parts = [b"\x0a", b""]  # the Features field; its length goes in parts[1]
-        size = 0
-        for entry in entries:
-            head, payload = entry(i)
-            parts.append(head)
-            parts.append(payload)
-            size += len(head) + len(payload)
-        parts[1] = _varint(size)
-        yield b"".join(parts)
+    Example{1: Features{entries}}, so a record is its entries behind one header."""
+    parts, sizes = [], np.zeros(count, np.int64)
+    for column in sorted(columns, key=lambda c: c.key):
+        heads, payloads, entry_sizes = column.entries(count)
+        parts += [heads, payloads]
+        sizes += entry_sizes
+    headers = [b"\x0a" + _varint(n) for n in sizes.tolist()]
+    for record in zip(headers, *parts):
+        yield b"".join(record)
 
 
 def encode_shard(shard: AssembledShard, chunk: int = 256) -> Iterator[bytes]:
