@@ -1,0 +1,282 @@
+"""tf.train.Example records of a table, parsed a whole chunk at a time.
+
+Every record of a chunk is parsed at once, one protobuf level at a time: the
+k-th map entry of every record in one set of array operations (so the loops
+run over entries per record and values per list, never over records), every
+length and tag read through unigraph.wire's 8-byte windows. What comes out
+is, per wanted column, where its values sit in the chunk's buffer (bytes) or
+the decoded numbers, plus the value count of every record.
+
+This path covers what TensorFlow, TF-GNN and our writers produce: map entries
+in any order, key before value, packed float and int64 lists, empty lists,
+features with no kind set. Anything else a valid protobuf may hold (unknown
+fields, unpacked numbers, a key given twice, a float feature stored as
+int64_list) and anything malformed or missing makes `parse_chunk` return
+None: the caller then decodes that chunk record by record with the protobuf
+library, which reads every valid encoding and names the exact record and
+problem. So this module never raises for input; it only declines.
+
+Data shapes:
+  Roles   name -> KEY (one bytes or int64 value per record), WEIGHT (one float),
+          or the kind a feature's values must have (BYTES, FLOAT, INT64)
+  Parsed  name -> Values(counts, numbers) or Values(counts, starts, lengths)
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from unigraph.wire import (TAG_BYTES_LIST, TAG_FIELD_1, TAG_FIELD_2, TAG_FLOAT_LIST,
+                           TAG_INT64_LIST, byte_at, decode_varints, gather_rows, gather_spans,
+                           read_varints, windows)
+
+KEY, WEIGHT = "key", "weight"
+BYTES, FLOAT, INT64 = "bytes_list", "float_list", "int64_list"
+_KIND_OF_TAG = {TAG_BYTES_LIST: BYTES, TAG_FLOAT_LIST: FLOAT, TAG_INT64_LIST: INT64}
+
+
+class _Unusual(Exception):
+    """Something the vectorized path does not handle: decode the chunk record by record."""
+
+
+@dataclasses.dataclass
+class Values:
+    """One column over a chunk's records."""
+
+    counts: np.ndarray                 # int64: values in each record
+    numbers: np.ndarray | None = None  # float32 or int64 values, flat (numeric kinds)
+    starts: np.ndarray | None = None   # bytes values: offset of each in the buffer
+    lengths: np.ndarray | None = None  # bytes values: length of each
+
+
+def parse_chunk(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                roles: dict[str, str]) -> dict[str, Values] | None:
+    """The columns `roles` names, from the Examples at buffer[starts[i]:+lengths[i]].
+
+    `buffer` is padded (unigraph.wire.WINDOW_BYTES zero bytes after the data).
+    Returns None when any record needs the exact record-by-record path.
+    """
+    try:
+        words = windows(buffer)
+        spans = _entries(words, starts, starts + lengths, list(roles))
+        return {name: _column(buffer, words, *spans[name], role)
+                for name, role in roles.items()}
+    except _Unusual:
+        return None
+
+
+def _require(condition) -> None:
+    if not np.all(condition):
+        raise _Unusual
+
+
+def _field(words: np.ndarray, at: np.ndarray, tag: int) -> tuple[np.ndarray, np.ndarray]:
+    """(payload start, payload end) of the length-delimited field with `tag` at each position."""
+    word = words[at]
+    _require(byte_at(word) == tag)
+    length, size, ok = read_varints(word >> np.uint64(8))
+    _require(ok)
+    begin = at + 1 + size
+    return begin, begin + length
+
+
+def _entries(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+             names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """name -> (start, end) of each record's serialized Feature for that key."""
+    n = len(starts)
+    _require(ends > starts)  # an empty record has no features at all
+    begin, end = _field(words, starts, TAG_FIELD_1)  # Example.features
+    _require(end == ends)
+    keys = {name: np.frombuffer(name.encode("utf-8"), dtype=np.uint8) for name in names}
+    found: dict[str, list] = {name: [] for name in names}
+    cursor = begin
+    active = np.arange(n)
+    while len(active):
+        entry_begin, entry_end = _field(words, cursor, TAG_FIELD_1)  # Features.feature
+        _require(entry_end <= ends[active])
+        key_begin, key_end = _field(words, entry_begin, TAG_FIELD_1)
+        value_begin, value_end = _field(words, key_end, TAG_FIELD_2)
+        _require(value_end == entry_end)
+        for name, (chosen, _) in _match_keys(words, key_begin, key_end - key_begin,
+                                             keys).items():
+            found[name].append((active[chosen], value_begin[chosen], value_end[chosen]))
+        more = entry_end < ends[active]
+        active, cursor = active[more], entry_end[more]
+    result = {}
+    for name in names:
+        parts = found[name]
+        _require(len(parts) > 0)
+        records = np.concatenate([p[0] for p in parts])
+        begin = np.concatenate([p[1] for p in parts])
+        end = np.concatenate([p[2] for p in parts])
+        _require(len(records) == n)  # missing or repeated keys: the exact path says which
+        if len(parts) > 1:
+            order = np.argsort(records, kind="stable")
+            records, begin, end = records[order], begin[order], end[order]
+            _require(records == np.arange(n))
+        result[name] = (begin, end)
+    return result
+
+
+def _match_keys(words: np.ndarray, key_begin: np.ndarray, key_length: np.ndarray,
+                keys: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, None]]:
+    """name -> (positions among these entries whose key is that name, None)."""
+    result = {}
+    first = int(key_length[0])
+    uniform = bool((key_length == first).all()) and _same_bytes(words, key_begin, first)
+    if uniform:  # the usual case: the k-th entry has the same key in every record
+        start = int(key_begin[0])
+        text = bytes(words[start:start + first].astype(np.uint8)) if first else b""
+        # words[p] & 0xFF is byte p: read the key's bytes back one window each
+        for name, key in keys.items():
+            if len(key) == first and text == key.tobytes():
+                result[name] = (slice(None), None)
+        return result
+    for name, key in keys.items():
+        chosen = np.flatnonzero(key_length == len(key))
+        if len(chosen):
+            same = _equals(words, key_begin[chosen], key)
+            chosen = chosen[same]
+        if len(chosen):
+            result[name] = (chosen, None)
+    return result
+
+
+def _block_masks(length: int) -> list[tuple[int, np.uint64]]:
+    """(offset, mask) of each 8-byte block of a `length`-byte string."""
+    blocks = []
+    for offset in range(0, length, 8):
+        width = min(8, length - offset)
+        blocks.append((offset, np.uint64((1 << (8 * width)) - 1)))
+    return blocks
+
+
+def _same_bytes(words: np.ndarray, begin: np.ndarray, length: int) -> bool:
+    """Whether the `length` bytes at every position equal those at the first."""
+    for offset, mask in _block_masks(length):
+        block = words[begin + offset] & mask
+        if not (block == block[0]).all():
+            return False
+    return True
+
+
+def _equals(words: np.ndarray, begin: np.ndarray, key: np.ndarray) -> np.ndarray:
+    padded = np.zeros(len(key) + 8, dtype=np.uint8)
+    padded[:len(key)] = key
+    same = np.ones(len(begin), dtype=bool)
+    for offset, mask in _block_masks(len(key)):
+        expected = padded[offset:offset + 8].view("<u8")[0] & mask
+        same &= (words[begin + offset] & mask) == expected
+    return same
+
+
+def _column(buffer: np.ndarray, words: np.ndarray, begin: np.ndarray, end: np.ndarray,
+            role: str) -> Values:
+    """One column's values from each record's serialized Feature at buffer[begin:end]."""
+    n = len(begin)
+    kinds = np.zeros(n, dtype=np.int64)  # the tag of the list set, 0 for an empty Feature
+    list_begin, list_end = begin.copy(), begin.copy()
+    has_list = np.flatnonzero(end > begin)
+    if len(has_list):
+        word = words[begin[has_list]]
+        tags = byte_at(word)
+        _require(np.isin(tags, list(_KIND_OF_TAG)))
+        length, size, ok = read_varints(word >> np.uint64(8))
+        _require(ok)
+        kinds[has_list] = tags
+        list_begin[has_list] = begin[has_list] + 1 + size
+        list_end[has_list] = list_begin[has_list] + length
+        _require(list_end[has_list] == end[has_list])  # one list, nothing after it
+    nonempty = list_end > list_begin
+    if role == KEY:
+        _require(nonempty)
+        if (kinds == TAG_INT64_LIST).all():
+            values = _packed_int64(buffer, words, list_begin, list_end)
+            _require(values.counts == 1)
+            return values
+        _require(kinds == TAG_BYTES_LIST)
+        values = _bytes(words, list_begin, list_end)
+        _require(values.counts == 1)
+        return values
+    wanted = {WEIGHT: TAG_FLOAT_LIST, FLOAT: TAG_FLOAT_LIST, INT64: TAG_INT64_LIST,
+              BYTES: TAG_BYTES_LIST}[role]
+    _require((kinds == wanted) | ~nonempty)  # another kind holding values: the exact path
+    if wanted == TAG_BYTES_LIST:
+        return _bytes(words, list_begin, list_end)
+    if wanted == TAG_INT64_LIST:
+        return _packed_int64(buffer, words, list_begin, list_end)
+    values = _packed_float(buffer, words, list_begin, list_end)
+    if role == WEIGHT:
+        _require(values.counts == 1)
+    return values
+
+
+def _packed(words: np.ndarray, list_begin: np.ndarray,
+            list_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of each list's packed payload; (x, 0) for an empty list."""
+    start, length = list_begin.copy(), np.zeros(len(list_begin), dtype=np.int64)
+    nonempty = np.flatnonzero(list_end > list_begin)
+    if len(nonempty):
+        begin, end = _field(words, list_begin[nonempty], TAG_FIELD_1)
+        _require(end == list_end[nonempty])  # one packed run (unpacked values: exact path)
+        start[nonempty], length[nonempty] = begin, end - begin
+    return start, length
+
+
+def _packed_float(buffer: np.ndarray, words: np.ndarray, list_begin: np.ndarray,
+                  list_end: np.ndarray) -> Values:
+    start, length = _packed(words, list_begin, list_end)
+    _require(length % 4 == 0)
+    counts = length // 4
+    if len(counts) and (counts == counts[0]).all():  # fixed length: one row per record
+        rows = gather_rows(buffer, start, int(length[0]))
+        numbers = rows.view("<f4").reshape(-1)
+    else:
+        data, _ = gather_spans(buffer, start, length)
+        numbers = data.view("<f4")
+    return Values(counts, numbers=numbers.astype(np.float32, copy=False))
+
+
+def _packed_int64(buffer: np.ndarray, words: np.ndarray, list_begin: np.ndarray,
+                  list_end: np.ndarray) -> Values:
+    start, length = _packed(words, list_begin, list_end)
+    data, offsets = gather_spans(buffer, start, length)
+    nonempty = length > 0
+    # A varint may not run into the next record's payload: every payload ends a varint.
+    _require(data[offsets[1:][nonempty] - 1] < 0x80)
+    ends_varint = (data < 0x80).astype(np.int64)
+    ended = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum(ends_varint, out=ended[1:])
+    counts = ended[offsets[1:]] - ended[offsets[:-1]]
+    try:
+        numbers = decode_varints(data, "int64_list")
+    except ValueError:  # longer than 10 bytes: the exact path names the record
+        raise _Unusual from None
+    return Values(counts, numbers=numbers)
+
+
+def _bytes(words: np.ndarray, list_begin: np.ndarray, list_end: np.ndarray) -> Values:
+    """Each BytesList's values: where every value sits, records in order."""
+    n = len(list_begin)
+    counts = np.zeros(n, dtype=np.int64)
+    records, starts, lengths = [], [], []
+    active = np.flatnonzero(list_end > list_begin)
+    cursor = list_begin[active]
+    while len(active):
+        begin, end = _field(words, cursor, TAG_FIELD_1)
+        _require(end <= list_end[active])
+        records.append(active)
+        starts.append(begin)
+        lengths.append(end - begin)
+        counts[active] += 1
+        more = end < list_end[active]
+        active, cursor = active[more], end[more]
+    if not records:
+        empty = np.zeros(0, dtype=np.int64)
+        return Values(counts, starts=empty, lengths=empty)
+    if len(records) == 1:
+        return Values(counts, starts=starts[0], lengths=lengths[0])
+    order = np.argsort(np.concatenate(records), kind="stable")  # record order, then value order
+    return Values(counts, starts=np.concatenate(starts)[order],
+                  lengths=np.concatenate(lengths)[order])

@@ -1,0 +1,185 @@
+"""Protobuf wire primitives for tf.train.Example, on whole numpy arrays.
+
+The one home of the varint code that both the table readers and writers
+(unigraph.tables.examples, unigraph.writers) and the GraphTensor codec
+(sampler.graph_tensor.wire) use. A varint stores 7 bits per byte, low bits
+first; the top bit of a byte says another byte follows.
+
+Two ways to read them, both vectorized:
+  decode_varints   a packed run (an int64_list payload) -> int64 values
+  read_varints     one varint at each of many byte positions of a buffer (the
+                   lengths and tags of many messages at once), through
+                   `windows`: a view with one unaligned little-endian uint64 at
+                   every byte offset, so any 8 bytes are one fancy-index away.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from unigraph.errors import GraphTensorError, SamplerError
+
+# Tags of the length-delimited fields of Example, Features, FeatureEntry, Feature
+# and its lists: (field number << 3) | 2.
+TAG_FIELD_1 = 0x0A   # Example.features, Features.feature, FeatureEntry.key, BytesList.value,
+#                      FloatList/Int64List packed values
+TAG_FIELD_2 = 0x12   # FeatureEntry.value; Feature.float_list
+TAG_BYTES_LIST = 0x0A
+TAG_FLOAT_LIST = 0x12
+TAG_INT64_LIST = 0x1A
+
+WINDOW_BYTES = 8        # bytes a window holds; buffers read through windows carry this padding
+MAX_VARINT_BYTES = 4    # read_varints: longer ones (values >= 2**28) are left to the caller
+
+
+def varint(value: int) -> bytes:
+    """One unsigned varint (lengths and tags)."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# Smallest value needing k+2 bytes, for k = 0..8: a value's byte count is
+# 1 + the number of these it reaches.
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+
+
+def varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Bytes the varint of each int64 value takes (negative ones take 10)."""
+    unsigned = np.ascontiguousarray(values, dtype=np.int64).view(np.uint64)
+    return np.searchsorted(_VARINT_LIMITS, unsigned, side="right") + 1
+
+
+def encode_varints(values: np.ndarray) -> bytes:
+    """Packed varints of int64 values (negative ones take 10 bytes, as protobuf does)."""
+    return encode_varints_array(values).tobytes()
+
+
+def encode_varints_array(values: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+    """encode_varints as a uint8 array; `counts` (varint_sizes) may be passed if known."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    if values.size == 0:
+        return np.zeros(0, dtype=np.uint8)
+    unsigned = values.view(np.uint64)
+    if counts is None and int(unsigned.max()) < 0x80:
+        return values.astype(np.uint8)  # the usual case for sizes and small indices
+    if counts is None:
+        counts = varint_sizes(values)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    out = np.empty(int(ends[-1]), dtype=np.uint8)
+    # Byte k of every value that has one, scattered to its place; the top bit
+    # says "more bytes follow". At most 10 passes, each over whole arrays.
+    for k in range(int(counts.max())):
+        chosen = np.flatnonzero(counts > k) if k else slice(None)
+        group = ((unsigned[chosen] >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+        group |= (counts[chosen] > k + 1).view(np.uint8) << 7
+        out[starts[chosen] + k] = group
+    return out
+
+
+def decode_varints(payload, where: str,
+                   error: type[SamplerError] = GraphTensorError) -> np.ndarray:
+    """int64 values of packed varints (the inverse of encode_varints)."""
+    data = np.frombuffer(payload, dtype=np.uint8)
+    if data.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if data[-1] & 0x80:
+        raise error(f"{where}: truncated varint in int64_list")
+    last = data < 0x80
+    if last.all():
+        return data.astype(np.int64)
+    ends = np.flatnonzero(last)
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    if int((ends - starts).max()) >= 10:
+        raise error(f"{where}: varint longer than 10 bytes in int64_list")
+    lengths = ends - starts + 1
+    result = (data[starts] & 0x7F).astype(np.uint64)
+    for k in range(1, int(lengths.max())):
+        chosen = np.flatnonzero(lengths > k)
+        group = (data[starts[chosen] + k] & 0x7F).astype(np.uint64)
+        result[chosen] |= group << np.uint64(7 * k)
+    return result.view(np.int64)
+
+
+# ---- reading many messages at once ---------------------------------------------------
+
+def padded(data) -> np.ndarray:
+    """`data` (bytes-like) as a uint8 array followed by WINDOW_BYTES zero bytes."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    out = np.empty(len(raw) + WINDOW_BYTES, dtype=np.uint8)
+    out[:len(raw)] = raw
+    out[len(raw):] = 0
+    return out
+
+
+def windows(buffer: np.ndarray) -> np.ndarray:
+    """The little-endian uint64 starting at every byte of a padded buffer (a view).
+
+    `windows(b)[p]` holds bytes p..p+7; positions up to len(b) - WINDOW_BYTES
+    (the data proper) are valid.
+    """
+    return np.ndarray((len(buffer) - WINDOW_BYTES + 1,), dtype="<u8", buffer=buffer,
+                      strides=(1,))
+
+
+def read_varints(words: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(value, byte count, ok) of the varint that starts each uint64 window `words`.
+
+    Reads up to MAX_VARINT_BYTES bytes; `ok` is False where the varint is longer
+    (the caller treats such a message as unusual).
+    """
+    value = (words & np.uint64(0x7F)).astype(np.int64)
+    size = np.ones(len(words), dtype=np.int64)
+    more = (words & np.uint64(0x80)) != 0
+    if not more.any():
+        return value, size, np.ones(len(words), dtype=bool)
+    for k in range(1, MAX_VARINT_BYTES):
+        byte = (words >> np.uint64(8 * k)).astype(np.int64)
+        value |= np.where(more, (byte & 0x7F) << (7 * k), 0)
+        size += more
+        more = more & ((byte & 0x80) != 0)
+    return value, size, ~more
+
+
+def byte_at(words: np.ndarray, k: int = 0) -> np.ndarray:
+    """Byte k of each window, as int64."""
+    return ((words >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.int64)
+
+
+def gather_rows(buffer: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each start of a padded buffer, as an [n, width] uint8 array.
+
+    Rows that would run past the buffer's end read zeros there.
+    """
+    n = len(starts)
+    if width == 0 or n == 0:
+        return np.zeros((n, width), dtype=np.uint8)
+    limit = len(buffer) - width
+    rows = np.lib.stride_tricks.as_strided(buffer, (max(limit + 1, 0), width), (1, 1))
+    if n and int(starts.max()) <= limit:
+        return rows[starts]
+    out = np.zeros((n, width), dtype=np.uint8)
+    inside = starts <= limit
+    out[inside] = rows[starts[inside]]
+    for i in np.flatnonzero(~inside):  # at most a few rows near the end
+        tail = buffer[starts[i]:]
+        out[i, :len(tail)] = tail
+    return out
+
+
+def gather_spans(buffer: np.ndarray, starts: np.ndarray,
+                 lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes of every span, concatenated; offsets, len n + 1) of spans of a buffer."""
+    offsets = np.zeros(len(starts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    total = int(offsets[-1])
+    if total == 0:
+        return np.zeros(0, dtype=np.uint8), offsets
+    index = np.arange(total, dtype=np.int64)
+    index += np.repeat(starts - offsets[:-1], lengths)
+    return buffer[index], offsets
