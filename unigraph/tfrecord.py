@@ -34,7 +34,7 @@ import numpy as np
 
 from unigraph import paths
 from unigraph.errors import TableError
-from unigraph.wire import gather_rows, windows
+from unigraph.wire import RowPieces, gather_rows, windows
 
 _MASK_DELTA = 0xA282EAD8
 _HEADER = struct.Struct("<QI")
@@ -95,33 +95,31 @@ def encode_record(data: bytes) -> bytes:
             + _FOOTER.pack(masked_crc32c(data)))
 
 
-def frame_records(body: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Many records at once: `body[offsets[i]:offsets[i+1]]` is record i's data.
+def frame_records(bodies: "RowPieces") -> np.ndarray:
+    """Many records at once, record i's data being row i of `bodies` (unigraph.wire.RowPieces).
 
-    Returns the framed bytes as a uint8 array (headers and length checksums
-    vectorized; one google_crc32c call per record for the data checksums).
+    Returns the framed bytes as a uint8 array: lengths and their checksums
+    vectorized, one google_crc32c call per record for the data checksums.
     """
-    n = len(offsets) - 1
-    lengths = np.diff(offsets)
-    out_offsets = offsets + FRAME_BYTES * np.arange(n + 1, dtype=np.int64)
-    out = np.empty(int(out_offsets[-1]), dtype=np.uint8)
-    starts = out_offsets[:-1]
-    header = np.empty((n, HEADER_BYTES), dtype=np.uint8)
-    header[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
-    header[:, 8:] = _mask(crc32c_u64(lengths.astype(np.uint64))).astype("<u4").view(
-        np.uint8).reshape(n, 4)
-    index = starts[:, None] + np.arange(HEADER_BYTES)
-    out[index] = header
-    data_index = np.arange(int(offsets[-1]), dtype=np.int64)
-    data_index += np.repeat(starts + HEADER_BYTES - offsets[:-1], lengths)
-    out[data_index] = body
-    raw = body.tobytes()
+    n = bodies.n
+    lengths = bodies.lengths()
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths + FRAME_BYTES, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), dtype=np.uint8)
+    framed = RowPieces(n)
+    framed.fixed(lengths.astype("<u8").view(np.uint8).reshape(n, 8))
+    framed.fixed(_mask(crc32c_u64(lengths.astype(np.uint64))).astype("<u4").view(
+        np.uint8).reshape(n, 4))
+    framed.write_into(out, offsets[:-1])  # the headers; then the data, then the checksums
+    bodies.write_into(out, offsets[:-1] + HEADER_BYTES)
+    raw = out.tobytes()
     value = google_crc32c.value
-    crcs = np.fromiter((value(raw[s:e]) for s, e in zip(offsets[:-1].tolist(),
-                                                         offsets[1:].tolist())),
-                       dtype=np.uint64, count=n)
-    footer = _mask(crcs).astype("<u4").view(np.uint8).reshape(n, 4)
-    out[(out_offsets[1:] - FOOTER_BYTES)[:, None] + np.arange(FOOTER_BYTES)] = footer
+    crcs = np.array([value(raw[s:e]) for s, e in zip((offsets[:-1] + HEADER_BYTES).tolist(),
+                                                     (offsets[1:] - FOOTER_BYTES).tolist())],
+                    dtype=np.uint64)
+    footer = RowPieces(n)
+    footer.fixed(_mask(crcs).astype("<u4").view(np.uint8).reshape(n, 4))
+    footer.write_into(out, offsets[1:] - FOOTER_BYTES)
     return out
 
 

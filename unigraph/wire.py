@@ -183,3 +183,74 @@ def gather_spans(buffer: np.ndarray, starts: np.ndarray,
     index = np.arange(total, dtype=np.int64)
     index += np.repeat(starts - offsets[:-1], lengths)
     return buffer[index], offsets
+
+
+# ---- writing many messages at once ---------------------------------------------------
+
+class RowPieces:
+    """Byte strings of n rows, built piece by piece: row i = piece_1[i] + piece_2[i] + ...
+
+    Each piece is one byte string per row given as a flat uint8 array plus
+    per-row lengths, or as an [n, w] array when every row's piece has w bytes
+    (copied a row at a time, never byte by byte).
+    """
+
+    def __init__(self, n: int):
+        self.n = n
+        self._pieces: list[tuple[np.ndarray, np.ndarray | int]] = []
+
+    def lengths(self) -> np.ndarray:
+        total = np.zeros(self.n, dtype=np.int64)
+        for _, lengths in self._pieces:
+            total += lengths
+        return total
+
+    def fixed(self, rows: np.ndarray) -> None:
+        """Adds an [n, w] uint8 piece (w bytes in every row); a [w] array repeats in all rows."""
+        rows = np.asarray(rows, dtype=np.uint8)
+        if rows.ndim == 1:
+            rows = np.broadcast_to(rows, (self.n, len(rows)))
+        if rows.shape[1]:
+            self._pieces.append((rows, rows.shape[1]))
+
+    def varying(self, data: np.ndarray, lengths: np.ndarray) -> None:
+        """Adds a piece of `lengths[i]` bytes per row, the rows' bytes concatenated in `data`."""
+        lengths = np.asarray(lengths, dtype=np.int64)
+        if len(lengths) and (lengths == lengths[0]).all():
+            self.fixed(np.asarray(data, dtype=np.uint8).reshape(self.n, int(lengths[0])))
+        else:
+            self._pieces.append((np.asarray(data, dtype=np.uint8), lengths))
+
+    def varint(self, values: np.ndarray) -> None:
+        """Adds each row's value as a varint."""
+        values = np.asarray(values, dtype=np.int64)
+        if not len(values) or int(values.max()) < 0x80 and int(values.min()) >= 0:
+            self.fixed(values.astype(np.uint8).reshape(self.n, 1))
+            return
+        sizes = varint_sizes(values)
+        self.varying(encode_varints_array(values, sizes), sizes)
+
+    def join(self) -> tuple[np.ndarray, np.ndarray]:
+        """(all rows' bytes concatenated, row offsets of length n + 1)."""
+        offsets = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(self.lengths(), out=offsets[1:])
+        out = np.empty(int(offsets[-1]), dtype=np.uint8)
+        self.write_into(out, offsets[:-1])
+        return out, offsets
+
+    def write_into(self, out: np.ndarray, starts: np.ndarray) -> None:
+        """Writes row i at out[starts[i]:] (rows must not overlap)."""
+        at = np.array(starts, dtype=np.int64)
+        for data, lengths in self._pieces:
+            if isinstance(lengths, int):
+                rows = np.lib.stride_tricks.as_strided(out, (len(out) - lengths + 1, lengths),
+                                                       (1, 1), writeable=True)
+                rows[at] = data
+                at += lengths
+            else:
+                index = np.arange(len(data), dtype=np.int64)
+                firsts = np.zeros(len(lengths), dtype=np.int64)
+                np.cumsum(lengths[:-1], out=firsts[1:])
+                index += np.repeat(at - firsts, lengths)
+                out[index] = data
+                at += lengths
