@@ -191,15 +191,24 @@ class RowPieces:
     """Byte strings of n rows, built piece by piece: row i = piece_1[i] + piece_2[i] + ...
 
     Each piece is one byte string per row given as a flat uint8 array plus
-    per-row lengths, or as an [n, w] array when every row's piece has w bytes
-    (copied a row at a time, never byte by byte).
+    per-row lengths, or as an [n, w] array when every row's piece has w bytes.
+    Consecutive fixed-width pieces are merged into one [n, sum of w] array, so
+    writing copies a row of many small pieces at once, never byte by byte.
     """
 
     def __init__(self, n: int):
         self.n = n
         self._pieces: list[tuple[np.ndarray, np.ndarray | int]] = []
+        self._run: list[np.ndarray] = []  # fixed-width pieces not merged yet
+
+    def _flush(self) -> None:
+        if self._run:
+            rows = self._run[0] if len(self._run) == 1 else np.concatenate(self._run, axis=1)
+            self._pieces.append((rows, rows.shape[1]))
+            self._run = []
 
     def lengths(self) -> np.ndarray:
+        self._flush()
         total = np.zeros(self.n, dtype=np.int64)
         for _, lengths in self._pieces:
             total += lengths
@@ -211,7 +220,7 @@ class RowPieces:
         if rows.ndim == 1:
             rows = np.broadcast_to(rows, (self.n, len(rows)))
         if rows.shape[1]:
-            self._pieces.append((rows, rows.shape[1]))
+            self._run.append(rows)
 
     def varying(self, data: np.ndarray, lengths: np.ndarray) -> None:
         """Adds a piece of `lengths[i]` bytes per row, the rows' bytes concatenated in `data`."""
@@ -219,6 +228,7 @@ class RowPieces:
         if len(lengths) and (lengths == lengths[0]).all():
             self.fixed(np.asarray(data, dtype=np.uint8).reshape(self.n, int(lengths[0])))
         else:
+            self._flush()
             self._pieces.append((np.asarray(data, dtype=np.uint8), lengths))
 
     def varint(self, values: np.ndarray) -> None:
@@ -240,17 +250,42 @@ class RowPieces:
 
     def write_into(self, out: np.ndarray, starts: np.ndarray) -> None:
         """Writes row i at out[starts[i]:] (rows must not overlap)."""
+        self._flush()
         at = np.array(starts, dtype=np.int64)
         for data, lengths in self._pieces:
             if isinstance(lengths, int):
                 rows = np.lib.stride_tricks.as_strided(out, (len(out) - lengths + 1, lengths),
                                                        (1, 1), writeable=True)
                 rows[at] = data
-                at += lengths
             else:
-                index = np.arange(len(data), dtype=np.int64)
-                firsts = np.zeros(len(lengths), dtype=np.int64)
-                np.cumsum(lengths[:-1], out=firsts[1:])
-                index += np.repeat(at - firsts, lengths)
-                out[index] = data
-                at += lengths
+                _copy_spans(data, lengths, out, at)
+            at += lengths
+
+
+_MAX_LENGTH_GROUPS = 16  # more distinct lengths than this: copy byte by byte
+
+
+def _copy_spans(data: np.ndarray, lengths: np.ndarray, out: np.ndarray, at: np.ndarray) -> None:
+    """out[at[i]:at[i] + lengths[i]] = row i of `data` (rows concatenated, back to back).
+
+    Rows of equal length are copied together, a row at a time through strided
+    views; with many distinct lengths, through one index per byte.
+    """
+    firsts = np.zeros(len(lengths), dtype=np.int64)
+    np.cumsum(lengths[:-1], out=firsts[1:])
+    longest = int(lengths.max()) if len(lengths) else 0
+    distinct = (np.flatnonzero(np.bincount(lengths)) if longest < (1 << 16)
+                else np.unique(lengths))
+    if len(distinct) > _MAX_LENGTH_GROUPS:
+        index = np.arange(len(data), dtype=np.int64)
+        index += np.repeat(at - firsts, lengths)
+        out[index] = data
+        return
+    for width in distinct.tolist():
+        if width == 0:
+            continue
+        chosen = np.flatnonzero(lengths == width)
+        source = np.lib.stride_tricks.as_strided(data, (len(data) - width + 1, width), (1, 1))
+        target = np.lib.stride_tricks.as_strided(out, (len(out) - width + 1, width), (1, 1),
+                                                 writeable=True)
+        target[at[chosen]] = source[firsts[chosen]]

@@ -294,9 +294,7 @@ def _list_messages(column: _Column, n: int) -> tuple[str, wire.RowPieces]:
     if column.spec is None and values.dtype.kind == "S":  # ids: one bytes value per row
         width = values.dtype.itemsize
         matrix = np.ascontiguousarray(values).view(np.uint8).reshape(n, width)
-        nonzero = matrix != 0
-        lengths = np.where(nonzero.any(axis=1),
-                           width - np.argmax(nonzero[:, ::-1], axis=1), 0).astype(np.int64)
+        lengths = np.strings.str_len(values).astype(np.int64)  # trailing NULs are padding
         pieces.fixed(np.array([wire.TAG_FIELD_1], dtype=np.uint8))
         pieces.varint(lengths)
         pieces.varying(matrix[np.arange(width)[None, :] < lengths[:, None]], lengths)

@@ -39,6 +39,11 @@ _ARROW_TYPES = {
 }
 
 
+def arrow_type(spec: FeatureSpec) -> pa.DataType:
+    """The Arrow type numbers of a feature are parsed as (float16 goes through float32)."""
+    return _ARROW_TYPES[spec.dtype]
+
+
 def show(value, limit: int = 60) -> str:
     """A value for a message: quoted, one line, cut to `limit` characters."""
     if isinstance(value, bytes):

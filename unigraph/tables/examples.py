@@ -59,7 +59,7 @@ def parse_chunk(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
     """
     try:
         words = windows(buffer)
-        spans = _entries(words, starts, starts + lengths, list(roles))
+        spans = _entries(buffer, words, starts, starts + lengths, list(roles))
         return {name: _column(buffer, words, *spans[name], role)
                 for name, role in roles.items()}
     except _Unusual:
@@ -81,7 +81,7 @@ def _field(words: np.ndarray, at: np.ndarray, tag: int) -> tuple[np.ndarray, np.
     return begin, begin + length
 
 
-def _entries(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+def _entries(buffer: np.ndarray, words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
              names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """name -> (start, end) of each record's serialized Feature for that key."""
     n = len(starts)
@@ -90,16 +90,18 @@ def _entries(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     _require(end == ends)
     keys = {name: np.frombuffer(name.encode("utf-8"), dtype=np.uint8) for name in names}
     found: dict[str, list] = {name: [] for name in names}
-    cursor = begin
-    active = np.arange(n)
+    active = np.flatnonzero(begin < end)  # records with at least one map entry
+    cursor = begin[active]
     while len(active):
         entry_begin, entry_end = _field(words, cursor, TAG_FIELD_1)  # Features.feature
         _require(entry_end <= ends[active])
-        key_begin, key_end = _field(words, entry_begin, TAG_FIELD_1)
+        _require(entry_begin < entry_end)
+        key_begin, key_end = _field(words, entry_begin, TAG_FIELD_1)  # key first, then value
+        _require(key_end < entry_end)
         value_begin, value_end = _field(words, key_end, TAG_FIELD_2)
         _require(value_end == entry_end)
-        for name, (chosen, _) in _match_keys(words, key_begin, key_end - key_begin,
-                                             keys).items():
+        for name, chosen in _match_keys(buffer, words, key_begin, key_end - key_begin,
+                                        keys).items():
             found[name].append((active[chosen], value_begin[chosen], value_end[chosen]))
         more = entry_end < ends[active]
         active, cursor = active[more], entry_end[more]
@@ -119,27 +121,22 @@ def _entries(words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     return result
 
 
-def _match_keys(words: np.ndarray, key_begin: np.ndarray, key_length: np.ndarray,
-                keys: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, None]]:
-    """name -> (positions among these entries whose key is that name, None)."""
-    result = {}
+def _match_keys(buffer: np.ndarray, words: np.ndarray, key_begin: np.ndarray,
+                key_length: np.ndarray, keys: dict[str, np.ndarray]) -> dict:
+    """name -> which of these entries (a slice or positions) have that name as key."""
     first = int(key_length[0])
-    uniform = bool((key_length == first).all()) and _same_bytes(words, key_begin, first)
-    if uniform:  # the usual case: the k-th entry has the same key in every record
+    if (key_length == first).all() and _same_bytes(words, key_begin, first):
+        # The usual case: the k-th entry has the same key in every record.
         start = int(key_begin[0])
-        text = bytes(words[start:start + first].astype(np.uint8)) if first else b""
-        # words[p] & 0xFF is byte p: read the key's bytes back one window each
-        for name, key in keys.items():
-            if len(key) == first and text == key.tobytes():
-                result[name] = (slice(None), None)
-        return result
+        text = buffer[start:start + first].tobytes()
+        return {name: slice(None) for name, key in keys.items() if key.tobytes() == text}
+    result = {}
     for name, key in keys.items():
         chosen = np.flatnonzero(key_length == len(key))
         if len(chosen):
-            same = _equals(words, key_begin[chosen], key)
-            chosen = chosen[same]
+            chosen = chosen[_equals(words, key_begin[chosen], key)]
         if len(chosen):
-            result[name] = (chosen, None)
+            result[name] = chosen
     return result
 
 

@@ -165,6 +165,23 @@ def _parse(data: bytes, path: str, record: int) -> example_pb2.Example:
     return example
 
 
+def _finish(chunks: Iterator[tfrecord.RecordChunk], last: tfrecord.RecordChunk,
+            path: str) -> None:
+    """Reads past the last chunk, so damage after it is reported before it is decoded.
+
+    A record-by-record reader meets damage before it decodes the batch it is
+    filling, but after parsing every record before the damage: a record that
+    is no tf.train.Example is named first.
+    """
+    try:
+        for _ in chunks:
+            pass
+    except TableError:
+        for i in range(len(last)):
+            _parse(last.record(i), path, last.first_index + i)
+        raise
+
+
 def read_tfrecord(layout: TableLayout, path: str, file_index: int, batch_rows: int, *,
                   check_crc: bool = True) -> Iterator[Batch]:
     """Batches of one TFRecord file (plain or compressed), `batch_rows` records each.
@@ -177,15 +194,12 @@ def read_tfrecord(layout: TableLayout, path: str, file_index: int, batch_rows: i
         chunks = tfrecord.read_chunks(stream, path, check_crc=check_crc, records=batch_rows)
         columns = roles = None
         for chunk in chunks:
-            if len(chunk) < batch_rows:
-                # The last chunk: damage after it is reported before it is decoded, as
-                # a record-by-record reader would meet it first.
-                for _ in chunks:
-                    pass
             if columns is None:
                 names = sorted(_parse(chunk.record(0), path, 0).features.feature)
                 columns = resolve_columns(layout, names, f"{path}: record 0")
                 roles = _roles(layout, columns)
+            if len(chunk) < batch_rows:
+                _finish(chunks, chunk, path)
             parsed = examples.parse_chunk(chunk.buffer, chunk.starts, chunk.lengths, roles)
             if parsed is None:
                 yield _decode_exact(layout, columns, path, chunk, file_index)
