@@ -251,6 +251,8 @@ class RowPieces:
     def write_into(self, out: np.ndarray, starts: np.ndarray) -> None:
         """Writes row i at out[starts[i]:] (rows must not overlap)."""
         self._flush()
+        if self.n == 0:
+            return
         at = np.array(starts, dtype=np.int64)
         for data, lengths in self._pieces:
             if isinstance(lengths, int):
