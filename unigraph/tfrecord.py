@@ -152,13 +152,17 @@ def _check_data_crcs(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     whose shift doubles each level. A mismatch means some record is corrupt;
     then (only then) one call per record finds it. Two corruptions could cancel
     out with probability 2**-32, the odds a single corrupt record has of
-    matching its own CRC.
+    matching its own CRC. Chunks of long records are checked one call per
+    record instead, which is then the cheaper way.
     """
     n = len(starts)
     if n == 0:
         return -1
     width = int(lengths.max()) + FOOTER_BYTES
-    if n * width > 2 * int(lengths.sum()) + (1 << 16):  # very uneven lengths: slots waste memory
+    total = int(lengths.sum())
+    if total > _SLOTS_UP_TO * n or n * width > 2 * total + (1 << 16):
+        # Long records: one C call each costs less than copying them into slots.
+        # Very uneven lengths: slots would be mostly padding.
         return _first_bad_crc(buffer, starts, lengths)
     footers = gather_rows(buffer, starts + lengths, FOOTER_BYTES)
     expected_crc = _unmask(footers.view("<u4").reshape(n).astype(np.uint64))
@@ -174,6 +178,9 @@ def _check_data_crcs(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     if raw_crc == _combine(per_length[lengths], width):
         return -1
     return _first_bad_crc(buffer, starts, lengths)
+
+
+_SLOTS_UP_TO = 200  # mean record bytes up to which the combined check is the cheaper one
 
 
 def _slots(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,

@@ -152,3 +152,13 @@ def test_plain_file_that_starts_like_gzip():
     record = b"x" * 0x8B1F  # its length field begins with the gzip magic 1f 8b
     data = framed([record])
     assert data[:2] == b"\x1f\x8b" and tfrecord.compression_of(data[:12]) is None
+
+
+def test_long_records_are_checked_one_by_one():
+    records = [bytes([k]) * 700 for k in range(30)]
+    raw = bytearray(framed(records))
+    offset = len(framed(records[:17]))
+    raw[offset + tfrecord.HEADER_BYTES + 350] ^= 0x10
+    with pytest.raises(TableError, match=f"f: record 17 at byte {offset}: bad data checksum"):
+        read_all(bytes(raw))
+    assert read_all(framed(records))[0] == records
