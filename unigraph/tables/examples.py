@@ -71,53 +71,75 @@ def _require(condition) -> None:
         raise _Unusual
 
 
-def _field(words: np.ndarray, at: np.ndarray, tag: int) -> tuple[np.ndarray, np.ndarray]:
-    """(payload start, payload end) of the length-delimited field with `tag` at each position."""
-    word = words[at]
-    _require(byte_at(word) == tag)
-    length, size, ok = read_varints(word >> np.uint64(8))
+_SHIFT_HEADER = np.uint64(16)
+
+
+def _field(words: np.ndarray, at: np.ndarray, tag: int,
+           word: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(payload start, payload end, window at the payload) of the field with `tag` at `at`.
+
+    `word`, if given, holds the bytes at `at` (a window left over from reading
+    the field before). When every length fits one byte (the usual case for
+    table rows) the header is two bytes and the window shifted past it is
+    returned, so nested headers come out of one gather; else the third item
+    is None and the next field is read from `words` again.
+    """
+    word = words[at] if word is None else word
+    head = (word & np.uint64(0xFFFF)).astype(np.int64)
+    _require((head & 0xFF) == tag)
+    if (head < 0x8000).all():  # one-byte lengths
+        begin = at + 2
+        return begin, begin + (head >> 8), word >> _SHIFT_HEADER
+    # A left-over window holds only a few valid bytes: read the longer lengths afresh.
+    length, size, ok = read_varints(words[at] >> np.uint64(8))
     _require(ok)
     begin = at + 1 + size
-    return begin, begin + length
+    return begin, begin + length, None
 
 
 def _entries(buffer: np.ndarray, words: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-             names: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """name -> (start, end) of each record's serialized Feature for that key."""
+             names: list[str]) -> dict[str, tuple]:
+    """name -> (start, end, window or None) of each record's serialized Feature for that key."""
     n = len(starts)
     _require(ends > starts)  # an empty record has no features at all
-    begin, end = _field(words, starts, TAG_FIELD_1)  # Example.features
+    begin, end, _ = _field(words, starts, TAG_FIELD_1)  # Example.features
     _require(end == ends)
     keys = {name: np.frombuffer(name.encode("utf-8"), dtype=np.uint8) for name in names}
     found: dict[str, list] = {name: [] for name in names}
     active = np.flatnonzero(begin < end)  # records with at least one map entry
     cursor = begin[active]
     while len(active):
-        entry_begin, entry_end = _field(words, cursor, TAG_FIELD_1)  # Features.feature
+        entry_begin, entry_end, rest = _field(words, cursor, TAG_FIELD_1)  # Features.feature
         _require(entry_end <= ends[active])
         _require(entry_begin < entry_end)
-        key_begin, key_end = _field(words, entry_begin, TAG_FIELD_1)  # key first, then value
+        # key first, then value (what every writer does; the other order: exact path)
+        key_begin, key_end, _ = _field(words, entry_begin, TAG_FIELD_1, rest)
         _require(key_end < entry_end)
-        value_begin, value_end = _field(words, key_end, TAG_FIELD_2)
+        value_begin, value_end, rest = _field(words, key_end, TAG_FIELD_2)
         _require(value_end == entry_end)
         for name, chosen in _match_keys(buffer, words, key_begin, key_end - key_begin,
                                         keys).items():
-            found[name].append((active[chosen], value_begin[chosen], value_end[chosen]))
+            found[name].append((active[chosen], value_begin[chosen], value_end[chosen],
+                                None if rest is None else rest[chosen]))
         more = entry_end < ends[active]
         active, cursor = active[more], entry_end[more]
     result = {}
     for name in names:
         parts = found[name]
         _require(len(parts) > 0)
-        records = np.concatenate([p[0] for p in parts])
-        begin = np.concatenate([p[1] for p in parts])
-        end = np.concatenate([p[2] for p in parts])
+        if len(parts) == 1:
+            records, begin, end, rest = parts[0]
+        else:
+            records, begin, end = (np.concatenate([p[k] for p in parts]) for k in range(3))
+            rest = (None if any(p[3] is None for p in parts)
+                    else np.concatenate([p[3] for p in parts]))
         _require(len(records) == n)  # missing or repeated keys: the exact path says which
         if len(parts) > 1:
             order = np.argsort(records, kind="stable")
             records, begin, end = records[order], begin[order], end[order]
+            rest = None if rest is None else rest[order]
             _require(records == np.arange(n))
-        result[name] = (begin, end)
+        result[name] = (begin, end, rest)
     return result
 
 
@@ -169,61 +191,81 @@ def _equals(words: np.ndarray, begin: np.ndarray, key: np.ndarray) -> np.ndarray
 
 
 def _column(buffer: np.ndarray, words: np.ndarray, begin: np.ndarray, end: np.ndarray,
-            role: str) -> Values:
+            window: np.ndarray | None, role: str) -> Values:
     """One column's values from each record's serialized Feature at buffer[begin:end]."""
     n = len(begin)
     kinds = np.zeros(n, dtype=np.int64)  # the tag of the list set, 0 for an empty Feature
     list_begin, list_end = begin.copy(), begin.copy()
-    has_list = np.flatnonzero(end > begin)
-    if len(has_list):
-        word = words[begin[has_list]]
+    rest = None
+    if (end > begin).all():  # the usual case: every Feature has its list set
+        word = words[begin] if window is None else window
         tags = byte_at(word)
         _require(np.isin(tags, list(_KIND_OF_TAG)))
-        length, size, ok = read_varints(word >> np.uint64(8))
-        _require(ok)
-        kinds[has_list] = tags
-        list_begin[has_list] = begin[has_list] + 1 + size
-        list_end[has_list] = list_begin[has_list] + length
-        _require(list_end[has_list] == end[has_list])  # one list, nothing after it
+        kinds = tags
+        list_begin, list_end, rest = _field(words, begin, int(tags[0]), word) if (
+            tags == tags[0]).all() else _any_list(words, begin, word)
+        _require(list_end == end)  # one list, nothing after it
+    else:
+        has_list = np.flatnonzero(end > begin)
+        if len(has_list):
+            word = words[begin[has_list]]
+            tags = byte_at(word)
+            _require(np.isin(tags, list(_KIND_OF_TAG)))
+            kinds[has_list] = tags
+            b, e, _ = _any_list(words, begin[has_list], word)
+            list_begin[has_list], list_end[has_list] = b, e
+            _require(list_end[has_list] == end[has_list])
     nonempty = list_end > list_begin
     if role == KEY:
         _require(nonempty)
         if (kinds == TAG_INT64_LIST).all():
-            values = _packed_int64(buffer, words, list_begin, list_end)
+            values = _packed_int64(buffer, words, list_begin, list_end, rest)
             _require(values.counts == 1)
             return values
         _require(kinds == TAG_BYTES_LIST)
-        values = _bytes(words, list_begin, list_end)
+        values = _bytes(words, list_begin, list_end, rest)
         _require(values.counts == 1)
         return values
     wanted = {WEIGHT: TAG_FLOAT_LIST, FLOAT: TAG_FLOAT_LIST, INT64: TAG_INT64_LIST,
               BYTES: TAG_BYTES_LIST}[role]
     _require((kinds == wanted) | ~nonempty)  # another kind holding values: the exact path
     if wanted == TAG_BYTES_LIST:
-        return _bytes(words, list_begin, list_end)
+        return _bytes(words, list_begin, list_end, rest)
     if wanted == TAG_INT64_LIST:
-        return _packed_int64(buffer, words, list_begin, list_end)
-    values = _packed_float(buffer, words, list_begin, list_end)
+        return _packed_int64(buffer, words, list_begin, list_end, rest)
+    values = _packed_float(buffer, words, list_begin, list_end, rest)
     if role == WEIGHT:
         _require(values.counts == 1)
     return values
 
 
-def _packed(words: np.ndarray, list_begin: np.ndarray,
-            list_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _any_list(words: np.ndarray, at: np.ndarray, word: np.ndarray):
+    """_field for a Feature whose list kind differs between records."""
+    length, size, ok = read_varints(word >> np.uint64(8))
+    _require(ok)
+    begin = at + 1 + size
+    return begin, begin + length, None
+
+
+def _packed(words: np.ndarray, list_begin: np.ndarray, list_end: np.ndarray,
+            window: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """(start, length) of each list's packed payload; (x, 0) for an empty list."""
+    if len(list_begin) and (list_end > list_begin).all():
+        begin, end, _ = _field(words, list_begin, TAG_FIELD_1, window)
+        _require(end == list_end)  # one packed run (unpacked values: exact path)
+        return begin, end - begin
     start, length = list_begin.copy(), np.zeros(len(list_begin), dtype=np.int64)
     nonempty = np.flatnonzero(list_end > list_begin)
     if len(nonempty):
-        begin, end = _field(words, list_begin[nonempty], TAG_FIELD_1)
-        _require(end == list_end[nonempty])  # one packed run (unpacked values: exact path)
+        begin, end, _ = _field(words, list_begin[nonempty], TAG_FIELD_1)
+        _require(end == list_end[nonempty])
         start[nonempty], length[nonempty] = begin, end - begin
     return start, length
 
 
 def _packed_float(buffer: np.ndarray, words: np.ndarray, list_begin: np.ndarray,
-                  list_end: np.ndarray) -> Values:
-    start, length = _packed(words, list_begin, list_end)
+                  list_end: np.ndarray, window: np.ndarray | None) -> Values:
+    start, length = _packed(words, list_begin, list_end, window)
     _require(length % 4 == 0)
     counts = length // 4
     if len(counts) and (counts == counts[0]).all():  # fixed length: one row per record
@@ -236,8 +278,8 @@ def _packed_float(buffer: np.ndarray, words: np.ndarray, list_begin: np.ndarray,
 
 
 def _packed_int64(buffer: np.ndarray, words: np.ndarray, list_begin: np.ndarray,
-                  list_end: np.ndarray) -> Values:
-    start, length = _packed(words, list_begin, list_end)
+                  list_end: np.ndarray, window: np.ndarray | None) -> Values:
+    start, length = _packed(words, list_begin, list_end, window)
     data, offsets = gather_spans(buffer, start, length)
     nonempty = length > 0
     # A varint may not run into the next record's payload: every payload ends a varint.
@@ -253,15 +295,18 @@ def _packed_int64(buffer: np.ndarray, words: np.ndarray, list_begin: np.ndarray,
     return Values(counts, numbers=numbers)
 
 
-def _bytes(words: np.ndarray, list_begin: np.ndarray, list_end: np.ndarray) -> Values:
+def _bytes(words: np.ndarray, list_begin: np.ndarray, list_end: np.ndarray,
+           window: np.ndarray | None) -> Values:
     """Each BytesList's values: where every value sits, records in order."""
     n = len(list_begin)
     counts = np.zeros(n, dtype=np.int64)
     records, starts, lengths = [], [], []
     active = np.flatnonzero(list_end > list_begin)
     cursor = list_begin[active]
+    word = window[active] if window is not None else None
     while len(active):
-        begin, end = _field(words, cursor, TAG_FIELD_1)
+        begin, end, _ = _field(words, cursor, TAG_FIELD_1, word)
+        word = None
         _require(end <= list_end[active])
         records.append(active)
         starts.append(begin)
