@@ -223,3 +223,24 @@ def test_bad_records_get_the_exact_message(tmp_path):
     with pytest.raises(TableError, match="record 0: feature '#id': expected one bytes id, "
                                          "found 2 value"):
         list(tables_tfrecord.read_tfrecord(TableLayout(NODES, "n", ()), path, 0, 100))
+
+
+def test_long_values_with_multi_byte_lengths(tmp_path):
+    """Entries over 127 bytes (two-byte lengths) and ids of every length up to 300 bytes."""
+    n = 300
+    rng = np.random.default_rng(3)
+    layout = TableLayout(NODES, "n", (
+        FeatureSpec("wide", np.dtype(np.float32), (128,), "DT_FLOAT"),
+        FeatureSpec("many", np.dtype(np.int64), (-1,), "DT_INT64"),
+        FeatureSpec("text", np.dtype(object), (), "DT_STRING")))
+    counts = rng.integers(0, 60, n)
+    batch = NodeBatch("n", np.array([b"i" * (k + 1) for k in range(n)]), row_ids(0, 0, n), {
+        "wide": rng.standard_normal((n, 128)).astype(np.float32),
+        "many": Ragged(rng.integers(-2 ** 62, 2 ** 62, int(counts.sum())), counts),
+        "text": np.array([b"t" * k for k in range(n)], dtype=object)})
+    path = str(tmp_path / "n.tfrecord")
+    write_table(path, layout, [batch])
+    fast, exact, declined = both_ways(layout, path, batch_rows=64)
+    assert declined == 0
+    graphs.assert_same_batch(batch, graphs.merged(fast))
+    graphs.assert_same_batch(batch, graphs.merged(exact))
