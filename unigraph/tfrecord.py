@@ -435,10 +435,11 @@ def _walk_vectorized(view: bytearray, pos: int, limit: int) -> tuple[np.ndarray,
     data = np.frombuffer(view, dtype=np.uint8)
     end = len(data)
     # The Example tag 12 bytes after the header's start, and the length's top
-    # two bytes zero: one or two candidates per record instead of every 0x0a.
+    # four bytes zero (read as one unaligned uint32): about one candidate per
+    # record instead of every 0x0a.
+    high = np.ndarray((end - 3,), dtype="<u4", buffer=view, strides=(1,))
     marks = data[pos + HEADER_BYTES:] == 0x0A
-    marks &= data[pos + 6:end - 6] == 0
-    marks &= data[pos + 7:end - 5] == 0
+    marks &= high[pos + 4:end - 8] == 0
     heads = np.flatnonzero(marks).astype(np.int64) + pos
     heads = heads[heads <= end - FRAME_BYTES]
     words = np.ndarray((end - 7,), dtype="<u8", buffer=view, strides=(1,))
