@@ -7,13 +7,17 @@ reported with its record index and byte offset instead of yielding garbage.
 
 Readers take records in chunks (`read_chunks`): a few MB of the file in one
 buffer with the data offsets of every whole record in it, so decoding can work
-on many records at once. Walking the length fields is the one step that must
-go record by record (each length says where the next record starts); it is a
-tight loop over integers. Everything else is vectorized: the length checksums
-are computed for all records at once with numpy tables (slicing-by-8 CRC32C),
-and the data checksums in one pass of google_crc32c over all records laid side
-by side (`_check_data_crcs`, see there), falling back to one call per record
-only to name the record that fails.
+on many records at once. Finding the records is a chain (each length says where
+the next record starts): for small records it is found without a loop, from
+the bytes every header of a tf.train.Example record has, and verified link by
+link (`_walk_vectorized`); otherwise, or when that cannot tell, a tight loop
+over the length fields walks it. The length checksums are computed for all
+records at once with numpy tables (slicing-by-8 CRC32C); the data checksums of
+small records in one pass of google_crc32c over all records laid side by side
+(`_check_data_crcs`, see there), of long ones one C call per record.
+`check_crc=False` skips the data checksums only.
+
+Writing (`frame_records`) frames many records at once the same way.
 
 Compression: TensorFlow writes GZIP- or ZLIB-compressed TFRecord files when
 asked (TFRecordOptions; TF-GNN passes that through), with or without a `.gz` in
@@ -99,7 +103,7 @@ def encode_record(data: bytes) -> bytes:
             + _FOOTER.pack(masked_crc32c(data)))
 
 
-def frame_records(bodies: "RowPieces") -> np.ndarray:
+def frame_records(bodies: RowPieces) -> np.ndarray:
     """Many records at once, record i's data being row i of `bodies` (unigraph.wire.RowPieces).
 
     Returns the framed bytes as a uint8 array: lengths and their checksums
@@ -129,7 +133,7 @@ def frame_records(bodies: "RowPieces") -> np.ndarray:
 class RecordChunk:
     """Whole records of a file, side by side in one buffer."""
 
-    buffer: np.ndarray    # uint8: the chunk's bytes, then _PAD zero bytes
+    buffer: np.ndarray    # uint8: the chunk's bytes, then at least _PAD more (any values)
     starts: np.ndarray    # int64 offset in `buffer` of each record's data
     lengths: np.ndarray   # int64 length of each record's data
     first_index: int      # record index (in the file) of the first record here
@@ -292,6 +296,13 @@ class _Prepended:
         head, self._head = self._head[:size], self._head[size:]
         return head + self._stream.read(size - len(head)) if len(head) < size else head
 
+    def readinto(self, target) -> int:
+        if self._head or not hasattr(self._stream, "readinto"):
+            data = self.read(len(target))
+            target[:len(data)] = data
+            return len(data)
+        return self._stream.readinto(target)
+
     def close(self) -> None:
         self._stream.close()
 
@@ -357,6 +368,52 @@ def open_records(path: str):
 
 # ---- reading ------------------------------------------------------------------------------
 
+class _Pending:
+    """Bytes read from a stream and not yet handed out, in a numpy buffer read into directly.
+
+    A chunk takes the whole buffer (its records' bytes need no copy); the bytes
+    after its last record move to a fresh buffer for the next chunk.
+    """
+
+    def __init__(self, stream, capacity: int):
+        self._stream = stream
+        self._readinto = getattr(stream, "readinto", None)
+        self.buffer = np.empty(capacity + _PAD, dtype=np.uint8)
+        self.filled = 0
+        self.eof = False
+
+    @property
+    def data(self) -> np.ndarray:
+        return self.buffer[:self.filled]
+
+    def read(self, at_least: int) -> None:
+        """Reads at least `at_least` more bytes (fewer only at the end of the stream)."""
+        goal = self.filled + at_least
+        if goal + _PAD > len(self.buffer):
+            grown = np.empty(max(goal, 2 * (len(self.buffer) - _PAD)) + _PAD, dtype=np.uint8)
+            grown[:self.filled] = self.buffer[:self.filled]
+            self.buffer = grown
+        while self.filled < goal and not self.eof:
+            target = self.buffer[self.filled:len(self.buffer) - _PAD]
+            if self._readinto is not None:
+                count = self._readinto(memoryview(target))
+            else:
+                data = self._stream.read(len(target))
+                count = len(data)
+                target[:count] = np.frombuffer(data, dtype=np.uint8)
+            self.eof = not count
+            self.filled += count or 0
+
+    def take(self, end: int, capacity: int) -> np.ndarray:
+        """The buffer, its first `end` bytes now a chunk's; the rest moves to a new buffer."""
+        taken = self.buffer
+        rest = self.filled - end
+        self.buffer = np.empty(max(capacity, rest) + _PAD, dtype=np.uint8)
+        self.buffer[:rest] = taken[end:self.filled]
+        self.filled = rest
+        return taken
+
+
 def read_chunks(stream, name: str, *, check_crc: bool = True,
                 chunk_bytes: int = CHUNK_BYTES, records: int | None = None
                 ) -> Iterator[RecordChunk]:
@@ -368,47 +425,47 @@ def read_chunks(stream, name: str, *, check_crc: bool = True,
     length or data checksum) the whole records before it are yielded first,
     then TableError names the file, the record index and its byte offset.
     """
-    pending = bytearray()  # bytes read but not yet part of a yielded record
-    offset = 0             # file offset of pending[0]
+    pending = _Pending(stream, chunk_bytes)
+    offset = 0             # file offset of pending's first byte
     index = 0              # record index of the first record in pending
     heads: list = []       # offsets in pending of the records walked so far, in runs
     count = 0              # how many
     walked = 0             # offset in pending after the last walked record
     wanted = records or (1 << 62)
-    eof = False
+    capacity = chunk_bytes
     while True:
-        found, walked = _walk(pending, walked, wanted - count)
+        found, walked = _walk(pending.data, walked, wanted - count)
         heads.append(found)
         count += len(found)
-        enough = count >= wanted or (records is None and count and len(pending) >= chunk_bytes)
+        enough = count >= wanted or (records is None and count and pending.filled >= chunk_bytes)
         error = None
-        if not enough and not eof:
-            error, need = _next_record(pending, walked, index + count, offset + walked, name)
+        if not enough and not pending.eof:
+            error, need = _next_record(pending.data, walked, index + count, offset + walked,
+                                       name)
             if error is None:
-                data = stream.read(max(chunk_bytes, need))
-                eof = not data
-                pending += data
+                pending.read(max(need, 1 if pending.filled < capacity else chunk_bytes))
                 continue
         if count:
             starts = np.concatenate([np.asarray(run, dtype=np.int64) for run in heads])
-            chunk, bad = _checked_chunk(pending, starts, walked, index, name, offset, check_crc)
+            capacity = max(chunk_bytes, walked + walked // 8)  # the next chunk in one read
+            buffer = pending.take(walked, capacity)
+            chunk, bad = _checked_chunk(buffer, starts, walked, index, name, offset, check_crc)
             yield chunk
             if bad is not None:
                 raise bad
             if error is not None:
                 raise error
             index, offset = index + count, offset + walked
-            del pending[:walked]
             heads, count, walked = [], 0, 0
             continue
         if error is not None:
             raise error
-        if not pending:
+        if not pending.filled:
             return
-        raise _damage(pending, index, offset, name)
+        raise _damage(pending.data, index, offset, name)
 
 
-def _walk(view: bytearray, pos: int, limit: int) -> tuple[list[int] | np.ndarray, int]:
+def _walk(view: np.ndarray, pos: int, limit: int) -> tuple[list[int] | np.ndarray, int]:
     """(offsets of the whole records from `pos` on, at most `limit`; the offset after them)."""
     if len(view) - pos >= 4096 and limit > 64:
         first_length = _LENGTH.unpack_from(view, pos)[0]
@@ -422,7 +479,7 @@ def _walk(view: bytearray, pos: int, limit: int) -> tuple[list[int] | np.ndarray
 _SMALL_RECORD = 240  # below this many bytes a record, finding headers by their bytes is faster
 
 
-def _walk_vectorized(view: bytearray, pos: int, limit: int) -> tuple[np.ndarray, int] | None:
+def _walk_vectorized(view: np.ndarray, pos: int, limit: int) -> tuple[np.ndarray, int] | None:
     """_walk for small records, without a loop over them; None when it cannot tell.
 
     Every plain tf.train.Example record starts with the Example's tag 0x0a
@@ -432,7 +489,7 @@ def _walk_vectorized(view: bytearray, pos: int, limit: int) -> tuple[np.ndarray,
     length leads to the next. Anything else (an empty record, a record that is
     no Example, a chance match) returns None and the loop walks instead.
     """
-    data = np.frombuffer(view, dtype=np.uint8)
+    data = view
     end = len(data)
     # The Example tag 12 bytes after the header's start, and the length's top
     # four bytes zero (read as one unaligned uint32): about one candidate per
@@ -460,7 +517,7 @@ def _walk_vectorized(view: bytearray, pos: int, limit: int) -> tuple[np.ndarray,
     return heads[:count], int(following[count - 1])
 
 
-def _walk_loop(view: bytearray, pos: int, limit: int) -> tuple[list[int], int]:
+def _walk_loop(view: np.ndarray, pos: int, limit: int) -> tuple[list[int], int]:
     unpack = _LENGTH.unpack_from
     starts: list[int] = []
     add = starts.append
@@ -476,7 +533,7 @@ def _walk_loop(view: bytearray, pos: int, limit: int) -> tuple[list[int], int]:
     return starts, pos
 
 
-def _next_record(view: bytearray, pos: int, index: int, offset: int,
+def _next_record(view: np.ndarray, pos: int, index: int, offset: int,
                  name: str) -> tuple[TableError | None, int]:
     """(bad length checksum error or None, bytes still missing) of the partial record at pos."""
     rest = len(view) - pos
@@ -489,7 +546,7 @@ def _next_record(view: bytearray, pos: int, index: int, offset: int,
     return None, FRAME_BYTES + length - rest
 
 
-def _damage(view: bytearray, index: int, offset: int, name: str) -> TableError:
+def _damage(view: np.ndarray, index: int, offset: int, name: str) -> TableError:
     """What is wrong with the partial record that ends the file."""
     where = f"{name}: record {index} at byte {offset}"
     if len(view) < HEADER_BYTES:
@@ -500,13 +557,11 @@ def _damage(view: bytearray, index: int, offset: int, name: str) -> TableError:
     return TableError(f"{where}: truncated data")
 
 
-def _checked_chunk(view: bytearray, heads: np.ndarray, end: int, index: int, name: str,
+def _checked_chunk(buffer: np.ndarray, heads: np.ndarray, end: int, index: int, name: str,
                    offset: int, check_crc: bool) -> tuple[RecordChunk, TableError | None]:
-    """The chunk of the records at `headers`, cut before the first one that fails a check."""
-    padded = np.zeros(end + _PAD, dtype=np.uint8)
-    padded[:end] = np.frombuffer(view, dtype=np.uint8, count=end)
+    """The chunk of the records at `heads` in buffer[:end], cut before the first bad one."""
     error = None
-    words = windows(padded)
+    words = windows(buffer)
     lengths = words[heads].astype(np.int64)
     stored = words[heads + 8] & np.uint64(0xFFFFFFFF)
     bad = np.flatnonzero(_mask(crc32c_u64(lengths.astype(np.uint64))) != stored)
@@ -518,12 +573,12 @@ def _checked_chunk(view: bytearray, heads: np.ndarray, end: int, index: int, nam
         heads, lengths = heads[:first_bad], lengths[:first_bad]
     starts = heads + HEADER_BYTES
     if check_crc and len(heads):
-        first_bad = _check_data_crcs(padded, starts, lengths)
+        first_bad = _check_data_crcs(buffer[:end], starts, lengths)
         if first_bad >= 0:
             error = TableError(f"{name}: record {index + first_bad} at byte "
                                f"{offset + int(heads[first_bad])}: bad data checksum")
             starts, lengths = starts[:first_bad], lengths[:first_bad]
-    return RecordChunk(padded, starts, lengths, index), error
+    return RecordChunk(buffer, starts, lengths, index), error
 
 
 def iter_records(stream: BinaryIO, name: str) -> Iterator[bytes]:

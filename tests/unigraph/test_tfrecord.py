@@ -53,9 +53,9 @@ def test_small_records_are_walked_without_the_loop():
     # Enough small Example-like records for the vectorized walk (tag 0x0a first).
     records = [b"\x0a" + bytes([i % 50]) + bytes(i % 50) for i in range(3000)]
     data = framed(records)
-    found, end = tfrecord._walk(bytearray(data), 0, 10 ** 9)
+    found, end = tfrecord._walk(np.frombuffer(data, dtype=np.uint8), 0, 10 ** 9)
     assert isinstance(found, np.ndarray) and end == len(data)
-    assert found.tolist() == tfrecord._walk_loop(bytearray(data), 0, 10 ** 9)[0]
+    assert found.tolist() == tfrecord._walk_loop(np.frombuffer(data, dtype=np.uint8), 0, 10 ** 9)[0]
     assert read_all(data)[0] == records
 
 
