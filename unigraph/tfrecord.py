@@ -149,31 +149,52 @@ class RecordChunk:
 def _check_data_crcs(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> int:
     """Index of the first record whose data checksum is wrong, or -1.
 
-    All records are checked with one google_crc32c pass over a copy of them laid
-    in equal slots. CRC32C without its initial and final inversion ("raw") is
-    linear over GF(2): raw(A || B) = shift_|B|(raw(A)) xor raw(B), where shift_t
-    is the linear map of feeding t zero bytes. Slot i holds record i's data,
-    its true CRC unmasked (c_i), then zeros up to the slot width S. If the data
-    is intact, c_i = crc(D_i) and the slot's raw CRC depends only on the data's
-    length m_i: E(m) = shift_{S-m}(crc(0^m)). So the raw CRC of all slots must
-    equal the XOR of shift_{S*(n-1-i)}(E(m_i)), reduced pairwise in a tree
-    whose shift doubles each level. A mismatch means some record is corrupt;
-    then (only then) one call per record finds it. Two corruptions could cancel
-    out with probability 2**-32, the odds a single corrupt record has of
-    matching its own CRC. Chunks of long records are checked one call per
-    record instead, which is then the cheaper way.
+    Records are checked together, with one google_crc32c pass over a copy of
+    them laid in equal slots. CRC32C without its initial and final inversion
+    ("raw") is linear over GF(2): raw(A || B) = shift_|B|(raw(A)) xor raw(B),
+    where shift_t is the linear map of feeding t zero bytes. Slot i holds record
+    i's data, its true CRC unmasked (c_i), then zeros up to the slot width S. If
+    the data is intact, c_i = crc(D_i) and the slot's raw CRC depends only on
+    the data's length m_i: E(m) = shift_{S-m}(crc(0^m)). So the raw CRC of all
+    slots must equal the XOR of shift_{S*(n-1-i)}(E(m_i)), reduced pairwise in
+    a tree whose shift doubles each level. A mismatch means some record is
+    corrupt; then (only then) one call per record finds it. Two corruptions
+    could cancel out with probability 2**-32, the odds a single corrupt record
+    has of matching its own CRC.
+
+    With few distinct lengths (fixed-size rows), each length gets its own slots
+    of exactly its size, so no slot needs zeroing. With many, short records
+    share slots of the longest's size; long ones of many lengths are checked
+    one call per record, which is then the cheaper way.
     """
     n = len(starts)
     if n == 0:
         return -1
-    width = int(lengths.max()) + FOOTER_BYTES
-    total = int(lengths.sum())
-    if total > _SLOTS_UP_TO * n or n * width > 2 * total + (1 << 16):
-        # Long records: one C call each costs less than copying them into slots.
-        # Very uneven lengths: slots would be mostly padding.
-        return _first_bad_crc(buffer, starts, lengths)
+    longest = int(lengths.max())
+    distinct = (np.flatnonzero(np.bincount(lengths)) if longest < (1 << 20)
+                else np.unique(lengths))
     footers = gather_rows(buffer, starts + lengths, FOOTER_BYTES)
     expected_crc = _unmask(footers.view("<u4").reshape(n).astype(np.uint64))
+    if len(distinct) <= _LENGTH_GROUPS:
+        for length in distinct.tolist():
+            chosen = np.flatnonzero(lengths == length) if len(distinct) > 1 else slice(None)
+            if not _slots_hold(buffer, starts[chosen], lengths[chosen], expected_crc[chosen],
+                               length + FOOTER_BYTES):
+                return _first_bad_crc(buffer, starts, lengths)
+        return -1
+    width = longest + FOOTER_BYTES
+    total = int(lengths.sum())
+    if total > _SLOTS_UP_TO * n or n * width > 2 * total + (1 << 16):
+        return _first_bad_crc(buffer, starts, lengths)
+    if _slots_hold(buffer, starts, lengths, expected_crc, width):
+        return -1
+    return _first_bad_crc(buffer, starts, lengths)
+
+
+def _slots_hold(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                expected_crc: np.ndarray, width: int) -> bool:
+    """Whether records laid in slots of `width` bytes all match `expected_crc` (see above)."""
+    n = len(starts)
     slots = _slots(buffer, starts, lengths, width)
     at = np.arange(n, dtype=np.int64) * width + lengths
     flat = slots.reshape(-1)
@@ -183,12 +204,11 @@ def _check_data_crcs(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray
     per_length = np.zeros(width + 1, dtype=np.uint64)
     for m in np.flatnonzero(np.bincount(lengths)).tolist():
         per_length[m] = _slot_value(m, width)
-    if raw_crc == _combine(per_length[lengths], width):
-        return -1
-    return _first_bad_crc(buffer, starts, lengths)
+    return raw_crc == _combine(per_length[lengths], width)
 
 
-_SLOTS_UP_TO = 200  # mean record bytes up to which the combined check is the cheaper one
+_LENGTH_GROUPS = 8  # up to this many distinct record lengths, a slot size per length
+_SLOTS_UP_TO = 200  # mean bytes up to which shared, zero-padded slots are the cheaper way
 
 
 def _slots(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
