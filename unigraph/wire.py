@@ -198,7 +198,7 @@ class RowPieces:
 
     def __init__(self, n: int):
         self.n = n
-        self._pieces: list[tuple[np.ndarray, np.ndarray | int]] = []
+        self._pieces: list[tuple[np.ndarray | RowPieces, np.ndarray | int]] = []
         self._run: list[np.ndarray] = []  # fixed-width pieces not merged yet
 
     def _flush(self) -> None:
@@ -231,6 +231,11 @@ class RowPieces:
             self._flush()
             self._pieces.append((np.asarray(data, dtype=np.uint8), lengths))
 
+    def nested(self, rows: "RowPieces") -> None:
+        """Adds the rows of another RowPieces as one piece (written in place, not copied twice)."""
+        self._flush()
+        self._pieces.append((rows, rows.lengths()))
+
     def varint(self, values: np.ndarray) -> None:
         """Adds each row's value as a varint."""
         values = np.asarray(values, dtype=np.int64)
@@ -255,7 +260,9 @@ class RowPieces:
             return
         at = np.array(starts, dtype=np.int64)
         for data, lengths in self._pieces:
-            if isinstance(lengths, int):
+            if isinstance(data, RowPieces):
+                data.write_into(out, at)
+            elif isinstance(lengths, int):
                 rows = np.lib.stride_tricks.as_strided(out, (len(out) - lengths + 1, lengths),
                                                        (1, 1), writeable=True)
                 rows[at] = data

@@ -227,7 +227,7 @@ class TfRecordWriter(TableWriter):
 
     def _write(self, columns, n):
         if n:
-            self._stream.write(tfrecord.frame_records(encode_examples(columns, n)).tobytes())
+            self._stream.write(memoryview(tfrecord.frame_records(encode_examples(columns, n))))
 
 
 # ---- tf.train.Example, many rows at once ----------------------------------------------
@@ -261,9 +261,8 @@ def encode_examples(columns: list[_Column], n: int) -> wire.RowPieces:
         entries.varying(*_joined(lists))
     bodies = wire.RowPieces(n)
     bodies.fixed(np.array([wire.TAG_FIELD_1], dtype=np.uint8))
-    features, offsets = entries.join()
-    bodies.varint(np.diff(offsets))
-    bodies.varying(features, np.diff(offsets))
+    bodies.varint(entries.lengths())
+    bodies.nested(entries)
     return bodies
 
 
