@@ -39,7 +39,10 @@ from unigraph.tables import decode
 from unigraph.tables.build import Batch, make_batch, resolve_columns
 from unigraph.tables.layout import FeatureSpec, TableLayout
 
-_BLOCK_BYTES = 8 << 20  # Arrow parses the file in blocks of this many bytes
+# Arrow parses in blocks of this many bytes, on several threads; small enough
+# blocks keep both cores busy on batch-sized inputs (measured: 1 MB beats 8 MB).
+_BLOCK_BYTES = 1 << 20
+_VECTOR_BLOCK_BYTES = 1 << 20
 
 
 def _python_rows(path: str) -> Iterator[tuple[int, list[str]]]:
@@ -166,7 +169,7 @@ def _vectors(spec: FeatureSpec, column) -> FeatureValues:
         table = pa_csv.read_csv(
             pa.BufferReader(body),
             read_options=pa_csv.ReadOptions(column_names=names, use_threads=True,
-                                            block_size=_BLOCK_BYTES),
+                                            block_size=_VECTOR_BLOCK_BYTES),
             parse_options=pa_csv.ParseOptions(delimiter=" ", quote_char=False,
                                               ignore_empty_lines=False),
             convert_options=pa_csv.ConvertOptions(
