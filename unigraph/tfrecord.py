@@ -200,7 +200,7 @@ def _slots_hold(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
     flat = slots.reshape(-1)
     for k in range(FOOTER_BYTES):
         flat[at + k] = ((expected_crc >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.uint8)
-    raw_crc = google_crc32c.value(flat.tobytes()) ^ _zeros_crc(n * width)
+    raw_crc = google_crc32c.value(flat) ^ _zeros_crc(n * width)  # reads the array in place
     per_length = np.zeros(width + 1, dtype=np.uint64)
     for m in np.flatnonzero(np.bincount(lengths)).tolist():
         per_length[m] = _slot_value(m, width)
