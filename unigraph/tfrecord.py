@@ -512,11 +512,12 @@ def _walk_vectorized(view: np.ndarray, pos: int, limit: int) -> tuple[np.ndarray
     data = view
     end = len(data)
     # The Example tag 12 bytes after the header's start, and the length's top
-    # four bytes zero (read as one unaligned uint32): about one candidate per
-    # record instead of every 0x0a.
-    high = np.ndarray((end - 3,), dtype="<u4", buffer=view, strides=(1,))
+    # two bytes zero: about one candidate per record instead of every 0x0a.
+    # (Byte compares: faster here than one unaligned uint32 view.)
+    zero = data[pos:] == 0
     marks = data[pos + HEADER_BYTES:] == 0x0A
-    marks &= high[pos + 4:end - 8] == 0
+    marks &= zero[6:len(zero) - 6]
+    marks &= zero[7:len(zero) - 5]
     heads = np.flatnonzero(marks).astype(np.int64) + pos
     heads = heads[heads <= end - FRAME_BYTES]
     words = np.ndarray((end - 7,), dtype="<u8", buffer=view, strides=(1,))
