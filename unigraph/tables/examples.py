@@ -72,6 +72,9 @@ def _require(condition) -> None:
 
 
 _SHIFT_HEADER = np.uint64(16)
+_SHIFT_BYTE = np.uint64(8)
+_LOW_7 = np.uint64(0x7F)
+_TAG_AND_MORE = np.uint64(0x80FF)
 
 
 def _field(words: np.ndarray, at: np.ndarray, tag: int,
@@ -85,11 +88,12 @@ def _field(words: np.ndarray, at: np.ndarray, tag: int,
     is None and the next field is read from `words` again.
     """
     word = words[at] if word is None else word
-    head = (word & np.uint64(0xFFFF)).astype(np.int64)
-    _require((head & 0xFF) == tag)
-    if (head < 0x8000).all():  # one-byte lengths
+    # The tag, and no "more bytes" bit in the length's first byte: one compare.
+    if (word & _TAG_AND_MORE == np.uint64(tag)).all():  # one-byte lengths
         begin = at + 2
-        return begin, begin + (head >> 8), word >> _SHIFT_HEADER
+        length = ((word >> _SHIFT_BYTE) & _LOW_7).astype(np.int64)
+        return begin, begin + length, word >> _SHIFT_HEADER
+    _require(byte_at(word) == tag)
     # A left-over window holds only a few valid bytes: read the longer lengths afresh.
     length, size, ok = read_varints(words[at] >> np.uint64(8))
     _require(ok)
