@@ -160,12 +160,13 @@ def gather_rows(buffer: np.ndarray, starts: np.ndarray, width: int) -> np.ndarra
     if width == 0 or n == 0:
         return np.zeros((n, width), dtype=np.uint8)
     limit = len(buffer) - width
-    rows = np.lib.stride_tricks.as_strided(buffer, (max(limit + 1, 0), width), (1, 1))
+    items = _items(buffer, width) if limit >= 0 else None  # whole rows, not byte by byte
     if n and int(starts.max()) <= limit:
-        return rows[starts]
+        return items[starts].view(np.uint8).reshape(n, width)
     out = np.zeros((n, width), dtype=np.uint8)
     inside = starts <= limit
-    out[inside] = rows[starts[inside]]
+    if inside.any():
+        out[inside] = items[starts[inside]].view(np.uint8).reshape(-1, width)
     for i in np.flatnonzero(~inside):  # at most a few rows near the end
         tail = buffer[starts[i]:]
         out[i, :len(tail)] = tail
@@ -263,9 +264,7 @@ class RowPieces:
             if isinstance(data, RowPieces):
                 data.write_into(out, at)
             elif isinstance(lengths, int):
-                rows = np.lib.stride_tricks.as_strided(out, (len(out) - lengths + 1, lengths),
-                                                       (1, 1), writeable=True)
-                rows[at] = data
+                _items(out, lengths)[at] = _as_items(data)
             else:
                 _copy_spans(data, lengths, out, at)
             at += lengths
@@ -294,7 +293,19 @@ def _copy_spans(data: np.ndarray, lengths: np.ndarray, out: np.ndarray, at: np.n
         if width == 0:
             continue
         chosen = np.flatnonzero(lengths == width)
-        source = np.lib.stride_tricks.as_strided(data, (len(data) - width + 1, width), (1, 1))
-        target = np.lib.stride_tricks.as_strided(out, (len(out) - width + 1, width), (1, 1),
-                                                 writeable=True)
-        target[at[chosen]] = source[firsts[chosen]]
+        _items(out, width)[at[chosen]] = _items(data, width)[firsts[chosen]]
+
+
+def _items(buffer: np.ndarray, width: int) -> np.ndarray:
+    """An opaque item of `width` bytes at every offset of a uint8 buffer (a writable view).
+
+    Indexing or assigning through it moves whole items, not byte after byte.
+    """
+    return np.ndarray((len(buffer) - width + 1,), dtype=np.dtype((np.void, width)),
+                      buffer=buffer, strides=(1,))
+
+
+def _as_items(rows: np.ndarray) -> np.ndarray:
+    """An [n, w] uint8 array as n opaque items of w bytes."""
+    rows = np.ascontiguousarray(rows)
+    return rows.view(np.dtype((np.void, rows.shape[1]))).reshape(len(rows))
