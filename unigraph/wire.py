@@ -188,6 +188,9 @@ def gather_spans(buffer: np.ndarray, starts: np.ndarray,
 
 # ---- writing many messages at once ---------------------------------------------------
 
+_OWN_PIECE_BYTES = 64  # fixed pieces this wide are not merged with their neighbours
+
+
 class RowPieces:
     """Byte strings of n rows, built piece by piece: row i = piece_1[i] + piece_2[i] + ...
 
@@ -220,7 +223,10 @@ class RowPieces:
         rows = np.asarray(rows, dtype=np.uint8)
         if rows.ndim == 1:
             rows = np.broadcast_to(rows, (self.n, len(rows)))
-        if rows.shape[1]:
+        if rows.shape[1] >= _OWN_PIECE_BYTES:  # wide: written from where it is, not merged
+            self._flush()
+            self._pieces.append((rows, rows.shape[1]))
+        elif rows.shape[1]:
             self._run.append(rows)
 
     def varying(self, data: np.ndarray, lengths: np.ndarray) -> None:
