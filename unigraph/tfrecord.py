@@ -12,10 +12,10 @@ the next record starts): for small records it is found without a loop, from
 the bytes every header of a tf.train.Example record has, and verified link by
 link (`_walk_vectorized`); otherwise, or when that cannot tell, a tight loop
 over the length fields walks it. The length checksums are computed for all
-records at once with numpy tables (slicing-by-8 CRC32C); the data checksums of
-small records in one pass of google_crc32c over all records laid side by side
-(`_check_data_crcs`, see there), of long ones one C call per record.
-`check_crc=False` skips the data checksums only.
+records at once with numpy tables (slicing-by-8 CRC32C); the data checksums in
+one pass of google_crc32c over all records laid side by side
+(`_check_data_crcs`, see there), or, for long records of many different
+lengths, one C call per record. `check_crc=False` skips the data checksums only.
 
 Writing (`frame_records`) frames many records at once the same way.
 
@@ -47,7 +47,7 @@ _FOOTER = struct.Struct("<I")
 HEADER_BYTES, FOOTER_BYTES = 12, 4
 FRAME_BYTES = HEADER_BYTES + FOOTER_BYTES
 CHUNK_BYTES = 4 << 20  # bytes read at a time (a record longer than this gets its own chunk)
-_PAD = 8  # zero bytes after a chunk's data, so 8-byte windows can be read at any offset
+_PAD = 8  # spare bytes after a chunk's data, so 8-byte windows can be read at any offset
 
 
 def masked_crc32c(data: bytes) -> int:
