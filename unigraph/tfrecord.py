@@ -12,10 +12,10 @@ the next record starts): for small records it is found without a loop, from
 the bytes every header of a tf.train.Example record has, and verified link by
 link (`_walk_vectorized`); otherwise, or when that cannot tell, a tight loop
 over the length fields walks it. The length checksums are computed for all
-records at once with numpy tables (slicing-by-8 CRC32C); the data checksums in
-one pass of google_crc32c over all records laid side by side
-(`_check_data_crcs`, see there), or, for long records of many different
-lengths, one C call per record. `check_crc=False` skips the data checksums only.
+records at once, the data checksums in one pass of google_crc32c over all
+records laid side by side, or, for long records of many different lengths, one
+C call per record (unigraph.crc32c). `check_crc=False` skips the data
+checksums only.
 
 Writing (`frame_records`) frames many records at once the same way.
 
@@ -36,7 +36,7 @@ from typing import BinaryIO, Iterator
 import google_crc32c
 import numpy as np
 
-from unigraph import paths
+from unigraph import crc32c, paths
 from unigraph.errors import TableError
 from unigraph.wire import RowPieces, gather_rows, windows
 
@@ -65,36 +65,6 @@ def _mask(crc: np.ndarray) -> np.ndarray:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-# ---- CRC32C of many 8-byte values at once (the length fields) ---------------------------
-
-def _crc_tables() -> np.ndarray:
-    """Slicing-by-8 tables of CRC32C (reflected polynomial 0x82F63B78), [8, 256] uint64."""
-    table = np.arange(256, dtype=np.uint64)
-    for _ in range(8):
-        table = np.where(table & 1, (table >> 1) ^ 0x82F63B78, table >> 1)
-    tables = [table]
-    for _ in range(7):
-        previous = tables[-1]
-        tables.append((previous >> 8) ^ table[previous & 0xFF])
-    return np.stack(tables)
-
-
-_TABLES = _crc_tables()
-
-
-_HIGH_ZEROS = _TABLES[3][0] ^ _TABLES[2][0] ^ _TABLES[1][0] ^ _TABLES[0][0]
-
-
-def crc32c_u64(values: np.ndarray) -> np.ndarray:
-    """CRC32C of the 8 little-endian bytes of each uint64 value."""
-    x = values.astype(np.uint64) ^ np.uint64(0xFFFFFFFF)
-    small = not len(x) or int(x.max()) < (1 << 32)  # lengths: the high four bytes are zero
-    crc = np.full(len(x), _HIGH_ZEROS if small else 0, dtype=np.uint64)
-    for k in range(4 if small else 8):
-        crc ^= _TABLES[7 - k][(x >> np.uint64(8 * k)) & np.uint64(0xFF)]
-    return crc ^ np.uint64(0xFFFFFFFF)
-
-
 # ---- writing ------------------------------------------------------------------------------
 
 def encode_record(data: bytes) -> bytes:
@@ -116,11 +86,12 @@ def frame_records(bodies: RowPieces) -> np.ndarray:
     out = np.empty(int(offsets[-1]), dtype=np.uint8)
     framed = RowPieces(n)
     framed.fixed(lengths.astype("<u8").view(np.uint8).reshape(n, 8))
-    framed.fixed(_mask(crc32c_u64(lengths.astype(np.uint64))).astype("<u4").view(
+    framed.fixed(_mask(crc32c.of_u64(lengths.astype(np.uint64))).astype("<u4").view(
         np.uint8).reshape(n, 4))
     framed.write_into(out, offsets[:-1])  # the headers; then the data, then the checksums
     bodies.write_into(out, offsets[:-1] + HEADER_BYTES)
-    crcs = _crcs(out.tobytes(), offsets[:-1] + HEADER_BYTES, offsets[1:] - FOOTER_BYTES)
+    crcs = crc32c.of_spans(out.tobytes(), offsets[:-1] + HEADER_BYTES,
+                           offsets[1:] - FOOTER_BYTES)
     footer = RowPieces(n)
     footer.fixed(_mask(crcs).astype("<u4").view(np.uint8).reshape(n, 4))
     footer.write_into(out, offsets[1:] - FOOTER_BYTES)
@@ -144,187 +115,6 @@ class RecordChunk:
     def record(self, i: int) -> bytes:
         start = int(self.starts[i])
         return self.buffer[start:start + int(self.lengths[i])].tobytes()
-
-
-def _check_data_crcs(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> int:
-    """Index of the first record whose data checksum is wrong, or -1.
-
-    Records are checked together, with one google_crc32c pass over a copy of
-    them laid in equal slots. CRC32C without its initial and final inversion
-    ("raw") is linear over GF(2): raw(A || B) = shift_|B|(raw(A)) xor raw(B),
-    where shift_t is the linear map of feeding t zero bytes. Slot i holds record
-    i's data, its true CRC unmasked (c_i), then zeros up to the slot width S. If
-    the data is intact, c_i = crc(D_i) and the slot's raw CRC depends only on
-    the data's length m_i: E(m) = shift_{S-m}(crc(0^m)). So the raw CRC of all
-    slots must equal the XOR of shift_{S*(n-1-i)}(E(m_i)), reduced pairwise in
-    a tree whose shift doubles each level. A mismatch means some record is
-    corrupt; then (only then) one call per record finds it. Two corruptions
-    could cancel out with probability 2**-32, the odds a single corrupt record
-    has of matching its own CRC.
-
-    With few distinct lengths (fixed-size rows), each length gets its own slots
-    of exactly its size, so no slot needs zeroing. With many, short records
-    share slots of the longest's size; long ones of many lengths are checked
-    one call per record, which is then the cheaper way.
-    """
-    n = len(starts)
-    if n == 0:
-        return -1
-    longest = int(lengths.max())
-    distinct = (np.flatnonzero(np.bincount(lengths)) if longest < (1 << 20)
-                else np.unique(lengths))
-    footers = gather_rows(buffer, starts + lengths, FOOTER_BYTES)
-    expected_crc = _unmask(footers.view("<u4").reshape(n).astype(np.uint64))
-    if len(distinct) <= _LENGTH_GROUPS:
-        for length in distinct.tolist():
-            chosen = np.flatnonzero(lengths == length) if len(distinct) > 1 else slice(None)
-            if not _slots_hold(buffer, starts[chosen], lengths[chosen], expected_crc[chosen],
-                               length + FOOTER_BYTES):
-                return _first_bad_crc(buffer, starts, lengths)
-        return -1
-    width = longest + FOOTER_BYTES
-    total = int(lengths.sum())
-    if total > _SLOTS_UP_TO * n or n * width > 2 * total + (1 << 16):
-        return _first_bad_crc(buffer, starts, lengths)
-    if _slots_hold(buffer, starts, lengths, expected_crc, width):
-        return -1
-    return _first_bad_crc(buffer, starts, lengths)
-
-
-def _slots_hold(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                expected_crc: np.ndarray, width: int) -> bool:
-    """Whether records laid in slots of `width` bytes all match `expected_crc` (see above)."""
-    n = len(starts)
-    slots = _slots(buffer, starts, lengths, width)
-    at = np.arange(n, dtype=np.int64) * width + lengths
-    flat = slots.reshape(-1)
-    for k in range(FOOTER_BYTES):
-        flat[at + k] = ((expected_crc >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.uint8)
-    raw_crc = google_crc32c.value(flat) ^ _zeros_crc(n * width)  # reads the array in place
-    per_length = np.zeros(width + 1, dtype=np.uint64)
-    for m in np.flatnonzero(np.bincount(lengths)).tolist():
-        per_length[m] = _slot_value(m, width)
-    return raw_crc == _combine(per_length[lengths], width)
-
-
-_LENGTH_GROUPS = 8  # up to this many distinct record lengths, a slot size per length
-_SLOTS_UP_TO = 200  # mean bytes up to which shared, zero-padded slots are the cheaper way
-
-
-def _slots(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-           width: int) -> np.ndarray:
-    """[n, width]: each record's data from the start of its row, zeros after data and CRC."""
-    rows = gather_rows(buffer, starts, width)
-    if int(lengths.min()) + FOOTER_BYTES < width:
-        rows *= np.arange(width, dtype=np.int64)[None, :] < (lengths + FOOTER_BYTES)[:, None]
-    return rows
-
-
-def _zeros_crc(count: int) -> int:
-    """crc32c of `count` zero bytes: the part of a CRC that depends on the length only.
-
-    That is the initial register 0xFFFFFFFF fed `count` zero bytes, then
-    inverted: shift_count applied by square-and-multiply over the tables of
-    shift_{2**k}, microseconds for any count (no zero bytes are made).
-    """
-    register = 0xFFFFFFFF
-    k = 0
-    while count:
-        if count & 1:
-            register = _apply_one(_zero_shift_tables(k), register)
-        count >>= 1
-        k += 1
-    return register ^ 0xFFFFFFFF
-
-
-_ZERO_SHIFTS: list[np.ndarray] = []
-
-
-def _zero_shift_tables(k: int) -> np.ndarray:
-    """Byte tables of shift_{2**k}: the raw register fed 2**k zero bytes."""
-    if not _ZERO_SHIFTS:
-        # One zero byte: the table-driven CRC step with a zero input byte.
-        images = (_BASIS >> np.uint64(8)) ^ _TABLES[0][_BASIS & np.uint64(0xFF)]
-        _ZERO_SHIFTS.append(_shift_tables(images))
-    while len(_ZERO_SHIFTS) <= k:
-        previous = _ZERO_SHIFTS[-1]
-        _ZERO_SHIFTS.append(_shift_tables(_apply(previous, _apply(previous, _BASIS))))
-    return _ZERO_SHIFTS[k]
-
-
-def _apply_one(tables: np.ndarray, value: int) -> int:
-    return int(tables[0][value & 0xFF] ^ tables[1][(value >> 8) & 0xFF]
-               ^ tables[2][(value >> 16) & 0xFF] ^ tables[3][value >> 24])
-
-
-def _slot_value(length: int, width: int) -> int:
-    """Raw CRC of a slot holding intact data of `length` bytes (any data: zeros will do)."""
-    row = bytes(length) + _FOOTER.pack(_zeros_crc(length)) + bytes(width - length - FOOTER_BYTES)
-    return google_crc32c.value(row) ^ _zeros_crc(width)
-
-
-def _shift_tables(images: np.ndarray) -> np.ndarray:
-    """[4, 256] byte tables of the linear map with images[j] = map(1 << j)."""
-    bits = (np.arange(256)[:, None] >> np.arange(8)) & 1
-    tables = np.empty((4, 256), dtype=np.uint64)
-    for k in range(4):
-        tables[k] = np.bitwise_xor.reduce(np.where(bits == 1, images[8 * k:8 * k + 8], 0),
-                                          axis=1)
-    return tables
-
-
-def _apply(tables: np.ndarray, values: np.ndarray) -> np.ndarray:
-    out = tables[0][values & np.uint64(0xFF)]
-    for k in range(1, 4):
-        out ^= tables[k][(values >> np.uint64(8 * k)) & np.uint64(0xFF)]
-    return out
-
-
-_SHIFTS: dict[int, list[np.ndarray]] = {}
-_BASIS = np.array([1 << j for j in range(32)], dtype=np.uint64)
-
-
-def _shift_levels(width: int, levels: int) -> list[np.ndarray]:
-    """Byte tables of shift_{width * 2**k} for k < levels (cached per width)."""
-    if width not in _SHIFTS:
-        if len(_SHIFTS) > 64:
-            _SHIFTS.clear()
-        # shift_width(1 << j): the raw CRC of the 4 bytes of 1 << j and width - 4 zeros
-        images = np.array([google_crc32c.value(_FOOTER.pack(1 << j) + bytes(width - 4))
-                           ^ _zeros_crc(width) for j in range(32)], dtype=np.uint64)
-        _SHIFTS[width] = [_shift_tables(images)]
-    known = _SHIFTS[width]
-    while len(known) < levels:
-        # shifting twice as far is the map composed with itself
-        previous = known[-1]
-        known.append(_shift_tables(_apply(previous, _apply(previous, _BASIS))))
-    return known
-
-
-def _combine(values: np.ndarray, width: int) -> int:
-    """XOR over i of shift_{width * (n-1-i)}(values[i]) (raw CRCs of consecutive slots)."""
-    levels = max(int(len(values) - 1).bit_length(), 1)
-    for tables in _shift_levels(width, levels):
-        if len(values) == 1:
-            break
-        if len(values) % 2:
-            values = np.concatenate([np.zeros(1, dtype=np.uint64), values])
-        values = _apply(tables, values[0::2]) ^ values[1::2]
-    return int(values[0])
-
-
-def _crcs(raw: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """crc32c of raw[starts[i]:ends[i]] for every i (one C call each, no Python loop body)."""
-    spans = map(raw.__getitem__, map(slice, starts.tolist(), ends.tolist()))
-    return np.fromiter(map(google_crc32c.value, spans), dtype=np.uint64, count=len(starts))
-
-
-def _first_bad_crc(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> int:
-    """Index of the first record whose data checksum is wrong, or -1 (one call each)."""
-    computed = _mask(_crcs(buffer.tobytes(), starts, starts + lengths))
-    stored = gather_rows(buffer, starts + lengths, FOOTER_BYTES).view("<u4").reshape(-1)
-    bad = np.flatnonzero(computed != stored)
-    return int(bad[0]) if len(bad) else -1
 
 
 # ---- compressed files --------------------------------------------------------------------
@@ -549,7 +339,7 @@ def _walk_vectorized(view: np.ndarray, pos: int, limit: int) -> tuple[np.ndarray
     fields = words[heads]
     heads, fields = heads[(fields >> np.uint64(24)) == 0], fields[(fields >> np.uint64(24)) == 0]
     stored = words[heads + 8] & np.uint64(0xFFFFFFFF)
-    holds = _mask(crc32c_u64(fields)) == stored
+    holds = _mask(crc32c.of_u64(fields)) == stored
     heads, fields = heads[holds], fields[holds]
     if not len(heads) or heads[0] != pos:
         return None
@@ -610,7 +400,7 @@ def _checked_chunk(buffer: np.ndarray, heads: np.ndarray, end: int, index: int, 
     words = windows(buffer)
     lengths = words[heads].astype(np.int64)
     stored = words[heads + 8] & np.uint64(0xFFFFFFFF)
-    bad = np.flatnonzero(_mask(crc32c_u64(lengths.astype(np.uint64))) != stored)
+    bad = np.flatnonzero(_mask(crc32c.of_u64(lengths.astype(np.uint64))) != stored)
     if len(bad):
         first_bad = int(bad[0])
         error = TableError(f"{name}: record {index + first_bad} at byte "
@@ -619,7 +409,9 @@ def _checked_chunk(buffer: np.ndarray, heads: np.ndarray, end: int, index: int, 
         heads, lengths = heads[:first_bad], lengths[:first_bad]
     starts = heads + HEADER_BYTES
     if check_crc and len(heads):
-        first_bad = _check_data_crcs(buffer[:end], starts, lengths)
+        footers = gather_rows(buffer, starts + lengths, FOOTER_BYTES)
+        expected = _unmask(footers.view("<u4").reshape(-1).astype(np.uint64))
+        first_bad = crc32c.first_mismatch(buffer[:end], starts, lengths, expected)
         if first_bad >= 0:
             error = TableError(f"{name}: record {index + first_bad} at byte "
                                f"{offset + int(heads[first_bad])}: bad data checksum")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unigraph import tfrecord, wire
+from unigraph import crc32c, tfrecord, wire
 from unigraph.errors import TableError
 
 records_strategy = st.lists(st.binary(max_size=300), max_size=60)
@@ -27,7 +27,7 @@ def read_all(data: bytes, **options):
 
 @given(st.lists(st.integers(0, 2 ** 64 - 1), max_size=50))
 def test_crc_of_eight_bytes_matches_google_crc32c(values):
-    got = tfrecord.crc32c_u64(np.array(values, dtype=np.uint64))
+    got = crc32c.of_u64(np.array(values, dtype=np.uint64))
     assert got.tolist() == [google_crc32c.value(struct.pack("<Q", v)) for v in values]
 
 
@@ -116,11 +116,18 @@ def test_combined_check_agrees_with_one_call_per_record():
     rng = np.random.default_rng(5)
     records = [rng.bytes(int(n)) for n in rng.integers(0, 200, 500)]
     chunk = next(tfrecord.read_chunks(io.BytesIO(framed(records)), "f", check_crc=False))
-    assert tfrecord._check_data_crcs(chunk.buffer, chunk.starts, chunk.lengths) == -1
+    expected = np.array([google_crc32c.value(r) for r in records], dtype=np.uint64)
+    assert crc32c.first_mismatch(chunk.buffer, chunk.starts, chunk.lengths, expected) == -1
     bad = 300 + int(np.flatnonzero(chunk.lengths[300:] >= 2)[0])
     chunk.buffer[chunk.starts[bad] + 1] ^= 4
-    assert tfrecord._first_bad_crc(chunk.buffer, chunk.starts, chunk.lengths) == bad
-    assert tfrecord._check_data_crcs(chunk.buffer, chunk.starts, chunk.lengths) == bad
+    assert crc32c._first_bad(chunk.buffer, chunk.starts, chunk.lengths, expected) == bad
+    assert crc32c.first_mismatch(chunk.buffer, chunk.starts, chunk.lengths, expected) == bad
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 10 ** 6))
+def test_crc_of_zeros_without_zeros(count):
+    assert crc32c.zeros_crc(count) == google_crc32c.value(bytes(count))
 
 
 # ---- compression --------------------------------------------------------------------------
