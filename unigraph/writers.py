@@ -5,8 +5,8 @@ identical columns. Used by the converter (pipelines/convert.py) and by tools
 that generate graphs. Column names are the canonical `#id`, `#source`,
 `#target`, `#weight`; a batch of a reversed edge set is written the way its
 table is stored (ends swapped back). Each format is written by whole columns:
-CSV and Parquet through Arrow; TFRecord one tf.train.Example per row (the
-format has nothing columnar), from pre-sliced Python lists.
+CSV and Parquet through Arrow; TFRecord as one tf.train.Example per row, the
+bytes of all rows built column by column (`encode_examples`).
 
   CSV      vectors and ragged lists as space-separated values in one cell;
            strings must be UTF-8 and, inside vectors, free of whitespace.
@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from unigraph import example_pb2, paths, tfrecord
+from unigraph import paths, tfrecord, wire
 from unigraph.batches import EdgeBatch, FeatureValues, NodeBatch
 from unigraph.errors import TableError
 from unigraph.ragged import Ragged, take
@@ -226,35 +226,102 @@ class TfRecordWriter(TableWriter):
         super().close()
 
     def _write(self, columns, n):
-        # Slice every column into per-row Python lists once; the loop then only
-        # fills protobuf messages.
-        per_row = []
-        for column in columns:
-            if column.spec is None:
-                if column.values.dtype.kind == "S":
-                    per_row.append((column.name, "bytes_list", True,
-                                    np.asarray(column.values).tolist()))
-                else:
-                    per_row.append((column.name, "float_list", True, column.values.tolist()))
-                continue
-            splits, flat = _flat_rows(column.values, n)
-            kind = ("bytes_list" if column.spec.is_string else
-                    "float_list" if column.spec.dtype.kind == "f" else "int64_list")
-            flat_list = flat.tolist()
-            starts, ends = splits[:-1].tolist(), splits[1:].tolist()
-            per_row.append((column.name, kind, False,
-                            [flat_list[s:e] for s, e in zip(starts, ends)]))
-        write = self._stream.write
-        for i in range(n):
-            example = example_pb2.Example()
-            features = example.features.feature
-            for name, kind, single, values in per_row:
-                target = getattr(features[name], kind).value
-                if single:
-                    target.append(values[i])
-                else:
-                    target.extend(values[i])
-            write(tfrecord.encode_record(example.SerializeToString()))
+        if n:
+            self._stream.write(memoryview(tfrecord.frame_records(encode_examples(columns, n))))
+
+
+# ---- tf.train.Example, many rows at once ----------------------------------------------
+
+def encode_examples(columns: list[_Column], n: int) -> wire.RowPieces:
+    """One serialized tf.train.Example per row (row i of the result), built column-wise.
+
+    Example { features: Features { feature: map<key, Feature> } }, one map entry
+    per column in column order: ids/ends as one-value bytes lists, the weight as
+    a one-value float list, features as packed float/int64 lists or bytes lists
+    of their flattened values. Whole columns at a time; only string features
+    (Python bytes objects) are joined per row.
+    """
+    entries = wire.RowPieces(n)
+    for column in columns:
+        kind, lists = _list_messages(column, n)
+        tag = {"bytes_list": wire.TAG_BYTES_LIST, "float_list": wire.TAG_FLOAT_LIST,
+               "int64_list": wire.TAG_INT64_LIST}[kind]
+        list_lengths = lists.lengths()
+        feature_lengths = 1 + wire.varint_sizes(list_lengths) + list_lengths
+        key = column.name.encode("utf-8")
+        key_field = (bytes([wire.TAG_FIELD_1]) + wire.varint(len(key)) + key
+                     + bytes([wire.TAG_FIELD_2]))
+        entry_lengths = len(key_field) + wire.varint_sizes(feature_lengths) + feature_lengths
+        entries.fixed(np.array([wire.TAG_FIELD_1], dtype=np.uint8))
+        entries.varint(entry_lengths)
+        entries.fixed(np.frombuffer(key_field, dtype=np.uint8))
+        entries.varint(feature_lengths)
+        entries.fixed(np.array([tag], dtype=np.uint8))
+        entries.varint(list_lengths)
+        entries.varying(*_joined(lists))
+    bodies = wire.RowPieces(n)
+    bodies.fixed(np.array([wire.TAG_FIELD_1], dtype=np.uint8))
+    bodies.varint(entries.lengths())
+    bodies.nested(entries)
+    return bodies
+
+
+def _joined(pieces: wire.RowPieces) -> tuple[np.ndarray, np.ndarray]:
+    data, offsets = pieces.join()
+    return data, np.diff(offsets)
+
+
+def _packed(pieces: wire.RowPieces, payload: np.ndarray, payload_lengths: np.ndarray) -> None:
+    """A packed run: tag, length, payload; nothing at all for an empty row."""
+    if len(payload_lengths) and (payload_lengths > 0).all():
+        pieces.fixed(np.array([wire.TAG_FIELD_1], dtype=np.uint8))
+        pieces.varint(payload_lengths)
+    else:
+        headers = wire.RowPieces(len(payload_lengths))
+        headers.fixed(np.array([wire.TAG_FIELD_1], dtype=np.uint8))
+        headers.varint(payload_lengths)
+        data, offsets = headers.join()
+        keep = np.repeat(payload_lengths > 0, np.diff(offsets))
+        pieces.varying(data[keep], np.where(payload_lengths > 0, np.diff(offsets), 0))
+    pieces.varying(payload, payload_lengths)
+
+
+def _list_messages(column: _Column, n: int) -> tuple[str, wire.RowPieces]:
+    """(kind, each row's BytesList/FloatList/Int64List message) of one column."""
+    pieces = wire.RowPieces(n)
+    values = column.values
+    if column.spec is None and values.dtype.kind == "S":  # ids: one bytes value per row
+        width = values.dtype.itemsize
+        matrix = np.ascontiguousarray(values).view(np.uint8).reshape(n, width)
+        lengths = np.strings.str_len(values).astype(np.int64)  # trailing NULs are padding
+        pieces.fixed(np.array([wire.TAG_FIELD_1], dtype=np.uint8))
+        pieces.varint(lengths)
+        pieces.varying(matrix[np.arange(width)[None, :] < lengths[:, None]], lengths)
+        return "bytes_list", pieces
+    if column.spec is None:  # the weight: one float per row
+        data = np.asarray(values, dtype="<f4").view(np.uint8).reshape(n, 4)
+        pieces.fixed(np.array([wire.TAG_FIELD_1, 4], dtype=np.uint8))
+        pieces.fixed(data)
+        return "float_list", pieces
+    splits, flat = _flat_rows(values, n)
+    counts = np.diff(splits)
+    if column.spec.is_string:
+        rows = [b"".join([b"\x0a" + wire.varint(len(v)) + v for v in flat[s:e]])
+                for s, e in zip(splits[:-1].tolist(), splits[1:].tolist())]
+        lengths = np.array([len(r) for r in rows], dtype=np.int64)
+        pieces.varying(np.frombuffer(b"".join(rows), dtype=np.uint8), lengths)
+        return "bytes_list", pieces
+    if column.spec.dtype.kind == "f":
+        with np.errstate(over="ignore"):  # float64 beyond float32 range becomes inf, as in TF
+            data = np.ascontiguousarray(flat, dtype="<f4").view(np.uint8)
+        _packed(pieces, data, counts * 4)
+        return "float_list", pieces
+    ints = np.ascontiguousarray(flat, dtype=np.int64)
+    sizes = wire.varint_sizes(ints)
+    ends = np.zeros(len(ints) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=ends[1:])
+    _packed(pieces, wire.encode_varints_array(ints, sizes), ends[splits[1:]] - ends[splits[:-1]])
+    return "int64_list", pieces
 
 
 _WRITERS = {"csv": CsvWriter, "parquet": ParquetWriter, "tfrecord": TfRecordWriter}

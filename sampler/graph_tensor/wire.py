@@ -10,7 +10,8 @@ example.proto and our unigraph/example_pb2.py):
   FloatList    { 1: packed float }   tag, byte length, little-endian float32s
   Int64List    { 1: packed int64 }   tag, byte length, varints
 Every length-delimited field is `tag | varint(length) | payload`. Packing float
-lists is one `tobytes()`; int64 varints are computed for whole arrays at once.
+lists is one `tobytes()`; int64 varints are computed for whole arrays at once
+(the varint code itself lives in unigraph.wire, shared with the table readers).
 Decoding keeps numpy views of the payload (floats are zero-copy) and also
 accepts what any other protobuf writer may produce: any map order, unpacked
 repeated scalars, split packed runs, unknown fields.
@@ -22,6 +23,7 @@ from typing import Iterable, Union
 import numpy as np
 
 from unigraph.errors import GraphTensorError
+from unigraph.wire import decode_varints, encode_varints, varint  # the shared varint code
 
 # Tags: (field number << 3) | wire type; 2 = length-delimited, 0 = varint, 5 = 32-bit.
 _LEN1 = b"\x0a"            # field 1, length-delimited
@@ -34,69 +36,6 @@ BYTES, FLOAT, INT64 = "bytes_list", "float_list", "int64_list"
 _KIND_BY_FIELD = {1: BYTES, 2: FLOAT, 3: INT64}
 
 FlatValues = Union[np.ndarray, list]   # float32 / int64 arrays, or a list of bytes
-
-
-def varint(value: int) -> bytes:
-    """One unsigned varint (lengths and tags)."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-# Smallest value needing k+2 bytes, for k = 0..8: a value's byte count is
-# 1 + the number of these it reaches.
-_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
-
-
-def encode_varints(values: np.ndarray) -> bytes:
-    """Packed varints of int64 values (negative ones take 10 bytes, as protobuf does)."""
-    values = np.ascontiguousarray(values, dtype=np.int64)
-    if values.size == 0:
-        return b""
-    unsigned = values.view(np.uint64)
-    widest = int(unsigned.max())
-    if widest < 0x80:
-        return values.astype(np.uint8).tobytes()  # the usual case for sizes and small indices
-    counts = np.searchsorted(_VARINT_LIMITS, unsigned, side="right") + 1
-    ends = np.cumsum(counts)
-    starts = ends - counts
-    out = np.empty(int(ends[-1]), dtype=np.uint8)
-    # Byte k of every value that has one, scattered to its place; the top bit
-    # says "more bytes follow". At most 10 passes, each over whole arrays.
-    for k in range(int(counts.max())):
-        chosen = np.flatnonzero(counts > k) if k else slice(None)
-        group = ((unsigned[chosen] >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-        group |= (counts[chosen] > k + 1).view(np.uint8) << 7
-        out[starts[chosen] + k] = group
-    return out.tobytes()
-
-
-def decode_varints(payload, where: str) -> np.ndarray:
-    """int64 values of packed varints (the inverse of encode_varints)."""
-    data = np.frombuffer(payload, dtype=np.uint8)
-    if data.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if data[-1] & 0x80:
-        raise GraphTensorError(f"{where}: truncated varint in int64_list")
-    last = data < 0x80
-    if last.all():
-        return data.astype(np.int64)
-    ends = np.flatnonzero(last)
-    starts = np.empty_like(ends)
-    starts[0] = 0
-    starts[1:] = ends[:-1] + 1
-    if int((ends - starts).max()) >= 10:
-        raise GraphTensorError(f"{where}: varint longer than 10 bytes in int64_list")
-    lengths = ends - starts + 1
-    result = (data[starts] & 0x7F).astype(np.uint64)
-    for k in range(1, int(lengths.max())):
-        chosen = np.flatnonzero(lengths > k)
-        group = (data[starts[chosen] + k] & 0x7F).astype(np.uint64)
-        result[chosen] |= group << np.uint64(7 * k)
-    return result.view(np.int64)
 
 
 def _length_delimited(tag: bytes, payload: bytes) -> bytes:

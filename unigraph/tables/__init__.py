@@ -3,6 +3,8 @@
 Modules, in the order data flows:
   layout.py  what the schema asks of a table (TableLayout, FeatureSpec)
   csv.py, tfrecord.py, parquet.py, text.py   one format each: file -> Arrow columns
+             (TFRecord: numpy values and byte spans, via examples.py)
+  examples.py  tf.train.Example records of a chunk -> per-column values, all at once
   decode.py  Arrow columns -> numpy ids, weights, features (Ragged for ragged dims)
   build.py   column resolution and the NodeBatch/EdgeBatch/SeedBatch itself
   read.py    the pure entry points below

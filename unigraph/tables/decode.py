@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from unigraph import wire
 from unigraph.batches import FeatureValues
 from unigraph.errors import TableError, one_line
 from unigraph.ragged import Ragged
@@ -36,6 +37,11 @@ _ARROW_TYPES = {
     np.dtype(np.uint8): pa.uint8(), np.dtype(np.uint16): pa.uint16(),
     np.dtype(np.uint32): pa.uint32(), np.dtype(np.bool_): pa.bool_(),
 }
+
+
+def arrow_type(spec: FeatureSpec) -> pa.DataType:
+    """The Arrow type numbers of a feature are parsed as (float16 goes through float32)."""
+    return _ARROW_TYPES[spec.dtype]
 
 
 def show(value, limit: int = 60) -> str:
@@ -107,24 +113,34 @@ def ids_from_arrow(column, locate: Locate, name: str) -> np.ndarray:
     column = pc.cast(column, pa.large_binary())
     n = len(column)
     offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[column.offset:column.offset + n + 1]
-    lengths = np.diff(offsets)
-    if n and (lengths == 0).any():
-        raise TableError(f"{locate(int(np.argmin(lengths)))}: column '{name}': empty id")
     data_buffer = column.buffers()[2]
     data = (np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None
-            else np.zeros(0, np.uint8))[offsets[0]:offsets[-1]] if n else np.zeros(0, np.uint8)
+            else np.zeros(0, np.uint8))
+    return ids_from_spans(data, offsets[:-1], np.diff(offsets), locate, name)
+
+
+def ids_from_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, locate: Locate,
+                   name: str) -> np.ndarray:
+    """Ids stored at data[starts[i]:starts[i] + lengths[i]] -> a numpy 'S' array.
+
+    Rejects empty ids and ids ending in a NUL byte, which a numpy 'S' array
+    would silently strip.
+    """
+    n = len(starts)
+    if n and (lengths == 0).any():
+        raise TableError(f"{locate(int(np.argmin(lengths)))}: column '{name}': empty id")
+    width = int(lengths.max()) if n else 1
+    # Every id's bytes in its row of a fixed-width matrix, zeros after its end.
+    out = wire.gather_rows(data, starts, width)
+    if n and int(lengths.min()) < width:
+        out *= np.arange(width)[None, :] < lengths[:, None]
     if n:
-        last_bytes = data[offsets[1:] - offsets[0] - 1]
+        last_bytes = out[np.arange(n), lengths - 1]
         if (last_bytes == 0).any():
             bad = int(np.flatnonzero(last_bytes == 0)[0])
-            raise TableError(f"{locate(bad)}: column '{name}': id {show(column[bad].as_py())} "
+            value = data[starts[bad]:starts[bad] + lengths[bad]].tobytes()
+            raise TableError(f"{locate(bad)}: column '{name}': id {show(value)} "
                              f"ends with a NUL byte")
-    width = int(lengths.max()) if n else 1
-    out = np.zeros((n, width), dtype=np.uint8)
-    # Scatter every id's bytes into its row of the fixed-width matrix at once.
-    row_of_byte = np.repeat(np.arange(n), lengths)
-    col_of_byte = np.arange(len(data)) - np.repeat(offsets[:-1] - offsets[0], lengths)
-    out[row_of_byte, col_of_byte] = data
     return out.view(f"S{width}").reshape(n)
 
 

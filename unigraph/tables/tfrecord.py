@@ -5,8 +5,15 @@ record its ends (`#source`/`source`, `#target`/`target`), plus one feature per
 schema feature: bytes_list for strings, int64_list for integers and booleans,
 float_list (or int64_list) for floats, the item's values flattened. The column
 names are taken from the first record; every record must have them. Messages
-name the 0-based record index. Decoding is batched: each record's values are
-appended to per-column lists and decode.py converts whole columns.
+name the 0-based record index. Files may be GZIP- or ZLIB-compressed
+(unigraph.tfrecord.open_records tells by the bytes).
+
+A batch is one chunk of records (unigraph.tfrecord.read_chunks: framed and
+checksummed together). examples.py parses all its Examples at once and
+decode.py converts whole columns. When that fast path declines a chunk
+(an encoding it does not cover, or a record that is wrong), the chunk is
+decoded record by record with the protobuf library (`_decode_exact`), which
+accepts every valid encoding and names the first bad record precisely.
 """
 from __future__ import annotations
 
@@ -15,9 +22,9 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from unigraph import example_pb2, paths, tfrecord
+from unigraph import example_pb2, tfrecord, wire
 from unigraph.errors import TableError
-from unigraph.tables import decode
+from unigraph.tables import decode, examples
 from unigraph.tables.build import Batch, ColumnMap, make_batch, resolve_columns
 from unigraph.tables.layout import FeatureSpec, TableLayout
 
@@ -29,17 +36,9 @@ _PRIMARY_KIND = {"b": "int64_list", "i": "int64_list", "u": "int64_list", "f": "
                  "O": "bytes_list"}
 
 
-def _slow_values(data: bytes, record: int, path: str, layout: TableLayout, name: str,
-                 role: str, spec: FeatureSpec | None) -> list:
-    """One column's values of one record, checked precisely; TableError names the record.
-
-    The fast loop in _decode_run comes here only when a value list is not what
-    it expects (missing, empty, of another kind), so the message is exact. It
-    re-parses the record because indexing a protobuf map inserts missing keys.
-    """
-    example = example_pb2.Example()
-    example.ParseFromString(data)
-    fmap = example.features.feature
+def _exact_values(fmap, record: int, path: str, layout: TableLayout, name: str,
+                  role: str, spec: FeatureSpec | None) -> list:
+    """One column's values of one record, checked precisely; TableError names the record."""
     if name not in fmap:
         what = {"key": "missing feature", "weight": "missing weight feature",
                 "feature": "missing feature column"}[role]
@@ -66,8 +65,56 @@ def _slow_values(data: bytes, record: int, path: str, layout: TableLayout, name:
     return values
 
 
-def _decode_run(layout: TableLayout, columns: ColumnMap, path: str, start: int,
-                examples: list, raw: list, file_index: int) -> Batch:
+def _roles(layout: TableLayout, columns: ColumnMap) -> dict[str, str]:
+    """What examples.parse_chunk reads from each column."""
+    roles = {name: examples.KEY for name in columns.keys}
+    if columns.weight:
+        roles[columns.weight] = examples.WEIGHT
+    for spec in layout.features:
+        roles.setdefault(spec.name, _PRIMARY_KIND[spec.dtype.kind])
+    return roles
+
+
+def _decode_fast(layout: TableLayout, columns: ColumnMap, path: str,
+                 chunk: tfrecord.RecordChunk, parsed: dict, file_index: int) -> Batch:
+    start = chunk.first_index
+
+    def locate(i: int) -> str:
+        return f"{path}: record {start + i}"
+
+    buffer = chunk.buffer
+    keys = []
+    for name in columns.keys:
+        values = parsed[name]
+        if values.numbers is not None:  # int64 ids, named by their decimal text
+            keys.append(decode.ids_from_arrow(pa.array(values.numbers), locate, name))
+        else:
+            keys.append(decode.ids_from_spans(buffer, values.starts, values.lengths, locate,
+                                              name))
+    weights = (decode.weights_from_values(parsed[columns.weight].numbers, locate,
+                                          columns.weight) if columns.weight else None)
+    features = {}
+    for spec in layout.features:
+        values = parsed[spec.name]
+        if values.numbers is not None:
+            flat = pa.array(values.numbers)
+        else:
+            data, offsets = wire.gather_spans(buffer, values.starts, values.lengths)
+            flat = pa.LargeBinaryArray.from_buffers(
+                pa.large_binary(), len(values.starts),
+                [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        features[spec.name] = decode.feature_from_lists(spec, values.counts, flat, locate,
+                                                        spec.name)
+    return make_batch(layout, keys, weights, features, file_index, start)
+
+
+def _decode_exact(layout: TableLayout, columns: ColumnMap, path: str,
+                  chunk: tfrecord.RecordChunk, file_index: int) -> Batch:
+    """The chunk decoded record by record with the protobuf library (any valid encoding)."""
+    start = chunk.first_index
+    raw = [chunk.record(i) for i in range(len(chunk))]
+    parsed = [_parse(data, path, start + i) for i, data in enumerate(raw)]
+
     def locate(i: int) -> str:
         return f"{path}: record {start + i}"
 
@@ -76,35 +123,19 @@ def _decode_run(layout: TableLayout, columns: ColumnMap, path: str, start: int,
     weight_values: list = []
     feature_values = {name: [] for name in columns.features}
     feature_counts = {name: [] for name in columns.features}
-    key_plan = list(zip(columns.keys, keys_raw))
-    feature_plan = [(name, _PRIMARY_KIND[specs[name].dtype.kind], feature_values[name],
-                     feature_counts[name]) for name in columns.features]
     weight = columns.weight
-    # The hot loop: one attribute chain per column per record, no checks beyond
-    # the length of each value list; anything unusual goes to _slow_values.
-    for offset, example in enumerate(examples):
+    for offset, example in enumerate(parsed):
         fmap = example.features.feature
-        for name, out in key_plan:
-            values = fmap[name].bytes_list.value
-            if len(values) == 1:
-                out.append(values[0])
-            else:
-                out.extend(_slow_values(raw[offset], start + offset, path, layout, name,
-                                        "key", None))
+        record = start + offset
+        for name, out in zip(columns.keys, keys_raw):
+            out.extend(_exact_values(fmap, record, path, layout, name, "key", None))
         if weight:
-            values = fmap[weight].float_list.value
-            if len(values) == 1:
-                weight_values.append(values[0])
-            else:
-                weight_values.extend(_slow_values(raw[offset], start + offset, path, layout,
-                                                  weight, "weight", None))
-        for name, kind, out, counts in feature_plan:
-            values = getattr(fmap[name], kind).value
-            if not values:
-                values = _slow_values(raw[offset], start + offset, path, layout, name,
-                                      "feature", specs[name])
-            out.extend(values)
-            counts.append(len(values))
+            weight_values.extend(_exact_values(fmap, record, path, layout, weight, "weight",
+                                               None))
+        for name in columns.features:
+            values = _exact_values(fmap, record, path, layout, name, "feature", specs[name])
+            feature_values[name].extend(values)
+            feature_counts[name].append(len(values))
     keys = [decode.ids_from_arrow(pa.array(raw_ids, pa.binary()), locate, name)
             for raw_ids, name in zip(keys_raw, columns.keys)]
     weights = (decode.weights_from_values(np.array(weight_values, dtype=np.float64), locate,
@@ -125,30 +156,56 @@ def _decode_run(layout: TableLayout, columns: ColumnMap, path: str, start: int,
     return make_batch(layout, keys, weights, features, file_index, start)
 
 
-def read_tfrecord(layout: TableLayout, path: str, file_index: int,
-                  batch_rows: int) -> Iterator[Batch]:
-    columns = None
-    run: list = []
-    raw: list = []  # the records' bytes, for exact messages on the slow path
-    start = 0
-    with paths.open_binary(path) as stream:
-        for index, data in enumerate(tfrecord.iter_records(stream, path)):
-            example = example_pb2.Example()
-            try:
-                example.ParseFromString(data)
-            except Exception:  # protobuf's DecodeError and friends
-                raise TableError(f"{path}: record {index}: not a tf.train.Example") from None
-            if columns is None:
-                names = sorted(example.features.feature)
-                columns = resolve_columns(layout, names, f"{path}: record 0")
-            run.append(example)
-            raw.append(data)
-            if len(run) == batch_rows:
-                yield _decode_run(layout, columns, path, start, run, raw, file_index)
-                start += len(run)
-                run, raw = [], []
-    if columns is None:
-        raise TableError(f"{path}: record 0: empty file, no records")
-    if run:
-        yield _decode_run(layout, columns, path, start, run, raw, file_index)
+def _parse(data: bytes, path: str, record: int) -> example_pb2.Example:
+    example = example_pb2.Example()
+    try:
+        example.ParseFromString(data)
+    except Exception:  # protobuf's DecodeError and friends
+        raise TableError(f"{path}: record {record}: not a tf.train.Example") from None
+    return example
 
+
+def _finish(chunks: Iterator[tfrecord.RecordChunk], last: tfrecord.RecordChunk,
+            path: str) -> None:
+    """Reads past the last chunk, so damage after it is reported before it is decoded.
+
+    A record-by-record reader meets damage before it decodes the batch it is
+    filling, but after parsing every record before the damage: a record that
+    is no tf.train.Example is named first.
+    """
+    try:
+        for _ in chunks:
+            pass
+    except TableError:
+        for i in range(len(last)):
+            _parse(last.record(i), path, last.first_index + i)
+        raise
+
+
+def read_tfrecord(layout: TableLayout, path: str, file_index: int, batch_rows: int, *,
+                  check_crc: bool = True) -> Iterator[Batch]:
+    """Batches of one TFRecord file (plain or compressed), `batch_rows` records each.
+
+    `check_crc=False` skips the data checksums (the length checksums that frame
+    the records are always checked).
+    """
+    stream = tfrecord.open_records(path)
+    try:
+        chunks = tfrecord.read_chunks(stream, path, check_crc=check_crc, records=batch_rows)
+        columns = roles = None
+        for chunk in chunks:
+            if columns is None:
+                names = sorted(_parse(chunk.record(0), path, 0).features.feature)
+                columns = resolve_columns(layout, names, f"{path}: record 0")
+                roles = _roles(layout, columns)
+            if len(chunk) < batch_rows:
+                _finish(chunks, chunk, path)
+            parsed = examples.parse_chunk(chunk.buffer, chunk.starts, chunk.lengths, roles)
+            if parsed is None:
+                yield _decode_exact(layout, columns, path, chunk, file_index)
+            else:
+                yield _decode_fast(layout, columns, path, chunk, parsed, file_index)
+        if columns is None:
+            raise TableError(f"{path}: record 0: empty file, no records")
+    finally:
+        stream.close()

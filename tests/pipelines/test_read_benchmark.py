@@ -1,0 +1,15 @@
+"""The read benchmark runs end to end on tiny tables (it checks every row count itself)."""
+from pipelines import read_benchmark
+
+
+def test_every_table_and_format_is_measured(tmp_path, capsys):
+    assert read_benchmark.main(["--edges", "300", "--nodes", "40", "--features", "4",
+                                "--repeat", "1", "--dir", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split()[:2] for line in lines[2:]]
+    names = [name for name, _, _ in read_benchmark.FORMATS]
+    assert [r[0] for r in rows] == ["edges"] * len(names) + ["nodes"] * len(names)
+    assert len(lines) == 2 + 2 * len(names)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{table}{suffix}" for table in ("edges", "nodes")
+        for suffix in {s for _, s, _ in read_benchmark.FORMATS})
