@@ -98,7 +98,8 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
             if verbose:
                 say(f"sampling {len(plan.ops)} op(s) into {num_shards} shard(s) with "
                     f"{workers} worker process(es)")
-            stats = _run_memory(job, workers, verbose).as_dict()
+            stats, graph_bytes = _run_memory(job, workers, verbose)
+            stats = stats.as_dict()
         else:
             if verbose:
                 say(f"sampling {len(plan.ops)} op(s) into {num_shards} shard(s) with "
@@ -116,6 +117,8 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                        "wall_time_s": round(time.time() - started, 3)})
         if engine == "beam":
             report["node_buckets"] = buckets
+        else:
+            report["graph_in_memory_mb"] = round(graph_bytes / 1e6, 1)
         if not report["seeds_read"]:
             raise SamplerError("the seeds table(s) held no seed rows; nothing to sample")
         if not report["subgraphs_written"]:
@@ -138,10 +141,19 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     return report
 
 
-def _run_memory(job: SamplingJob, workers: int, verbose: bool) -> RunStats:
+def _run_memory(job: SamplingJob, workers: int, verbose: bool) -> tuple[RunStats, int]:
+    """The merged counts and the bytes of the loaded graph's arrays."""
     bar = SeedBar(verbose)
+    graph_bytes = 0
+
+    def start(seeds: int, loaded_bytes: int) -> None:
+        nonlocal graph_bytes
+        graph_bytes = loaded_bytes
+        bar.start(seeds)
+
     try:
-        return run_in_memory(job, workers=workers, on_start=bar.start, on_progress=bar.advance)
+        return run_in_memory(job, workers=workers, on_start=start,
+                             on_progress=bar.advance), graph_bytes
     finally:
         bar.close()
 

@@ -40,13 +40,13 @@ _SHARED: dict = {}
 
 
 def run_in_memory(job: SamplingJob, *, workers: int = 1,
-                  on_start: Callable[[int], None] = lambda seeds: None,
+                  on_start: Callable[[int, int], None] = lambda seeds, graph_bytes: None,
                   on_progress: Callable[[int], None] = lambda seeds: None) -> RunStats:
-    """Samples the job and writes every shard; the merged counts. `on_start(n)` is called
-    once the n seeds are known, `on_progress(n)` (in this process) as n more are written."""
+    """Samples the job and writes every shard; the merged counts. `on_start(n, b)` is
+    called once the n seeds are known and the loaded graph's arrays take b bytes, `on_progress(n)` (in this process) as n more are written."""
     graph = load_graph(job)
     numbered = number_seeds(graph.seeds)
-    on_start(len(numbered))
+    on_start(len(numbered), graph.nbytes)
     # The join runs on names (a seed may name no node at all); what it finds is interned.
     join = join_seeds(graph.seed_table, numbered, job.num_shards, with_features=False)
     seed_set = job.plan.seed_set

@@ -40,6 +40,12 @@ class GraphInMemory:
     seed_table: NodeTableBucket               # the seed set's nodes by name, for the seeds join
     seeds: list[SeedBatch]                    # the seed rows, not yet numbered
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every array the graph holds (the "loaded graph" of the README's
+        memory figures; the process adds Python, numpy and pyarrow to it)."""
+        return _array_bytes(self)
+
     def intern_requests(self, node_set: str, requests: Requests) -> Requests:
         """Requests of named nodes (all in the graph) as requests of codes."""
         return Requests(requests.samples, requests.codes,
@@ -101,6 +107,29 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     return GraphInMemory(names, coded_tables,
                          {name: adjacency(name) for name in plan.edge_sets()},
                          seed_table, _seed_rows(job, seed_table))
+
+
+def _array_bytes(value) -> int:
+    """Bytes of the numpy arrays in a value of nested containers and dataclasses, each
+    array once (a view counts as its base)."""
+    seen: dict[int, int] = {}
+
+    def walk(v):
+        if isinstance(v, np.ndarray):
+            base = v if v.base is None or not isinstance(v.base, np.ndarray) else v.base
+            seen[id(base)] = base.nbytes
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            for field in dataclasses.fields(v):
+                walk(getattr(v, field.name))
+        elif isinstance(v, dict):
+            for item in v.values():
+                walk(item)
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                walk(item)
+
+    walk(value)
+    return sum(seen.values())
 
 
 def _one_batch(name: str, batches: list[EdgeBatch]) -> EdgeBatch:
