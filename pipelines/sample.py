@@ -40,9 +40,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--spec", required=True, metavar="SPEC",
                         help="SamplingSpec in text format; e.g. --spec data/mag/sampling_spec.pbtxt")
     parser.add_argument("--seeds", metavar="TABLE",
-                        help="seed ids: a CSV/TFRecord/Parquet table with an id column, or a .txt "
-                             "file with one id per line; default: every node of the seed node "
-                             "set; e.g. --seeds seeds.csv")
+                        help="seed ids: a CSV/TFRecord/Parquet table with an id column, a .txt "
+                             "file with one id per line, or a BigQuery table with an id column "
+                             "as bq://project.dataset.table; default: every node of the seed "
+                             "node set; e.g. --seeds seeds.csv")
     parser.add_argument("--output", metavar="PATH",
                         help="output folder, or file prefix with @N shards; "
                              "e.g. --output out/ or --output out/samples@8")
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         loaded, plan = load_and_check(args.graph, args.spec)
         if args.dry_run:
-            print(describe_plan(loaded, plan))
+            print(describe_plan(loaded, plan, seeds=args.seeds))
             return 0
         if not args.output:
             raise SamplerError("--output is required (a folder, or a prefix with @N shards)")

@@ -17,7 +17,7 @@ from sampler.output.files import (REPORT_FILE, SCHEMA_FILE, parse_output, prepar
 from sampler.output.report import format_report
 from sampler.output.schema import sampled_schema, schema_text
 from sampler.plan.plan import Plan
-from unigraph import paths
+from unigraph import bigquery, paths
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema
 
@@ -29,7 +29,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, seeds: str | None, output:
 
     started = time.time()
     spec = parse_output(output)
-    if seeds and not paths.exists(seeds):
+    if seeds and not bigquery.is_uri(seeds) and not paths.exists(seeds):
         raise SamplerError(f"--seeds {seeds}: no such file")
     stale = prepare_folder(spec)
     stats_path = spec.beside(f".{REPORT_FILE}.partial")
