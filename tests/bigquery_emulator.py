@@ -50,7 +50,8 @@ connection = duckdb.connect()
 version = connection.sql("PRAGMA version").fetchone()[0]
 for name in sys.argv[1:]:
     package = pathlib.Path(importlib.import_module(f"duckdb_extension_{name}").__file__).parent
-    connection.execute(f"INSTALL '{package / 'extensions' / version / (name + '.duckdb_extension')}'")
+    extension = package / "extensions" / version / f"{name}.duckdb_extension"
+    connection.execute(f"INSTALL '{extension}'")
 """
 
 
@@ -93,6 +94,15 @@ def _server_env() -> dict:
     return env
 
 
+def _die_with_parent() -> None:
+    """In the emulator's process: end it with SIGTERM when the test process dies, even
+    if that one is killed before its fixtures tear down (Linux's PR_SET_PDEATHSIG)."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -112,7 +122,7 @@ class Emulator:
              "--grpc-host", "127.0.0.1", "--grpc-port", self.grpc.split(":")[1],
              "--log-level", "warning"],
             stdout=self._log, stderr=subprocess.STDOUT, env=_server_env(),
-            start_new_session=True)
+            preexec_fn=_die_with_parent)
         self._log_path = log_path
         try:
             self._wait_until_up()

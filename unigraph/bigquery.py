@@ -296,6 +296,14 @@ def _retry():
     return DEFAULT_RETRY.with_deadline(METADATA_DEADLINE_S)
 
 
+def _grpc_retry():
+    from google.api_core import exceptions as api
+    from google.api_core.retry import Retry, if_exception_type
+
+    return Retry(predicate=if_exception_type(api.ServiceUnavailable, api.DeadlineExceeded),
+                 initial=0.1, maximum=5.0, timeout=METADATA_DEADLINE_S)
+
+
 def billing_project(table: TableRef | None = None) -> str:
     project = default_project() or (table.project if table else None)
     if not project:
@@ -338,7 +346,7 @@ def dry_run(source: Source) -> QueryInfo:
         job = _rest(billing_project()).query(
             _statement(source), job_config=bigquery.QueryJobConfig(dry_run=True,
                                                                     use_query_cache=False),
-            retry=_retry())
+            retry=_retry(), job_retry=None)  # a dry run has no job to run again
         return QueryInfo(tuple(f.name for f in job.schema or ()), job.total_bytes_processed,
                          job.location)
 
@@ -367,7 +375,7 @@ def run_into_temporary_table(source: Source) -> TableRef:
         client.create_dataset(dataset, exists_ok=True, retry=_retry())
     with _translated(source.name):
         job = client.query(f"CREATE OR REPLACE TABLE `{ref}` AS\n{_statement(source)}",
-                           location=location)
+                           location=location, retry=_retry())
         job.result()
     return ref
 
@@ -399,7 +407,8 @@ def open_session(ref: TableRef, columns: list[str], where: str) -> Session:
     with _translated(where):
         session = _storage().create_read_session(
             parent=f"projects/{billing_project(ref)}", read_session=request,
-            max_stream_count=MAX_READ_STREAMS, timeout=METADATA_DEADLINE_S)
+            max_stream_count=MAX_READ_STREAMS, retry=_grpc_retry(),
+            timeout=METADATA_DEADLINE_S)
     return Session(bytes(session.arrow_schema.serialized_schema),
                    tuple(stream.name for stream in session.streams))
 
