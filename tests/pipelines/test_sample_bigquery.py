@@ -221,3 +221,18 @@ def test_duplicate_node_id_in_bigquery_is_one_line(graph, bigquery, tmp_path, ca
     assert code == 2 and "\n" not in err, err
     assert (f"node set 'author': duplicate node id 'p01' in BigQuery table {DATASET}.twice "
             f"(the row whose content hashes to ") in err
+
+
+def test_convert_exports_a_bigquery_graph_to_files(graph, parquet_out, bigquery, tmp_path):
+    from pipelines import convert
+    files = str(tmp_path / "files")
+    assert convert.main(["--graph", graph["bigquery"], "--output", files,
+                         "--format", "parquet"]) == 0
+    with open(os.path.join(files, "graph_schema.pbtxt")) as f:
+        text = f.read()
+    assert "bigquery" not in text and 'filename: "paper.parquet"' in text
+    assert text.count('filename: "writes.parquet"') == 2  # written_by shares the query's table
+    with open(os.path.join(graph["bigquery"], "spec.pbtxt")) as f:
+        (tmp_path / "files" / "spec.pbtxt").write_text(f.read())
+    out = run(files, tmp_path / "out", "--seeds", os.path.join(graph["parquet"], "seeds.parquet"))
+    assert shard_bytes(out) == shard_bytes(parquet_out)
