@@ -7,7 +7,8 @@
    format, shards, hub edges); a folder counts only once its `.complete` marker
    is written. Inside it, the spec for a strategy is `spec_<STRATEGY>.pbtxt`: the
    benchmark spec (see synthetic.spec_text) with every op's strategy rewritten,
-   and each run writes to runs/<STRATEGY>/<i>/.
+   and each run writes to <cache>/runs/<graph folder>/<STRATEGY>/<i>/ (never inside the
+   graph's folder: `sample` refuses that).
 2. Runs `python -m pipelines.sample` as a subprocess over every paper as a seed
    (or, with --hub-edges, over the papers the hub author wrote), --repeat times.
 3. Prints per run and the median over runs:
@@ -192,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     extra = shlex.split(args.extra_args)
     runs = []
     for i in range(args.repeat):
-        output = os.path.join(folder, "runs", args.strategy, str(i))
+        output = os.path.join(args.cache_dir, "runs", os.path.basename(folder), args.strategy,
+                              str(i))
         cmd = sample_command(os.path.join(folder, "graph_schema.pbtxt"), spec, seeds, output,
                              extra)
         try:

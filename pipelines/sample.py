@@ -2,51 +2,77 @@
 
     sample --graph graph/graph_schema.pbtxt --spec spec.pbtxt --seeds seeds.csv --output out/
 
-Every check (schema, tables, spec against schema) runs before a pipeline is
-built; a problem prints as one line naming the file and the op, set or field,
-and the command exits with status 2. Flags this command does not know go to
-Beam's PipelineOptions (e.g. --runner DataflowRunner --project ... --region ...).
+Every check (schema, tables, spec against schema, where the output goes, the seeds)
+runs before anything is written; a problem prints as one line naming the file and
+the op, set or field. The output is committed only when the whole run succeeded:
+until then, the previous output in the folder stays as it was.
+
+Exit status: 0 written; 1 ran, but none of the seeds is in the graph (nothing
+written); 2 bad input, flags or environment (one line); 130 interrupted.
+Flags this command does not know must be Beam pipeline options (--runner,
+--project, --direct_num_workers, ...); anything else is an error.
 """
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
+from sampler.output.report import format_report
 from sampler.plan.describe import describe_plan
-from sampler.plan.plan import Plan, build_plan
+from sampler.plan.plan import Plan, build_plan, plan_warnings
 from sampler.plan.spec import load_spec
-from unigraph.errors import SamplerError
+from unigraph.errors import SamplerError, one_line
 from unigraph.schema import LoadedSchema, check_schema, load_schema
 
 DEFAULT_SEED = 42
+EXIT_NOTHING_SAMPLED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
 
 EXAMPLES = """\
 examples:
   sample --graph examples/mag_tiny/graph_schema.pbtxt \\
          --spec examples/mag_tiny/sampling_spec.pbtxt --dry-run
+  sample --graph mag/ --spec spec.pbtxt --seeds seeds.csv --output out/
+  sample --graph mag/ --spec spec.pbtxt --output out/train.tfrecords@16     (TF-GNN's naming)
   sample --graph gs://bucket/mag --spec spec.pbtxt --seeds gs://bucket/seeds.csv \\
-         --output gs://bucket/out/samples@16 --runner DataflowRunner \\
+         --output gs://bucket/out/ --runner DataflowRunner \\
          --project my-project --region us-central1 --temp_location gs://bucket/tmp
+TF-GNN's tfgnn_sampler flags work too: --graph_schema, --sampling_spec, --input_seeds,
+--output_samples, --data_path.
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit status 2, like every other input problem
+        raise SamplerError(message)
+
+
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sample", description=__doc__.split("\n\n")[0],
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--graph", required=True, metavar="SCHEMA",
+    parser = _Parser(prog="sample", description=__doc__.split("\n\n")[0], epilog=EXAMPLES,
+                     formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    parser.add_argument("--graph", "--graph_schema", dest="graph", required=True,
+                        metavar="SCHEMA",
                         help="graph schema: a .pbtxt file, or a folder holding graph_schema.pbtxt; "
                              "e.g. --graph data/mag/graph_schema.pbtxt")
-    parser.add_argument("--spec", required=True, metavar="SPEC",
+    parser.add_argument("--spec", "--sampling_spec", dest="spec", required=True,
+                        metavar="SPEC",
                         help="SamplingSpec in text format; e.g. --spec data/mag/sampling_spec.pbtxt")
-    parser.add_argument("--seeds", metavar="TABLE",
-                        help="seed ids: a CSV/TFRecord/Parquet table with an id column, a .txt "
-                             "file with one id per line, or a BigQuery table with an id column "
-                             "as bq://project.dataset.table; default: every node of the seed "
-                             "node set; e.g. --seeds seeds.csv")
-    parser.add_argument("--output", metavar="PATH",
-                        help="output folder, or file prefix with @N shards; "
-                             "e.g. --output out/ or --output out/samples@8")
+    parser.add_argument("--seeds", "--input_seeds", dest="seeds", metavar="TABLE",
+                        help="seed ids: a CSV/TFRecord/Parquet table with an id column, or a .txt "
+                             "file with one id per line; `name@N` shards and globs work; or a "
+                             "BigQuery table with an id column, bq://project.dataset.table; "
+                             "default: every node of the seed node set; e.g. --seeds seeds.csv")
+    parser.add_argument("--output", "--output_samples", dest="output", metavar="PATH",
+                        help="output folder (always a folder, whether or not it exists), or a "
+                             "file pattern: name@N, name.tfrecords@N (TF-GNN's naming), "
+                             "name-?????-of-0000N, or one file name.tfrecord; e.g. --output out/")
+    parser.add_argument("--data_path", "--data-path", dest="data_path", metavar="FOLDER",
+                        help="where the schema's tables are (default: the schema's folder), "
+                             "as TF-GNN's --data_path")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="write into a non-empty output folder that `sample` did not write "
+                             "(its own earlier output is always replaced, atomically)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N",
                         help=f"random seed: the same seed gives byte-identical records on any "
                              f"runner and worker count (default {DEFAULT_SEED}); e.g. --seed 7")
@@ -60,33 +86,78 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_and_check(graph: str, spec_path: str) -> tuple[LoadedSchema, Plan]:
-    """Every check that can run before a pipeline exists."""
-    loaded = load_schema(graph)
+def load_and_check(graph: str, spec_path: str,
+                   data_path: str | None = None) -> tuple[LoadedSchema, Plan]:
+    """Every check of the schema and spec that can run before a pipeline exists."""
+    loaded = load_schema(graph, data_path)
     check_schema(loaded)
     plan = build_plan(load_spec(spec_path), loaded, source=spec_path)
     return loaded, plan
 
 
+def check_pipeline_flags(parser: argparse.ArgumentParser, extra: list[str]) -> None:
+    """Flags `sample` does not know must be Beam pipeline options."""
+    if not extra:
+        return
+    from sampler.beam.options import beam_flag_names, closest, unknown_flags  # imports Beam
+
+    unknown = unknown_flags(extra)
+    if not unknown:
+        return
+    ours = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
+    suggestion = closest(unknown[0], ours) or closest(unknown[0], beam_flag_names(extra))
+    hint = f"; did you mean {suggestion}?" if suggestion else ""
+    raise SamplerError(f"unknown flag {unknown[0]}: neither a `sample` flag nor a Beam "
+                       f"pipeline option{hint}")
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
-    args, beam_args = parser.parse_known_args(argv)
+    # SIGTERM (a scheduler's stop) ends a run like Ctrl-C: staged work dropped, previous
+    # output kept. Only the main thread may install handlers.
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous_term = signal.signal(signal.SIGTERM, _interrupted) if on_main_thread else None
     try:
-        loaded, plan = load_and_check(args.graph, args.spec)
+        args, beam_args = parser.parse_known_args(argv)
+        check_pipeline_flags(parser, beam_args)
+        loaded, plan = load_and_check(args.graph, args.spec, args.data_path)
+        for warning in plan_warnings(plan, args.spec):
+            print(f"sample: warning: {warning}", file=sys.stderr)
         if args.dry_run:
             print(describe_plan(loaded, plan, seeds=args.seeds))
             return 0
         if not args.output:
-            raise SamplerError("--output is required (a folder, or a prefix with @N shards)")
-        from sampler.run import run_sampling  # imports Beam: only when sampling
+            raise SamplerError("--output is required (a folder, or a file pattern such as "
+                               "out/samples@8)")
+        from sampler.run import NothingSampled, run_sampling  # imports Beam: only to sample
 
-        report = run_sampling(loaded, plan, seeds=args.seeds, output=args.output,
-                              seed=args.seed, node_buckets=args.node_buckets,
-                              beam_args=beam_args, verbose=not args.quiet)
-        return 0 if report["subgraphs_written"] or not report["seeds_read"] else 1
+        try:
+            run_sampling(loaded, plan, spec_path=args.spec, seeds=args.seeds,
+                         output=args.output, seed=args.seed, node_buckets=args.node_buckets,
+                         beam_args=beam_args, overwrite=args.overwrite,
+                         verbose=not args.quiet)
+        except NothingSampled as e:
+            if not args.quiet:
+                print(format_report(e.report))
+            print(f"sample: {e}; the previous output (if any) is kept", file=sys.stderr)
+            return EXIT_NOTHING_SAMPLED
+        return 0
     except SamplerError as e:
         print(f"sample: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
+    except OSError as e:  # the environment: a full disk, a vanished folder, permissions
+        print(f"sample: error: {one_line(e)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("sample: interrupted; previous output kept", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous_term)
 
 
 if __name__ == "__main__":

@@ -1,71 +1,145 @@
-"""Runs a checked sampling job: prepares the output, runs an engine, writes the
-schema and the report beside the records.
+"""Runs a checked sampling job end to end, without ever losing the user's data.
 
-This is the driver every engine shares; the engine (today the Beam pipeline,
-sampler/beam/) only moves data between the pure core's steps.
+1. Preflight (job/preflight.py): the output may not touch the inputs, and there must
+   be seeds. Nothing is written before these pass.
+2. `output.commit.begin`: the output folder is locked, proven writable, and a staging
+   folder inside it receives everything the run writes.
+3. The engine (today the Beam pipeline, sampler/beam/) samples and writes the shards
+   into the staging folder; the driver adds the schema and the report.
+4. `output.commit.commit` moves them into place. Any failure, Ctrl-C or kill before
+   that leaves the previous output as it was (`abort` drops the staging folder).
 """
 from __future__ import annotations
 
 import json
 import logging
 import time
+from typing import Callable
 
 from sampler.job.job import DEFAULT_SHARDS, SamplingJob, choose_node_buckets
+from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
+                                   check_seed_set_has_nodes, check_seeds, input_paths)
 from sampler.job.progress import enable_console
-from sampler.output.files import (REPORT_FILE, SCHEMA_FILE, parse_output, prepare_folder,
-                                  write_text)
+from sampler.output.commit import abort, begin, commit
+from sampler.output.files import REPORT_FILE, SCHEMA_FILE, parse_output, write_text
 from sampler.output.report import format_report
 from sampler.output.schema import sampled_schema, schema_text
 from sampler.plan.plan import Plan
 from unigraph import bigquery, paths
 from unigraph.errors import SamplerError
-from unigraph.schema import LoadedSchema
+from unigraph.batches import describe_row
+from unigraph.schema import LoadedSchema, bigquery_source, table_files
+from unigraph.tables import seed_files
+
+STATS_FILE = ".run_stats.json"  # the engine's merged counts, inside the staging folder
 
 
-def run_sampling(loaded: LoadedSchema, plan: Plan, *, seeds: str | None, output: str, seed: int,
-                 node_buckets: int | None, beam_args: list[str], verbose: bool = True) -> dict:
-    from sampler.beam.pipeline import SampleSubgraphs  # Beam loads only when it runs
-    from sampler.beam.runner import make_pipeline
+class NothingSampled(SamplerError):
+    """The run worked, but no seed was found in the graph: no output was written."""
 
+    def __init__(self, message: str, report: dict):
+        super().__init__(message)
+        self.report = report
+
+
+def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str | None,
+                 output: str, seed: int, node_buckets: int | None, beam_args: list[str],
+                 overwrite: bool = False, verbose: bool = True,
+                 say: Callable[[str], None] = print) -> dict:
+    """Samples, writes and commits; returns the report. SamplerError (one line) for every
+    problem of input or environment; NothingSampled if no seed was found."""
     started = time.time()
-    spec = parse_output(output)
-    if seeds and not bigquery.is_uri(seeds) and not paths.exists(seeds):
-        raise SamplerError(f"--seeds {seeds}: no such file")
-    stale = prepare_folder(spec)
-    stats_path = spec.beside(f".{REPORT_FILE}.partial")
-    job = SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds, output=spec,
-                      num_shards=spec.num_shards or DEFAULT_SHARDS,
-                      node_buckets=node_buckets or choose_node_buckets(loaded, plan), seed=seed,
-                      stats_path=stats_path)
+    final = parse_output(output)
+    seeds_in_bigquery = bool(seeds) and bigquery.is_uri(seeds)
+    seeds_list = seed_files(seeds) if seeds and not seeds_in_bigquery else []
+    check_output_location(output, final, loaded, input_paths(loaded, plan, spec_path,
+                                                              seeds_list))
+    if seeds_in_bigquery:
+        check_bigquery_seeds(seeds, what=f"--seeds {seeds}")
+    elif seeds:
+        check_seeds(seeds_list, what=f"--seeds {seeds}")
+    else:
+        check_seed_set_has_nodes(loaded, plan)
+    num_shards = final.num_shards or DEFAULT_SHARDS
+    buckets = node_buckets or choose_node_buckets(loaded, plan)
+    staging = begin(final, overwrite=overwrite, log=say if verbose else lambda m: None)
+    try:
+        stats_path = paths.join(staging.folder, STATS_FILE)
+        job = SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds, output=staging.staged,
+                          num_shards=num_shards, node_buckets=buckets, seed=seed,
+                          stats_path=stats_path)
+        if verbose:
+            say(f"sampling {len(plan.ops)} op(s) into {num_shards} shard(s) with {buckets} "
+                f"node buckets; progress follows")
+        _run_beam(job, beam_args, verbose)
+        with paths.open_binary(stats_path) as f:
+            report = _in_plan_order(json.loads(f.read().decode("utf-8")), plan)
+        report["dangling_edge_examples"] = _name_rows(report["dangling_edge_examples"],
+                                                      loaded)
+        shard_names = final.shard_names(num_shards)
+        report.update({"output_shards": shard_names, "output_schema": SCHEMA_FILE,
+                       "seed": seed, "node_buckets": buckets,
+                       "wall_time_s": round(time.time() - started, 3)})
+        if not report["seeds_read"]:
+            raise SamplerError("the seeds table(s) held no seed rows; nothing to sample")
+        if not report["subgraphs_written"]:
+            raise NothingSampled(
+                f"none of the {report['seeds_read']} seeds is a node of node set "
+                f"'{plan.seed_set}' (first missing: "
+                f"{', '.join(report['missing_seed_ids'][:3])}); nothing written", report)
+        write_text(staging.staged.beside(SCHEMA_FILE),
+                   schema_text(sampled_schema(loaded.schema, plan)))
+        write_text(staging.staged.beside(REPORT_FILE), json.dumps(report, indent=2))
+        paths.delete(stats_path)
+        commit(staging, shard_names)
+    except BaseException:
+        abort(staging)
+        raise
+    if verbose:
+        say(format_report(report))
+        say(f"output: {num_shards} shard(s) {final.shard_path(0, num_shards)} ...")
+        say(f"schema: {final.beside(SCHEMA_FILE)}")
+    say(f"report: {final.beside(REPORT_FILE)}")
+    return report
+
+
+def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool) -> None:
+    # Beam loads only when this engine runs: a dry run or a refused run never pays for it.
+    from sampler.beam.pipeline import SampleSubgraphs
+    from sampler.beam.runner import make_pipeline, run_pipeline
+
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
-    # A bad-input error raised in a DoFn reaches the user as one line (the CLI prints the
-    # SamplerError); Beam would log its traceback first. Other errors still propagate
-    # with their traceback.
+    # A bad-input error raised in a DoFn reaches the user as one line (run_pipeline turns
+    # it into a SamplerError); Beam would log its traceback first. Other errors still
+    # propagate with their traceback.
     logging.getLogger("apache_beam.runners.common").setLevel(logging.CRITICAL)
     enable_console(verbose)
-    if verbose:
-        print(f"sampling {len(plan.ops)} op(s) into {job.num_shards} shard(s) with "
-              f"{job.node_buckets} node buckets; progress follows", flush=True)
     pipeline = make_pipeline(beam_args)
     _ = pipeline | "Sample" >> SampleSubgraphs(job)
-    result = pipeline.run()
-    result.wait_until_finish()
-    with paths.open_binary(stats_path) as f:
-        report = json.loads(f.read().decode("utf-8"))
-    paths.delete(stats_path)
-    write_text(spec.beside(SCHEMA_FILE), schema_text(sampled_schema(loaded.schema, plan)))
-    report.update({
-        "output_shards": [spec.shard_path(i, job.num_shards) for i in range(job.num_shards)],
-        "output_schema": spec.beside(SCHEMA_FILE),
-        "seed": seed, "node_buckets": job.node_buckets,
-        "stale_shards_deleted": len(stale),
-        "wall_time_s": round(time.time() - started, 3),
-    })
-    report_path = spec.beside(REPORT_FILE)
-    write_text(report_path, json.dumps(report, indent=2))
-    if verbose:
-        print(format_report(report))
-        print(f"output: {job.num_shards} shard(s) {spec.shard_glob()}")
-        print(f"schema: {spec.beside(SCHEMA_FILE)}")
-    print(f"report: {report_path}")
+    run_pipeline(pipeline)
+
+
+def _name_rows(examples: list, loaded: LoadedSchema) -> list[dict]:
+    """Dropped edges with the file and row (0-based, data rows only) they come from."""
+    named = []
+    for edge_set, source, target, row_id in examples:
+        table = bigquery_source(loaded, "edges", edge_set)
+        if table is not None:  # no row order: the row is known by its content's hash
+            named.append({"edge_set": edge_set, "source": source, "target": target,
+                          "file": table.name, "row": None,
+                          "row_hash": f"{int(row_id) & (2**64 - 1):016x}"})
+            continue
+        file_index, row = describe_row(row_id)
+        files = table_files(loaded, "edges", edge_set)
+        named.append({"edge_set": edge_set, "source": source, "target": target,
+                      "file": files[file_index] if file_index < len(files) else None,
+                      "row": row})
+    return named
+
+
+def _in_plan_order(report: dict, plan: Plan) -> dict:
+    """Per-op counts in spec order, whatever order the workers merged them in."""
+    for key in ("edges_sampled_per_op", "draws_per_op", "draws_at_cap_per_op"):
+        counts = report.get(key, {})
+        report[key] = {op.name: counts.get(op.name, 0) for op in plan.ops}
     return report

@@ -224,13 +224,17 @@ def load_table(client, table_id: str, table: pa.Table, chunk_rows: int = 5000) -
     """Creates (or replaces) `table_id` with the rows of `table`, through the REST API."""
     from google.cloud import bigquery
 
+    # Fail within seconds: the client's default retries last ten minutes.
+    retry = bigquery.DEFAULT_RETRY.with_deadline(20)
     schema = [_bigquery_field(f.name, f.type) for f in table.schema]
-    client.delete_table(table_id, not_found_ok=True)
-    client.create_table(bigquery.Table(table_id, schema=schema))
+    client.create_dataset(table_id.rsplit(".", 1)[0], exists_ok=True, retry=retry)
+    client.delete_table(table_id, not_found_ok=True, retry=retry)
+    client.create_table(bigquery.Table(table_id, schema=schema), retry=retry)
     rows = [{k: _json_value(v) for k, v in row.items()} for row in table.to_pylist()]
     for start in range(0, len(rows), chunk_rows):
-        errors = client.insert_rows_json(table_id, rows[start:start + chunk_rows],
-                                         row_ids=[None] * len(rows[start:start + chunk_rows]))
+        chunk = rows[start:start + chunk_rows]
+        errors = client.insert_rows_json(table_id, chunk, row_ids=[None] * len(chunk),
+                                         retry=retry)
         if errors:
             raise RuntimeError(f"loading {table_id}: {errors[:3]}")
 

@@ -83,7 +83,10 @@ class SeedBatch:
     """Seed ids in the order of the seeds table; `rows` are the sample ids."""
 
     ids: np.ndarray   # 'S' bytes
-    rows: np.ndarray  # int64 RowId of each seed row: the sample's identity
+    rows: np.ndarray  # int64 RowId of each seed row (where it is, for messages)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def take(self, positions: np.ndarray) -> "SeedBatch":
+        return SeedBatch(self.ids[positions], self.rows[positions])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import glob as _glob
 import os
 import re
+import shutil
 
 from unigraph.errors import TableError
 
@@ -113,6 +114,77 @@ def delete(path: str) -> None:
         os.remove(path)
     else:
         _filesystems().delete([path])
+
+
+def delete_if_exists(path: str) -> None:
+    try:
+        if exists(path):
+            delete(path)
+    except OSError:
+        pass  # already gone, or cleanup of a file we could not write in the first place
+
+
+def rename(source: str, destination: str) -> None:
+    """Moves a file, replacing `destination`: atomic on a local disk; copy then delete on
+    object stores (so `destination` appears whole, but `source` lingers for a moment)."""
+    if not is_remote(source):
+        os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
+        os.replace(source, destination)
+        return
+    fs = _filesystems()
+    if fs.exists(destination):
+        fs.delete([destination])
+    fs.rename([source], [destination])
+
+
+def make_folder(folder: str) -> None:
+    """Creates a local folder and its parents (object stores have no folders)."""
+    if not is_remote(folder):
+        os.makedirs(folder, exist_ok=True)
+
+
+def is_folder(path: str) -> bool:
+    """A local folder, or a prefix with objects under it on an object store."""
+    if not is_remote(path):
+        return os.path.isdir(path)
+    return bool(list_folder(path))
+
+
+def list_folder(folder: str) -> list[str]:
+    """Names of the entries directly in a folder (for object stores: the next path
+    component of every object under the prefix), sorted; [] if there is none."""
+    if not is_remote(folder):
+        return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    prefix = folder.rstrip("/") + "/"
+    matched = _filesystems().match([prefix + "**"])[0].metadata_list
+    return sorted({m.path[len(prefix):].split("/", 1)[0] for m in matched})
+
+
+def delete_tree(folder: str) -> None:
+    """Deletes a folder and everything in it, if it exists."""
+    if not is_remote(folder):
+        if os.path.isdir(folder):
+            shutil.rmtree(folder)
+        return
+    prefix = folder.rstrip("/") + "/"
+    matched = [m.path for m in _filesystems().match([prefix + "**"])[0].metadata_list]
+    if matched:
+        _filesystems().delete(matched)
+
+
+def absolute(path: str) -> str:
+    """A canonical spelling for comparing locations: resolved local paths; remote paths
+    with repeated and trailing slashes removed."""
+    if not is_remote(path):
+        return os.path.realpath(path)
+    scheme, rest = path.split("://", 1)
+    return f"{scheme}://" + "/".join(part for part in rest.split("/") if part)
+
+
+def is_within(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or inside it (both as `absolute` gives them)."""
+    path, folder = absolute(path), absolute(folder)
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def _glob_files(pattern: str) -> list[str]:

@@ -101,8 +101,11 @@ def parse_schema_text(text: str, source: str) -> gs.GraphSchema:
     return schema
 
 
-def load_schema(path: str) -> LoadedSchema:
-    """Reads a schema from a `.pbtxt` file or a folder holding graph_schema.pbtxt."""
+def load_schema(path: str, data_path: str | None = None) -> LoadedSchema:
+    """Reads a schema from a `.pbtxt` file or a folder holding graph_schema.pbtxt.
+
+    Its tables are named relative to `data_path` if given (TF-GNN's --data_path), else
+    to the schema's own folder."""
     file_path = path
     if not path.endswith((".pbtxt", ".pb.txt", ".textproto")) and paths.exists(
             paths.join(path, SCHEMA_FILE_NAME)):
@@ -114,7 +117,10 @@ def load_schema(path: str) -> LoadedSchema:
             text = f.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SchemaError(f"graph schema {file_path}: cannot read: {one_line(e)}") from None
-    return LoadedSchema(parse_schema_text(text, file_path), file_path, paths.dirname(file_path))
+    if data_path is not None and not paths.is_folder(data_path):
+        raise SchemaError(f"--data_path {data_path}: no such folder")
+    folder = data_path.rstrip("/") if data_path else paths.dirname(file_path)
+    return LoadedSchema(parse_schema_text(text, file_path), file_path, folder)
 
 
 def _check_feature(where: str, name: str, feature: gs.Feature, reserved: set[str]) -> None:

@@ -1,7 +1,8 @@
 """Stage: seeds ⋈ the seed node set, the start of every sample.
 
-    Seeds/Split: seed batches -> (bucket, Requests)           (core.seeds.seed_requests)
-    Seeds/Join:  ⋈ (bucket, NodeTableBucket) of the seed set  (core.seeds.join_seeds)
+    Seeds/Number: seed rows grouped, sorted and numbered     (core.seeds.number_seeds)
+                  -> (bucket, Requests)                     (core.seeds.seed_requests)
+    Seeds/Join:   ⋈ (bucket, NodeTableBucket) of the seed set (core.seeds.join_seeds)
     -> found:    (bucket, Requests)       the first hops' input
        seeds:    (shard, SeedPiece)       to the assembly
        features: (shard, NodeFeatures)    the seeds' own features, to the assembly
@@ -15,7 +16,7 @@ from apache_beam.metrics import Metrics
 from sampler.beam.report import METRICS_NAMESPACE, STATS
 from sampler.core.node_table import ids_only_table
 from sampler.core.pieces import Requests
-from sampler.core.seeds import join_seeds, seed_requests
+from sampler.core.seeds import join_seeds, number_seeds, numbering_groups, seed_requests
 
 
 class _JoinSeeds(beam.DoFn):
@@ -52,7 +53,12 @@ class JoinSeeds(beam.PTransform):
         self.seed_set, self.num_shards, self.node_buckets = seed_set, num_shards, node_buckets
 
     def expand(self, inputs):
-        requests = inputs["seeds"] | "Split" >> beam.FlatMap(seed_requests, self.node_buckets)
+        node_buckets = self.node_buckets
+        requests = (inputs["seeds"]
+                    | "Number/Group" >> beam.FlatMap(numbering_groups)
+                    | "Number/Gather" >> beam.GroupByKey()
+                    | "Number/Split" >> beam.FlatMapTuple(
+                        lambda _, parts: seed_requests(number_seeds(list(parts)), node_buckets)))
         joined = ({"table": inputs["table"], "requests": requests}
                   | "Join" >> beam.CoGroupByKey()
                   | "Check" >> beam.ParDo(_JoinSeeds(self.seed_set, self.num_shards))

@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from sampler.core.pieces import EdgePiece, NodeFeatures, SeedPiece
+from sampler.core.stats import MAX_LISTED_IDS
 from sampler.plan.plan import Plan
 from unigraph import graph_schema_pb2 as gs
 from unigraph.batches import FeatureValues
@@ -36,6 +37,9 @@ class ShardStats:
     nodes: dict[str, list[int]] = dataclasses.field(default_factory=dict)  # set -> per subgraph
     edges: dict[str, list[int]] = dataclasses.field(default_factory=dict)
     dangling_edges: dict[str, int] = dataclasses.field(default_factory=dict)
+    # The first (by sort order) dropped edges: (edge set, source id, target id, RowId).
+    dangling_examples: list[tuple[str, str, str, int]] = dataclasses.field(
+        default_factory=list)
     nodes_missing: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
@@ -154,11 +158,12 @@ class ShardAssembler:
                 stats.nodes_missing[s] = missing
         edges = {}
         for e in self.plan.edge_sets():
-            edges[e], dropped = self._edge_layout(
+            edges[e], dropped, examples = self._edge_layout(
                 e, [p for p in edge_pieces if p.edge_set == e], sample_ids,
                 keys[ends[e][0]], keys[ends[e][1]], nodes[ends[e][0]], nodes[ends[e][1]])
             if dropped:
                 stats.dangling_edges[e] = dropped
+                stats.dangling_examples += examples
         stats.subgraphs = len(sample_ids)
         stats.nodes = {s: np.diff(l.offsets).tolist() for s, l in nodes.items()}
         stats.edges = {e: np.diff(l.offsets).tolist() for e, l in edges.items()}
@@ -197,13 +202,16 @@ class ShardAssembler:
 
     def _edge_layout(self, edge_set: str, pieces: list[EdgePiece], sample_ids: np.ndarray,
                      source_keys: "_NodeKeys", target_keys: "_NodeKeys",
-                     sources_layout: _Layout, targets_layout: _Layout) -> tuple[_Layout, int]:
+                     sources_layout: _Layout, targets_layout: _Layout
+                     ) -> tuple[_Layout, int, list[tuple[str, str, str, int]]]:
+        """The set's edges of every sample; how many were dropped for an absent endpoint,
+        and the first few of them."""
         wanted = self.edge_features[edge_set]
         if not pieces:
             empty = np.zeros(0, np.int64)
             return _Layout(np.zeros(len(sample_ids) + 1, np.int64),
                            {k: empty_feature(f) for k, f in wanted.items()},
-                           sources=empty, targets=empty), 0
+                           sources=empty, targets=empty), 0, []
         ranks = np.concatenate([np.searchsorted(sample_ids, p.sample_ids)[p.sample_codes]
                                 for p in pieces])
         source_codes = np.concatenate([source_keys.codes_of(p.source_ids)[p.source_codes]
@@ -226,7 +234,15 @@ class ShardAssembler:
         valid = first & (sources >= 0) & (targets >= 0)
         layout = _Layout(_offsets(ranks[valid], len(sample_ids)), features, order[valid],
                          sources=sources[valid], targets=targets[valid])
-        return layout, int((first & ~valid).sum())
+        dropped = order[first & ~valid]
+        examples = []
+        if len(dropped):
+            rows = np.concatenate([p.rows for p in pieces])
+            examples = sorted({(edge_set, s.decode(errors="replace"), t.decode(errors="replace"),
+                                int(r)) for s, t, r in zip(
+                source_keys.ids[source_codes[dropped]].tolist(),
+                target_keys.ids[target_codes[dropped]].tolist(), rows[dropped].tolist())})
+        return layout, len(dropped), examples[:MAX_LISTED_IDS]
 
 
 def _pair_key(ranks: np.ndarray, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:

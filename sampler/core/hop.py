@@ -53,7 +53,8 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
     edges = EdgePiece(
         edge_set=op.edge_set, sample_codes=sample_codes.astype(np.int32),
         source_codes=source_codes, target_codes=target_codes,
-        positions=edge_position.astype(np.int32), sample_ids=sample_ids.astype(np.int64),
+        positions=edge_position.astype(np.int32), rows=adjacency.rows[edge_position],
+        sample_ids=sample_ids.astype(np.int64),
         source_ids=source_ids, target_ids=target_ids,
         features={k: take(v, edge_position) for k, v in adjacency.features.items()})
     per_draw = np.bincount(query_index, minlength=len(rows))

@@ -98,7 +98,7 @@ class Requests:
 @dataclasses.dataclass(eq=False)
 class EdgePiece:
     """Sampled edges of one edge set, for many samples: the largest payload the pipeline
-    moves, so every column is int32 codes (16 bytes per edge) into small dictionaries."""
+    moves, so ids are int32 codes into small dictionaries (24 bytes per edge in all)."""
 
     edge_set: str
     sample_codes: np.ndarray   # int32 into sample_ids
@@ -107,6 +107,7 @@ class EdgePiece:
     positions: np.ndarray      # int32: the edge's place in its source bucket's canonical
                                # adjacency (by source, target, table row), so for edges of
                                # one source it identifies the edge and orders like the row
+    rows: np.ndarray           # int64 RowId of the edge's table row: names a dropped edge
     sample_ids: np.ndarray     # int64, sorted distinct
     source_ids: np.ndarray     # 'S', sorted distinct
     target_ids: np.ndarray     # 'S', sorted distinct
@@ -114,13 +115,16 @@ class EdgePiece:
 
     @staticmethod
     def from_ids(edge_set: str, samples: np.ndarray, sources: np.ndarray, targets: np.ndarray,
-                 positions: np.ndarray, features: dict[str, FeatureValues]) -> "EdgePiece":
+                 positions: np.ndarray, features: dict[str, FeatureValues],
+                 rows: np.ndarray | None = None) -> "EdgePiece":
+        """`rows` default to the positions (for tests that need no table rows)."""
         sample_ids, sample_codes = np.unique(samples, return_inverse=True)
         source_ids, source_codes = encode_ids(sources)
         target_ids, target_codes = encode_ids(targets)
         return EdgePiece(edge_set, sample_codes.astype(np.int32), source_codes, target_codes,
-                         np.asarray(positions, np.int32), sample_ids.astype(np.int64),
-                         source_ids, target_ids, features)
+                         np.asarray(positions, np.int32),
+                         np.asarray(positions if rows is None else rows, np.int64),
+                         sample_ids.astype(np.int64), source_ids, target_ids, features)
 
     @property
     def samples(self) -> np.ndarray:
@@ -142,7 +146,8 @@ class EdgePiece:
         source_ids, source_codes = prune(self.source_ids, self.source_codes[positions])
         target_ids, target_codes = prune(self.target_ids, self.target_codes[positions])
         return EdgePiece(self.edge_set, sample_codes, source_codes, target_codes,
-                         self.positions[positions], sample_ids, source_ids, target_ids,
+                         self.positions[positions], self.rows[positions], sample_ids,
+                         source_ids, target_ids,
                          {k: take(v, positions) for k, v in self.features.items()})
 
 

@@ -105,8 +105,11 @@ def name_salt(text: str) -> int:
     return int.from_bytes(digest, "little")
 
 
-def fingerprint(ids: np.ndarray) -> np.ndarray:
+def fingerprint(ids: np.ndarray, salt: int = 0) -> np.ndarray:
     """Stable 64-bit hashes of fixed-width byte ids (dtype 'S'), vectorized.
+
+    A nonzero `salt` starts the chain elsewhere, giving an independent hash of the
+    same bytes (two salts together make a 128-bit identity).
 
     The bytes are read as little-endian 64-bit words (so the result is the
     same on every platform) and folded into the chain word by word. A word is
@@ -127,7 +130,8 @@ def fingerprint(ids: np.ndarray) -> np.ndarray:
     # live[:, j]: the id has a nonzero byte in word j or later.
     live = np.logical_or.accumulate((words != 0)[:, ::-1], axis=1)[:, ::-1]
     with np.errstate(over="ignore"):
-        state = np.full(n, _START, dtype=np.uint64)
+        start = _START if not salt else _step(_START, salt)
+        state = np.full(n, start, dtype=np.uint64)
         for j in range(n_words):
             column = live[:, j]
             if not column.any():

@@ -1,41 +1,82 @@
-"""Seeds: every row of the seeds table becomes a sample, joined with its node set's table.
+"""Seeds: the rows of the seeds table become numbered samples, joined with their node set.
 
-A sample's id is the RowId of its seed row (so a seed listed twice is two
-samples with their own draws); without a seeds table every node of the seed set
-is a seed, with the fingerprint of its id as sample id. The join keeps the seeds
-found in the seed node set and counts (and lists) the others; a found seed is
-the first (sample, node) request of its sample, its sample's seed piece for the
-assembly, and a node whose features its output shard needs.
+A sample's id depends on the seed rows as a multiset, never on their order, their
+file, the files' format or the number of buckets: the seeds are grouped by the
+top bits of a 64-bit fingerprint of their content, sorted within the group by two
+independent fingerprints, and numbered
+
+    sample id = (top 24 bits of the first fingerprint) << 40 | rank within those bits
+
+so ids are unique (no birthday collisions, whatever the number of seeds) and a
+seed listed twice is two samples with their own draws (identical rows are
+interchangeable, so which copy gets which rank does not matter). Without a seeds
+table every node of the seed set is a seed. The join keeps the seeds found in
+the seed node set and counts (and lists) the others; a found seed is the first
+(sample, node) request of its sample, its sample's seed piece for the assembly,
+and a node whose features its output shard needs.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from sampler.core import rng
-from sampler.core.buckets import split_by_shard, split_requests
+from sampler.core.buckets import split_by_bucket, split_by_shard, split_requests
 from sampler.core.node_table import NodeTableBucket, features_by_shard
 from sampler.core.pieces import NodeFeatures, Requests, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS, RunStats
 from unigraph.batches import NodeBatch, SeedBatch
 
+NUMBERING_GROUP_BITS = 12  # 4096 groups: a fixed cut, independent of the job's buckets
+_PREFIX_BITS, _RANK_BITS = 24, 40
+_SECOND_SALT = rng.name_salt("seed-content-2")
+
 
 def seeds_from_nodes(batch: NodeBatch) -> SeedBatch:
-    """Every row of the seed set's own table is a seed; its RowId is the sample id."""
+    """Every row of the seed set's own table is a seed."""
     return SeedBatch(batch.ids, batch.rows)
 
 
 def seeds_from_ids(ids: np.ndarray) -> SeedBatch:
-    """Every node of a table-less seed set is a seed; its id's fingerprint is the sample id
-    (there is no table row to number it by)."""
-    return SeedBatch(ids, rng.fingerprint(ids).view(np.int64))
+    """Every node of a table-less seed set is a seed (the ids its edges name)."""
+    return SeedBatch(ids, np.zeros(len(ids), np.int64))
 
 
-def seed_requests(batch: SeedBatch, num_buckets: int) -> Iterator[tuple[int, Requests]]:
-    """(node bucket, the seeds of that bucket as (sample, node) requests)."""
-    yield from split_requests(Requests.from_ids(batch.rows, batch.ids), num_buckets)
+def _content_fingerprints(batch: SeedBatch) -> tuple[np.ndarray, np.ndarray]:
+    """Two independent 64-bit fingerprints of every seed row's content."""
+    return rng.fingerprint(batch.ids), rng.fingerprint(batch.ids, salt=_SECOND_SALT)
+
+
+def numbering_groups(batch: SeedBatch) -> Iterator[tuple[int, SeedBatch]]:
+    """(group, the rows of that group): all rows that `number_seeds` must rank together."""
+    first, _ = _content_fingerprints(batch)
+    groups = (first >> np.uint64(64 - NUMBERING_GROUP_BITS)).astype(np.int64)
+    for group, positions in split_by_bucket(groups):
+        yield group, batch.take(positions)
+
+
+def number_seeds(parts: Sequence[SeedBatch]) -> Requests:
+    """The seeds of one numbering group (in any order and split) as (sample, node)
+    requests, sorted by sample id."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return Requests.concat([])
+    batch = SeedBatch(np.concatenate([p.ids for p in parts]),
+                      np.concatenate([p.rows for p in parts]))
+    first, second = _content_fingerprints(batch)
+    order = np.lexsort((second, first))
+    prefix = first[order] >> np.uint64(_RANK_BITS)
+    starts = np.flatnonzero(np.r_[True, prefix[1:] != prefix[:-1]])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    samples = (prefix << np.uint64(_RANK_BITS)) | rank.astype(np.uint64)
+    return Requests.from_ids(samples.view(np.int64), batch.ids[order])
+
+
+def seed_requests(requests: Requests, num_buckets: int) -> Iterator[tuple[int, Requests]]:
+    """(node bucket, the numbered seeds of that bucket)."""
+    yield from split_requests(requests, num_buckets)
 
 
 @dataclasses.dataclass(eq=False)
@@ -53,8 +94,8 @@ def join_seeds(table: NodeTableBucket, requests: Requests, num_shards: int) -> S
     found = (table.positions_of(requests.ids) >= 0)[requests.codes]
     absent = requests.nodes[~found]
     stats = RunStats(seeds_read=len(requests), seeds_missing=len(absent),
-                     missing_seed_ids=sorted(i.decode(errors="replace")
-                                             for i in absent[:MAX_LISTED_IDS]))
+                     missing_seed_ids=[i.decode(errors="replace")
+                                       for i in np.unique(absent)[:MAX_LISTED_IDS].tolist()])
     seeds = requests.take(np.flatnonzero(found))
     if not len(seeds):
         return SeedJoin(seeds, [], [], stats)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-MAX_LISTED_IDS = 100  # missing seeds listed by id in the report; all are counted
+MAX_LISTED_IDS = 100  # missing seeds and dropped edges listed in the report; all are counted
 
 
 @dataclasses.dataclass
@@ -55,6 +55,9 @@ class RunStats:
     draws_per_op: dict[str, int] = dataclasses.field(default_factory=dict)
     draws_at_cap_per_op: dict[str, int] = dataclasses.field(default_factory=dict)
     dangling_edges_dropped: dict[str, int] = dataclasses.field(default_factory=dict)
+    # The first dropped edges (by edge set, source, target, row): [edge set, source id,
+    # target id, RowId]; output/report.py names the RowId's file and row.
+    dangling_edge_examples: list[tuple] = dataclasses.field(default_factory=list)
     nodes_missing_from_tables: dict[str, int] = dataclasses.field(default_factory=dict)
     bytes_written: int = 0
 
@@ -63,6 +66,9 @@ class RunStats:
         self.subgraphs_written += other.subgraphs_written
         self.seeds_missing += other.seeds_missing
         self.missing_seed_ids = sorted(self.missing_seed_ids + other.missing_seed_ids)[
+            :MAX_LISTED_IDS]
+        self.dangling_edge_examples = sorted(
+            set(map(tuple, self.dangling_edge_examples + other.dangling_edge_examples)))[
             :MAX_LISTED_IDS]
         for mine, theirs in ((self.nodes_per_subgraph, other.nodes_per_subgraph),
                              (self.edges_per_subgraph, other.edges_per_subgraph)):
@@ -90,6 +96,7 @@ class RunStats:
             "draws_per_op": dict(self.draws_per_op),
             "draws_at_cap_per_op": dict(self.draws_at_cap_per_op),
             "dangling_edges_dropped": dict(sorted(self.dangling_edges_dropped.items())),
+            "dangling_edge_examples": [list(e) for e in self.dangling_edge_examples],
             "nodes_missing_from_tables": dict(sorted(self.nodes_missing_from_tables.items())),
             "bytes_written": self.bytes_written,
         }

@@ -7,6 +7,7 @@ prints a steady trickle and Dataflow shows the same lines in its worker logs.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 
 LOGGER = logging.getLogger("sampler.job.progress")
@@ -36,11 +37,24 @@ def log_shard(index: int, count: int, subgraphs: int, megabytes: float) -> None:
                 f"{subgraphs:,}", megabytes)
 
 
+class _Stderr(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a line is logged (not when the handler was
+    made), so a caller that swaps stderr, like a test, never meets a closed stream."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
 def enable_console(verbose: bool) -> None:
     """Shows progress lines on stderr (the CLI calls this; library use stays quiet)."""
     if not verbose or LOGGER.handlers:
         return
-    handler = logging.StreamHandler()
+    handler = _Stderr()
     handler.setFormatter(logging.Formatter("[sample %(asctime)s] %(message)s", "%H:%M:%S"))
     LOGGER.addHandler(handler)
     LOGGER.setLevel(logging.INFO)

@@ -1,15 +1,22 @@
-"""Where the sampled records go: `--output` parsed into shard files, and one shard written.
+"""Where the sampled records go: `--output` parsed into a folder and shard file names.
 
-`--output out/` writes out/samples-0000i-of-0000N.tfrecord; `--output out/s@8`
-(or `out/s.tfrecord@8`) writes exactly 8 shards named like TF-GNN's `@N`
-patterns. A shard is written to a temporary name and renamed into place, so a
-retried bundle replaces a partial file with an identical complete one.
+`--output PATH` means a folder, whatever exists on disk, unless PATH ends in a
+file pattern:
+
+    out/  or  out                        out/samples-00000-of-0000N.tfrecord ...
+    out/train@8                          out/train-00000-of-00008.tfrecord ...
+    out/train@8.tfrecord                 (the same)
+    out/train.tfrecords@8                out/train.tfrecords-00000-of-00008 ... (TF-GNN's naming)
+    out/train-?????-of-00008[.tfrecord]  those names exactly
+    out/train.tfrecord(s)                one unsharded file, exactly that name
+
+The shards' folder also holds `graph_schema.pbtxt` and `sample_report.json`; a
+folder holds one run's output. Files are written under a temporary name and
+renamed into place, so a reader never sees a half-written file.
 """
 from __future__ import annotations
 
 import dataclasses
-import glob
-import os
 import re
 import uuid
 from typing import Iterable
@@ -17,94 +24,112 @@ from typing import Iterable
 from unigraph import paths, tfrecord
 from unigraph.errors import SamplerError
 
-DEFAULT_PREFIX = "samples"
-DEFAULT_SUFFIX = ".tfrecord"
+DEFAULT_STEM = "samples"
+DEFAULT_EXT = ".tfrecord"
 SCHEMA_FILE = "graph_schema.pbtxt"
 REPORT_FILE = "sample_report.json"
+TEMP_MARK = ".tmp-"  # in the names of files being written
+
+_EXTS = (".tfrecords", ".tfrecord")
+_AT_N = re.compile(r"^(?P<stem>.*?)(?P<ext>\.tfrecords?)?@(?P<n>\d+)(?P<ext2>\.tfrecords?)?$")
+_PATTERN = re.compile(r"^(?P<stem>.*?)(?P<ext>\.tfrecords?)?-\?{5}-of-(?P<n>\d{5})"
+                      r"(?P<ext2>\.tfrecords?)?$")
 
 
 @dataclasses.dataclass(frozen=True)
 class OutputSpec:
+    """The output folder and how its shard files are named."""
+
     folder: str
-    prefix: str            # folder + file stem
-    suffix: str
-    num_shards: int | None  # None: let the pipeline choose
+    stem: str                # file name before the shard suffix, without folder
+    ext: str                 # ".tfrecord" or ".tfrecords"
+    ext_first: bool          # TF-GNN's naming: stem.ext-00000-of-00008
+    num_shards: int | None   # None: the job chooses
+    single_file: bool = False
+
+    def shard_name(self, index: int, count: int) -> str:
+        if self.single_file:
+            return self.stem + self.ext
+        suffix = f"-{index:05d}-of-{count:05d}"
+        return f"{self.stem}{self.ext}{suffix}" if self.ext_first else \
+            f"{self.stem}{suffix}{self.ext}"
+
+    def shard_names(self, count: int) -> list[str]:
+        return [self.shard_name(i, count) for i in range(count)]
 
     def shard_path(self, index: int, count: int) -> str:
-        return f"{self.prefix}-{index:05d}-of-{count:05d}{self.suffix}"
-
-    def shard_glob(self) -> str:
-        return f"{self.prefix}-?????-of-?????{self.suffix}"
+        return paths.join(self.folder, self.shard_name(index, count))
 
     def beside(self, name: str) -> str:
         return paths.join(self.folder, name)
 
+    def in_folder(self, folder: str) -> "OutputSpec":
+        """The same names in another folder (a staging folder, say)."""
+        return dataclasses.replace(self, folder=folder)
+
 
 def parse_output(output: str) -> OutputSpec:
-    match = re.match(r"^(?P<stem>.+?)(?P<ext>\.tfrecords?)?@(?P<n>\d+)(?P<ext2>\.tfrecords?)?$",
-                     output)
-    if match:
-        stem = match["stem"]
-        count = int(match["n"])
-        if count <= 0:
-            raise SamplerError(f"--output {output}: the shard count after @ must be > 0")
-        return OutputSpec(_folder_of(stem), stem, match["ext"] or match["ext2"] or DEFAULT_SUFFIX,
-                          count)
-    if output.endswith("/") or (not paths.is_remote(output) and os.path.isdir(output)):
-        folder = output.rstrip("/") or "/"
-        return OutputSpec(folder, paths.join(folder, DEFAULT_PREFIX), DEFAULT_SUFFIX, None)
-    stem, ext = (output[:-len(e)], e) if (e := next(
-        (e for e in (".tfrecords", ".tfrecord") if output.endswith(e)), "")) else (output, "")
-    return OutputSpec(_folder_of(stem), stem, ext or DEFAULT_SUFFIX, None)
+    """`--output` as an OutputSpec; the disk is not consulted."""
+    if not output or output.strip() != output:
+        raise SamplerError(f"--output {output!r}: give a folder or a file pattern")
+    head, _, name = output.rpartition("/")
+    if not name:  # a trailing slash: a folder
+        return OutputSpec(output.rstrip("/") or "/", DEFAULT_STEM, DEFAULT_EXT, False, None)
+    folder = head or ("/" if output.startswith("/") else ".")
+    for regex in (_AT_N, _PATTERN):
+        match = regex.match(name)
+        if match:
+            count = int(match["n"])
+            if count <= 0:
+                raise SamplerError(f"--output {output}: the shard count must be > 0")
+            if not match["stem"]:
+                raise SamplerError(f"--output {output}: the shard files need a name before "
+                                   f"the shard count")
+            if match["ext"] and match["ext2"]:
+                raise SamplerError(f"--output {output}: give the extension once")
+            return OutputSpec(folder, match["stem"], match["ext"] or match["ext2"]
+                              or DEFAULT_EXT, ext_first=bool(match["ext"]), num_shards=count)
+    if name.endswith(_EXTS):
+        ext = next(e for e in _EXTS if name.endswith(e))
+        return OutputSpec(folder, name[:-len(ext)], ext, False, 1, single_file=True)
+    return OutputSpec(output, DEFAULT_STEM, DEFAULT_EXT, False, None)
 
 
-def _folder_of(stem: str) -> str:
-    return stem.rsplit("/", 1)[0] if "/" in stem else "."
+def temp_name(path: str) -> str:
+    return f"{path}{TEMP_MARK}{uuid.uuid4().hex}"
 
 
 def write_records(path: str, records: Iterable[bytes]) -> int:
     """Writes a TFRecord file atomically; returns the bytes written."""
-    temp = f"{path}.tmp-{uuid.uuid4().hex}"
+    temp = temp_name(path)
     written = 0
-    with paths.open_binary(temp, "wb") as f:
-        for record in records:
-            framed = tfrecord.encode_record(record)
-            f.write(framed)
-            written += len(framed)
-    _rename(temp, path)
+    try:
+        with paths.open_binary(temp, "wb") as f:
+            for record in records:
+                framed = tfrecord.encode_record(record)
+                f.write(framed)
+                written += len(framed)
+        paths.rename(temp, path)
+    except BaseException:
+        paths.delete_if_exists(temp)
+        raise
     return written
 
 
 def write_text(path: str, text: str) -> None:
-    temp = f"{path}.tmp-{uuid.uuid4().hex}"
-    with paths.open_binary(temp, "wb") as f:
-        f.write(text.encode("utf-8"))
-    _rename(temp, path)
+    """Writes a text file atomically."""
+    temp = temp_name(path)
+    try:
+        with paths.open_binary(temp, "wb") as f:
+            f.write(text.encode("utf-8"))
+        paths.rename(temp, path)
+    except BaseException:
+        paths.delete_if_exists(temp)
+        raise
 
 
-def _rename(source: str, destination: str) -> None:
-    if not paths.is_remote(source):
-        os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
-        os.replace(source, destination)
-        return
-    from apache_beam.io.filesystems import FileSystems
-
-    if FileSystems.exists(destination):
-        FileSystems.delete([destination])
-    FileSystems.rename([source], [destination])
-
-
-def prepare_folder(spec: OutputSpec) -> list[str]:
-    """Creates the output folder; deletes earlier shard files of this prefix (returned)."""
-    if paths.is_remote(spec.folder):
-        from apache_beam.io.filesystems import FileSystems
-
-        stale = [m.path for m in FileSystems.match([spec.shard_glob()])[0].metadata_list]
-        if stale:
-            FileSystems.delete(stale)
-        return stale
-    os.makedirs(spec.folder, exist_ok=True)
-    stale = sorted(glob.glob(spec.shard_glob()))
-    for path in stale:
-        os.remove(path)
-    return stale
+def is_output_file(name: str) -> bool:
+    """Whether a file name is one `sample` writes (shards of any naming, schema, report)."""
+    return (name in (SCHEMA_FILE, REPORT_FILE)
+            or bool(re.search(r"-\d{5}-of-\d{5}(\.tfrecords?)?$", name))
+            or name.endswith(_EXTS))

@@ -3,24 +3,31 @@
     out/graph_schema.pbtxt
     out/samples-00000-of-00004.tfrecord ... samples-00003-of-00004.tfrecord
 
-Numpy-only (sample-check reads folders without TensorFlow). Shards are found by
-their `-NNNNN-of-NNNNN` names; a missing shard is an error rather than a
-silently smaller dataset.
+Numpy-only (sample-check reads folders without TensorFlow). The shards are the
+files sample_report.json lists (or, without a report, the files named
+`-NNNNN-of-NNNNN`); a missing shard is an error rather than a silently smaller
+dataset, and so is a folder a run was stopped in the middle of committing to.
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from typing import Iterator
 
+from sampler.output.commit import pending_commit
+from sampler.output.files import REPORT_FILE
 from unigraph import graph_schema_pb2 as gs
 from unigraph import paths, tfrecord
-from unigraph.errors import SamplerError, TableError
+from unigraph.errors import SamplerError, TableError, one_line
 from unigraph.schema import SCHEMA_FILE_NAME, load_schema
 
-SHARD_GLOBS = ("*-?????-of-?????.tfrecord", "*-?????-of-?????.tfrecords")
-_SHARD_NAME = re.compile(
-    r"^(?P<prefix>.*)-(?P<index>\d{5})-of-(?P<count>\d{5})(?P<suffix>\.tfrecords?)$")
+# Shards named as `sample` writes them without a report to list them: ours
+# (name-00000-of-00004.tfrecord) and TF-GNN's (name.tfrecords-00000-of-00004).
+SHARD_GLOBS = ("*-?????-of-?????.tfrecord", "*-?????-of-?????.tfrecords",
+               "*.tfrecord-?????-of-?????", "*.tfrecords-?????-of-?????")
+_SHARD_NAME = re.compile(r"^(?P<prefix>.*?)(?P<ext1>\.tfrecords?)?-(?P<index>\d{5})-of-"
+                         r"(?P<count>\d{5})(?P<ext2>\.tfrecords?)?$")
 
 FilePath = str
 
@@ -38,8 +45,13 @@ class SampleFolder:
 
 
 def open_samples(folder: str) -> SampleFolder:
-    """The schema and shard files of an output folder; SamplesError if either is missing."""
+    """The schema and shard files of an output folder; SamplesError if either is missing,
+    or if a run is half-way through committing into it."""
     folder = folder.rstrip("/") or "/"
+    if pending_commit(folder):
+        raise SamplesError(f"samples {folder}: a `sample` run was stopped while moving its "
+                           f"output into place; run `sample` into this folder again to "
+                           f"complete it")
     schema_path = paths.join(folder, SCHEMA_FILE_NAME)
     if not paths.exists(schema_path):
         raise SamplesError(f"samples {folder}: no {SCHEMA_FILE_NAME} (is this a `sample` "
@@ -50,12 +62,21 @@ def open_samples(folder: str) -> SampleFolder:
 
 
 def find_shards(folder: str) -> list[FilePath]:
+    """The shard files of an output folder: those its report lists, or, without a report,
+    every complete family of `-NNNNN-of-NNNNN` files."""
+    listed = _listed_in_report(folder)
+    if listed is not None:
+        missing = [path for path in listed if not paths.exists(path)]
+        if missing:
+            raise SamplesError(f"samples {folder}: {len(missing)} of {len(listed)} shards the "
+                               f"report lists are missing, first: {missing[0]}")
+        return listed
     files: list[FilePath] = []
     for pattern in SHARD_GLOBS:
         try:
             files += paths.expand(pattern, folder, what=f"samples {folder}")
         except TableError:
-            pass  # no file of this suffix
+            pass  # no file named this way
     if not files:
         raise SamplesError(f"samples {folder}: no shard files "
                            f"(looked for {' and '.join(SHARD_GLOBS)})")
@@ -63,19 +84,36 @@ def find_shards(folder: str) -> list[FilePath]:
     return sorted(files)
 
 
+def _listed_in_report(folder: str) -> list[FilePath] | None:
+    path = paths.join(folder, REPORT_FILE)
+    if not paths.exists(path):
+        return None
+    try:
+        with paths.open_binary(path) as f:
+            report = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError) as e:
+        raise SamplesError(f"samples {folder}: {REPORT_FILE} is unreadable: {one_line(e)}") \
+            from None
+    names = report.get("output_shards")
+    if not isinstance(names, list) or not names:
+        return None
+    # Reports list names relative to the folder (older ones: full paths).
+    return [paths.join(folder, name.rsplit("/", 1)[-1]) for name in names]
+
+
 def _check_complete(folder: str, files: list[FilePath]) -> None:
     """Every prefix-NNNNN-of-MMMMM family must hold all of its M shards."""
-    families: dict[tuple[str, int, str], set[int]] = {}
+    families: dict[tuple[str, str, int, str], set[int]] = {}
     for path in files:
         match = _SHARD_NAME.match(path)
         if match:
-            key = (match["prefix"], int(match["count"]), match["suffix"])
+            key = (match["prefix"], match["ext1"] or "", int(match["count"]), match["ext2"] or "")
             families.setdefault(key, set()).add(int(match["index"]))
-    for (prefix, count, suffix), present in sorted(families.items()):
+    for (prefix, ext1, count, ext2), present in sorted(families.items()):
         missing = sorted(set(range(count)) - present)
         if missing:
             raise SamplesError(f"samples {folder}: {len(missing)} of {count} shards missing, "
-                               f"first: {prefix}-{missing[0]:05d}-of-{count:05d}{suffix}")
+                               f"first: {prefix}{ext1}-{missing[0]:05d}-of-{count:05d}{ext2}")
 
 
 def iter_records(path: FilePath) -> Iterator[bytes]:

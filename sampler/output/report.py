@@ -33,8 +33,12 @@ def format_report(report: dict) -> str:
         capped = f", {at_cap / draws:.0%} of {draws} draws hit sample_size" if draws else ""
         lines.append(f"op '{op}': {count} edges sampled{capped}")
     for name, count in report["dangling_edges_dropped"].items():
+        first = next((e for e in report.get("dangling_edge_examples", [])
+                      if e["edge_set"] == name), None)
+        example = (f" (first: {first['source']} -> {first['target']}, {first['file']} row "
+                   f"{first['row']})" if first else "")
         lines.append(f"edge set '{name}': {count} sampled edges dropped: an endpoint is absent "
-                     f"from its node table")
+                     f"from its node table{example}")
     for name, count in report["nodes_missing_from_tables"].items():
         lines.append(f"node set '{name}': {count} reached ids absent from its table")
     if "wall_time_s" in report:

@@ -23,6 +23,7 @@ def write_shard(assembler: ShardAssembler, output: OutputSpec, shard: int, num_s
     written = write_records(output.shard_path(shard, num_shards), encode_shard(assembled))
     run = RunStats(subgraphs_written=stats.subgraphs, bytes_written=written,
                    dangling_edges_dropped=dict(stats.dangling_edges),
+                   dangling_edge_examples=list(stats.dangling_examples),
                    nodes_missing_from_tables=dict(stats.nodes_missing))
     for target, counts in ((run.nodes_per_subgraph, stats.nodes),
                            (run.edges_per_subgraph, stats.edges)):

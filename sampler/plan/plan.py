@@ -32,6 +32,7 @@ class PlannedOp:
     target_set: str  # node set this op yields
     sample_size: int
     strategy: int    # a SamplingStrategy value
+    strategy_given: bool = True  # False: the spec left it out, so the proto default (TOP_K)
 
     @property
     def strategy_name(self) -> str:
@@ -128,13 +129,26 @@ def build_plan(spec: ss.SamplingSpec, loaded: LoadedSchema, *, source: str,
                 f"{op_where}: unknown strategy {op.strategy} "
                 f"(known: {', '.join(ss.SamplingStrategy.keys())})")
         if op.strategy in WEIGHTED_STRATEGIES and not has_weight(op.edge_set_name):
+            defaulted = "" if op.HasField("strategy") else (
+                " (the proto's default: the op names no strategy; TF-GNN's sampler would "
+                "sample uniformly)")
             raise SpecError(
-                f"{op_where}: strategy {STRATEGY_NAMES[op.strategy]} needs edge weights, but "
-                f"edge set '{op.edge_set_name}' has no '#weight' or 'weight' column")
+                f"{op_where}: strategy {STRATEGY_NAMES[op.strategy]}{defaulted} needs edge "
+                f"weights, but edge set '{op.edge_set_name}' has no '#weight' or 'weight' "
+                f"column")
         yields[name] = edge_set.target
         ops.append(PlannedOp(name, tuple(op.input_op_names), op.edge_set_name, edge_set.source,
-                             edge_set.target, op.sample_size, op.strategy))
+                             edge_set.target, op.sample_size, op.strategy,
+                             op.HasField("strategy")))
     return Plan(seed.op_name, seed.node_set_name, tuple(ops))
+
+
+def plan_warnings(plan: Plan, source: str) -> list[str]:
+    """What a user should know before a plan runs, one line each."""
+    return [f"sampling spec {source}: op '{op.name}' names no strategy, so the proto's "
+            f"default TOP_K applies (TF-GNN's sampler samples uniformly there); write "
+            f"`strategy: TOP_K` or `strategy: RANDOM_UNIFORM` to say which"
+            for op in plan.ops if not op.strategy_given]
 
 
 def edge_set_has_weight(loaded: LoadedSchema, edge_set_name: str) -> bool:

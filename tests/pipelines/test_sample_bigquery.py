@@ -159,9 +159,6 @@ def test_bigquery_tables_and_queries_sample_like_parquet(graph, parquet_out, big
     assert report["seeds_read"] == 6 and report["missing_seed_ids"] == ["nope"]
 
 
-@pytest.mark.xfail(strict=True, reason="a seed row's sample id is still its RowId (a file "
-                                       "position, a BigQuery content hash) until seed sample "
-                                       "ids become content-based on main")
 def test_bigquery_seeds_table_samples_like_a_seeds_file(graph, parquet_out, bigquery, tmp_path):
     out = run(graph["bigquery"], tmp_path / "bq", "--seeds",
               f"bq://{PROJECT}.{DATASET}.seeds")
@@ -236,3 +233,10 @@ def test_convert_exports_a_bigquery_graph_to_files(graph, parquet_out, bigquery,
         (tmp_path / "files" / "spec.pbtxt").write_text(f.read())
     out = run(files, tmp_path / "out", "--seeds", os.path.join(graph["parquet"], "seeds.parquet"))
     assert shard_bytes(out) == shard_bytes(parquet_out)
+
+
+def test_every_node_of_a_bigquery_seed_set_seeds_like_parquet(graph, bigquery, tmp_path):
+    """Without --seeds every node of the seed set is a seed: numbered by content, too."""
+    parquet = run(graph["parquet"], tmp_path / "parquet")
+    assert len(read_records(parquet)) == 40
+    assert shard_bytes(run(graph["bigquery"], tmp_path / "bq")) == shard_bytes(parquet)

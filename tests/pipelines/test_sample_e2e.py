@@ -174,8 +174,9 @@ def test_output_prefix_with_shard_count(tmp_path):
                         "--output", str(out), "--quiet"])
     assert code == 0
     names = sorted(os.listdir(tmp_path / "o"))
-    assert names == ["graph_schema.pbtxt", "part-00000-of-00003.tfrecord",
-                     "part-00001-of-00003.tfrecord", "part-00002-of-00003.tfrecord",
+    # TF-GNN's naming: the shard suffix goes after the name as given.
+    assert names == ["graph_schema.pbtxt", "part.tfrecord-00000-of-00003",
+                     "part.tfrecord-00001-of-00003", "part.tfrecord-00002-of-00003",
                      "sample_report.json"]
 
 

@@ -279,18 +279,20 @@ def test_no_credentials_fails_at_once_in_one_line(tmp_path):
     """Without an emulator and without credentials: one line, exit status 2, no prompt.
 
     The metadata server probe goes to a closed port on 127.0.0.1, never the network."""
-    (tmp_path / "graph_schema.pbtxt").write_text(
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    (graph / "graph_schema.pbtxt").write_text(
         'node_sets { key: "n" value { metadata { bigquery { table_spec { project: "p" '
         'dataset: "d" table: "t" } } } } }')
-    (tmp_path / "spec.pbtxt").write_text('seed_op { op_name: "s" node_set_name: "n" }')
+    (graph / "spec.pbtxt").write_text('seed_op { op_name: "s" node_set_name: "n" }')
     closed = f"127.0.0.1:{_closed_port()}"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("BIGQUERY_", "GOOGLE_", "CLOUDSDK_", "GCE_"))}
     env.update(HOME=str(tmp_path), CLOUDSDK_CONFIG=str(tmp_path / "gcloud"),
                GCE_METADATA_HOST=closed, GCE_METADATA_IP=closed)
     result = subprocess.run(
-        [sys.executable, "-m", "pipelines.sample", "--graph", str(tmp_path), "--spec",
-         str(tmp_path / "spec.pbtxt"), "--output", str(tmp_path / "out/")],
+        [sys.executable, "-m", "pipelines.sample", "--graph", str(graph), "--spec",
+         str(graph / "spec.pbtxt"), "--output", str(tmp_path / "out/")],
         capture_output=True, text=True, env=env, cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
         timeout=120)
     assert result.returncode == 2, result.stderr

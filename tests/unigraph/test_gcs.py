@@ -4,14 +4,12 @@ The emulator (gcp-storage-emulator, in memory) listens on a free 127.0.0.1
 port; STORAGE_EMULATOR_HOST points both the storage client and, through
 unigraph.paths, Beam's GCS filesystem at it. Nothing is mocked.
 """
-import os
-import socket
-
 import apache_beam as beam
 import pytest
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 
+from tests.gcs_emulator import BUCKET, gcs, upload_folder  # noqa: F401  (a fixture)
 from tests.unigraph import graphs
 from tests.unigraph.test_formats import SETS, WRITERS
 from unigraph import paths
@@ -19,41 +17,6 @@ from unigraph.beam_io import ReadEdgeSet, ReadNodeSet
 from unigraph.errors import TableError
 from unigraph.schema import load_schema, table_files
 from unigraph.tables import read_set
-
-BUCKET = "graphs"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def gcs():
-    emulator = pytest.importorskip("gcp_storage_emulator.server")
-    port = free_port()
-    server = emulator.create_server("127.0.0.1", port, in_memory=True, default_bucket=BUCKET)
-    server.start()
-    old = os.environ.get("STORAGE_EMULATOR_HOST")
-    os.environ["STORAGE_EMULATOR_HOST"] = f"http://127.0.0.1:{port}"
-    from google.cloud import storage
-    client = storage.Client(project="test")
-    try:
-        yield client.bucket(BUCKET)
-    finally:
-        server.stop()
-        if old is None:
-            del os.environ["STORAGE_EMULATOR_HOST"]
-        else:
-            os.environ["STORAGE_EMULATOR_HOST"] = old
-
-
-def upload_folder(bucket, folder, prefix):
-    for name in os.listdir(folder):
-        bucket.blob(f"{prefix}/{name}").upload_from_filename(os.path.join(folder, name))
-    return f"gs://{BUCKET}/{prefix}/graph_schema.pbtxt"
-
 
 @pytest.mark.parametrize("fmt", sorted(WRITERS))
 def test_graph_on_gcs_reads_like_local(gcs, tmp_path, fmt):

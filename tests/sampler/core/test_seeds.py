@@ -1,11 +1,14 @@
 """sampler.core.seeds: seed rows become samples; the join keeps found seeds, lists the rest."""
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from sampler.core import rng
 from sampler.core.buckets import node_buckets, sample_buckets
 from sampler.core.node_table import build_node_table, ids_only_table
 from sampler.core.pieces import Requests
-from sampler.core.seeds import join_seeds, seed_requests, seeds_from_ids, seeds_from_nodes
+from sampler.core.seeds import (join_seeds, number_seeds, numbering_groups, seed_requests,
+                                seeds_from_ids, seeds_from_nodes)
 from unigraph.batches import NodeBatch, SeedBatch, row_ids
 
 
@@ -13,18 +16,58 @@ def S(*ids):
     return np.array(ids, dtype="S")
 
 
-def test_sample_ids_are_seed_rows_or_id_fingerprints():
+def number_all(batch, splits=()):
+    """Sample ids of a seed table via the groups, its rows cut into parts at `splits`."""
+    parts = np.split(np.arange(len(batch)), list(splits))
+    by_group = {}
+    for part in parts:
+        for group, rows in numbering_groups(batch.take(part)):
+            by_group.setdefault(group, []).append(rows)
+    numbered = [number_seeds(rows) for rows in by_group.values()]
+    return sorted(zip(np.concatenate([r.samples for r in numbered]).tolist(),
+                      np.concatenate([r.nodes for r in numbered]).tolist()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.lists(hs.sampled_from([b"a", b"b", b"p1", b"long-seed-id-0123456789", b"z"]),
+                min_size=1, max_size=40), hs.randoms(use_true_random=False))
+def test_sample_ids_depend_on_the_multiset_of_rows_only(ids, random):
+    batch = SeedBatch(np.array(ids, "S"), row_ids(0, 0, len(ids)))
+    shuffled = list(range(len(ids)))
+    random.shuffle(shuffled)
+    other = SeedBatch(batch.ids[shuffled], row_ids(3, 7, len(ids)))  # other files, rows
+    splits = sorted(random.sample(range(1, len(ids)), min(3, len(ids) - 1))) if len(ids) > 1 \
+        else []
+    numbered = number_all(batch)
+    assert number_all(other, splits) == numbered
+    samples = [s for s, _ in numbered]
+    assert len(set(samples)) == len(ids)  # one sample per row, duplicates included
+    for node in set(ids):  # a seed listed k times: k samples, consecutive ranks
+        mine = sorted(s for s, n in numbered if n == node)
+        assert mine == list(range(mine[0], mine[0] + ids.count(node)))
+
+
+def test_sample_ids_are_unique_where_fingerprints_share_their_top_bits():
+    ids = np.array([f"n{i}".encode() for i in range(20000)])
+    numbered = number_all(SeedBatch(ids, row_ids(0, 0, len(ids))))
+    assert len({s for s, _ in numbered}) == len(ids)
+    top = rng.fingerprint(ids) >> np.uint64(40)
+    by_id = dict((n, s) for s, n in numbered)
+    prefixes = np.array([by_id[i] for i in ids.tolist()], np.int64).view(np.uint64) >> \
+        np.uint64(40)
+    assert prefixes.tolist() == top.tolist()  # the id's place: its fingerprint's top bits
+
+
+def test_every_node_is_a_seed_without_a_table():
+    assert seeds_from_ids(S("a", "b")).ids.tolist() == [b"a", b"b"]
     batch = NodeBatch("p", S("a", "b"), row_ids(1, 5, 2), {})
-    assert seeds_from_nodes(batch).rows.tolist() == batch.rows.tolist()
-    seeds = seeds_from_ids(S("a", "b"))
-    assert seeds.rows.tolist() == rng.fingerprint(S("a", "b")).view(np.int64).tolist()
+    assert seeds_from_nodes(batch).ids.tolist() == [b"a", b"b"]
 
 
 def test_seed_requests_are_keyed_by_node_bucket():
-    batch = SeedBatch(S("a", "b", "a"), np.array([0, 1, 2], np.int64))
-    parts = list(seed_requests(batch, 4))
-    assert sorted((int(s), n) for _, r in parts for s, n in zip(r.samples, r.nodes)) == [
-        (0, b"a"), (1, b"b"), (2, b"a")]
+    requests = number_seeds([SeedBatch(S("a", "b", "a"), np.array([0, 1, 2], np.int64))])
+    parts = list(seed_requests(requests, 4))
+    assert sorted(n for _, r in parts for n in r.nodes.tolist()) == [b"a", b"a", b"b"]
     for bucket, r in parts:
         assert set(node_buckets(r.nodes, 4).tolist()) == {bucket}
 

@@ -1,0 +1,208 @@
+"""Never lose a user's data: a run writes into a staging folder and commits at the end.
+
+Inside the output folder OUT, while a run is on:
+
+    OUT/.sample-lock               who is writing (pid, host, start time, run id)
+    OUT/.sample-staging-<run>/     this run's shards, schema and report, being written
+    OUT/.sample-commit.json        only during the commit: the moves still to do
+
+`begin` takes the lock, finishes or cleans up after a run that was killed, refuses
+a folder `sample` did not write (unless --overwrite), and proves the folder is
+writable before any work starts. The engine writes into the staging folder.
+`commit` then moves the staged files onto their final names (the report last) and
+deletes the files of the previous output that the new one does not replace;
+`abort` deletes the staging folder instead. Until the commit, the previous output
+is untouched; a failed, interrupted or killed run leaves it byte for byte.
+
+The commit itself is a few renames. A run killed in the middle of them leaves the
+journal; the next run into OUT completes the commit first (all the new files exist
+by then), and readers of OUT (output/folder.py) refuse the folder until it has.
+On an object store a rename is a copy and a delete, so a final name appears only
+once its object is complete.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import time
+import uuid
+from typing import Callable
+
+from sampler.output.files import REPORT_FILE, SCHEMA_FILE, TEMP_MARK, OutputSpec, write_text
+from unigraph import paths
+from unigraph.errors import SamplerError, one_line
+
+LOCK_FILE = ".sample-lock"
+JOURNAL_FILE = ".sample-commit.json"
+STAGING_PREFIX = ".sample-staging-"
+_OWN = (LOCK_FILE, JOURNAL_FILE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Staging:
+    run_id: str
+    final: OutputSpec       # the names users see
+    staged: OutputSpec      # the same names inside the staging folder
+    previous_files: tuple[str, ...]  # names the previous output in OUT consists of
+
+    @property
+    def folder(self) -> str:
+        return self.staged.folder
+
+
+def begin(final: OutputSpec, *, overwrite: bool = False,
+          log: Callable[[str], None] = lambda message: None) -> Staging:
+    """Prepares OUT for a run; SamplerError (one line) if the run must not start."""
+    folder = final.folder
+    try:
+        paths.make_folder(folder)
+        _take_lock(folder, log)
+    except OSError as e:
+        raise SamplerError(f"--output {folder}: cannot write there: {one_line(e)}") from None
+    try:
+        _finish_interrupted_commit(folder, log)
+        _remove_leftovers(folder, log)
+        entries = [e for e in paths.list_folder(folder) if e not in _OWN]
+        if REPORT_FILE not in entries and entries and not overwrite:
+            shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+            raise SamplerError(
+                f"--output {folder}: the folder is not empty ({shown}) and has no "
+                f"{REPORT_FILE}, so `sample` did not write it; choose another folder or "
+                f"pass --overwrite")
+        run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        staging_folder = paths.join(folder, STAGING_PREFIX + run_id)
+        paths.make_folder(staging_folder)
+        probe = paths.join(staging_folder, ".probe")
+        write_text(probe, "writable\n")
+        paths.delete(probe)
+        return Staging(run_id, final, final.in_folder(staging_folder),
+                       tuple(_previous_files(folder)))
+    except OSError as e:
+        _release_lock(folder)
+        raise SamplerError(f"--output {folder}: cannot write there: {one_line(e)}") from None
+    except BaseException:
+        _release_lock(folder)
+        raise
+
+
+def commit(staging: Staging, shard_names: list[str]) -> None:
+    """Moves the staged shards, schema and report onto their final names (the report
+    last: a report in OUT means a complete output) and deletes the previous output's
+    files the new one does not replace."""
+    folder = staging.final.folder
+    new = list(shard_names) + [SCHEMA_FILE, REPORT_FILE]
+    moves = [(paths.join(staging.folder, name), paths.join(folder, name)) for name in new]
+    deletes = [paths.join(folder, name) for name in staging.previous_files if name not in new]
+    write_text(paths.join(folder, JOURNAL_FILE), json.dumps(
+        {"run": staging.run_id, "moves": moves, "deletes": deletes}, indent=1))
+    _apply(moves, deletes)
+    paths.delete(paths.join(folder, JOURNAL_FILE))
+    paths.delete_tree(staging.folder)
+    _release_lock(folder)
+
+
+def abort(staging: Staging) -> None:
+    """Drops everything the run staged; the previous output stays as it was."""
+    try:
+        paths.delete_tree(staging.folder)
+    finally:
+        _release_lock(staging.final.folder)
+
+
+def pending_commit(folder: str) -> bool:
+    """Whether a run was killed while committing into `folder` (readers must wait)."""
+    return paths.exists(paths.join(folder, JOURNAL_FILE))
+
+
+# ---- inside ------------------------------------------------------------------------
+
+def _apply(moves: list[tuple[str, str]], deletes: list[str]) -> None:
+    for staged, final in moves:
+        if paths.exists(staged):  # a resumed commit skips what was moved already
+            paths.rename(staged, final)
+    for path in deletes:
+        paths.delete_if_exists(path)
+
+
+def _finish_interrupted_commit(folder: str, log) -> None:
+    journal_path = paths.join(folder, JOURNAL_FILE)
+    if not paths.exists(journal_path):
+        return
+    with paths.open_binary(journal_path) as f:
+        journal = json.loads(f.read().decode("utf-8"))
+    log(f"completing the commit of run {journal['run']}, which was interrupted")
+    _apply([tuple(move) for move in journal["moves"]], journal["deletes"])
+    paths.delete(journal_path)
+    paths.delete_tree(paths.join(folder, STAGING_PREFIX + journal["run"]))
+
+
+def _remove_leftovers(folder: str, log) -> None:
+    """Staging folders of runs that failed or were killed, and temporary files."""
+    for name in paths.list_folder(folder):
+        if name.startswith(STAGING_PREFIX):
+            log(f"removing {name}, left by a run that did not finish")
+            paths.delete_tree(paths.join(folder, name))
+        elif TEMP_MARK in name:
+            paths.delete_if_exists(paths.join(folder, name))
+
+
+def _previous_files(folder: str) -> list[str]:
+    """The files of the output in OUT, as its report lists them (shards may differ in
+    number and naming from the new run's)."""
+    report_path = paths.join(folder, REPORT_FILE)
+    if not paths.exists(report_path):
+        return []
+    try:
+        with paths.open_binary(report_path) as f:
+            report = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return [REPORT_FILE]  # unreadable: it will be replaced, its shards stay
+    names = [name.rsplit("/", 1)[-1] for name in report.get("output_shards", [])]
+    return [n for n in names if n] + [SCHEMA_FILE, REPORT_FILE]
+
+
+def _lock_owner() -> dict:
+    return {"pid": os.getpid(), "host": socket.gethostname(),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+
+def _take_lock(folder: str, log) -> None:
+    path = paths.join(folder, LOCK_FILE)
+    if paths.exists(path):
+        try:
+            with paths.open_binary(path) as f:
+                owner = json.loads(f.read().decode("utf-8"))
+        except (OSError, ValueError):
+            owner = {}
+        if _alive(owner):
+            raise SamplerError(
+                f"--output {folder}: another `sample` run (pid {owner['pid']} on "
+                f"{owner['host']}, started {owner['started']}) is writing there")
+        if owner.get("host") not in (None, socket.gethostname()):
+            raise SamplerError(
+                f"--output {folder}: a `sample` run on {owner['host']} (pid {owner['pid']}, "
+                f"started {owner.get('started')}) holds {LOCK_FILE}; if it is not running "
+                f"any more, delete {path}")
+        log(f"a previous run (pid {owner.get('pid')}) ended without cleaning up; taking over")
+    write_text(path, json.dumps(_lock_owner()))
+
+
+def _release_lock(folder: str) -> None:
+    paths.delete_if_exists(paths.join(folder, LOCK_FILE))
+
+
+def _alive(owner: dict) -> bool:
+    """Whether the lock's owner still runs (knowable only on this host)."""
+    if owner.get("host") != socket.gethostname() or not isinstance(owner.get("pid"), int):
+        return False
+    if owner["pid"] == os.getpid():
+        return False
+    try:
+        os.kill(owner["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,77 @@
+"""sampler.output.commit: the lock, leftovers of killed runs, and the commit itself."""
+import json
+import os
+import socket
+
+import pytest
+
+from sampler.output import commit
+from sampler.output.files import REPORT_FILE, SCHEMA_FILE, parse_output, write_text
+from unigraph.errors import SamplerError
+
+
+def stage_run(spec, shards, content):
+    staging = commit.begin(spec)
+    for name in spec.shard_names(shards):
+        write_text(staging.staged.beside(name), content)
+    write_text(staging.staged.beside(SCHEMA_FILE), "schema")
+    write_text(staging.staged.beside(REPORT_FILE), json.dumps(
+        {"output_shards": spec.shard_names(shards)}))
+    return staging
+
+
+def test_commit_replaces_the_previous_output_and_cleans_up(tmp_path):
+    spec = parse_output(f"{tmp_path}/p@3")
+    commit.commit(stage_run(spec, 3, "old"), spec.shard_names(3))
+    smaller = parse_output(f"{tmp_path}/p@2")
+    staging = stage_run(smaller, 2, "new")
+    # Until the commit, the previous output is all there is to see.
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        spec.shard_names(3) + [SCHEMA_FILE, REPORT_FILE, commit.LOCK_FILE,
+                               os.path.basename(staging.folder)])
+    commit.commit(staging, smaller.shard_names(2))
+    assert sorted(os.listdir(tmp_path)) == sorted(smaller.shard_names(2) +
+                                                  [SCHEMA_FILE, REPORT_FILE])
+    assert (tmp_path / "p-00000-of-00002.tfrecord").read_text() == "new"
+
+
+def test_abort_leaves_the_previous_output(tmp_path):
+    spec = parse_output(f"{tmp_path}/")
+    commit.commit(stage_run(spec, 2, "old"), spec.shard_names(2))
+    before = sorted(os.listdir(tmp_path))
+    commit.abort(stage_run(spec, 2, "new"))
+    assert sorted(os.listdir(tmp_path)) == before
+    assert (tmp_path / spec.shard_name(0, 2)).read_text() == "old"
+
+
+def test_a_live_run_holds_the_folder(tmp_path):
+    (tmp_path / commit.LOCK_FILE).write_text(json.dumps(
+        {"pid": os.getppid(), "host": socket.gethostname(), "started": "now"}))
+    with pytest.raises(SamplerError, match=r"another `sample` run \(pid \d+ on .*\) is writing"):
+        commit.begin(parse_output(str(tmp_path)))
+    assert (tmp_path / commit.LOCK_FILE).exists()  # not ours to remove
+
+
+def test_a_dead_run_is_cleaned_up_a_foreign_host_is_not_guessed(tmp_path):
+    (tmp_path / commit.LOCK_FILE).write_text(json.dumps(
+        {"pid": 2**22 + 12345, "host": socket.gethostname(), "started": "then"}))
+    (tmp_path / (commit.STAGING_PREFIX + "old")).mkdir()
+    (tmp_path / (commit.STAGING_PREFIX + "old") / "x.tfrecord").write_text("half")
+    messages = []
+    staging = commit.begin(parse_output(str(tmp_path)), log=messages.append)
+    assert not (tmp_path / (commit.STAGING_PREFIX + "old")).exists()
+    assert any("ended without cleaning up" in m for m in messages)
+    commit.abort(staging)
+    (tmp_path / commit.LOCK_FILE).write_text(json.dumps(
+        {"pid": 1, "host": "elsewhere", "started": "then"}))
+    with pytest.raises(SamplerError, match=r"on elsewhere .* if it is not running any more, "
+                                           r"delete"):
+        commit.begin(parse_output(str(tmp_path)))
+
+
+def test_a_folder_sample_did_not_write_needs_overwrite(tmp_path):
+    (tmp_path / "data.csv").write_text("x")
+    with pytest.raises(SamplerError, match=r"not empty \(data.csv\)"):
+        commit.begin(parse_output(str(tmp_path)))
+    assert sorted(os.listdir(tmp_path)) == ["data.csv"]  # the lock was released
+    commit.abort(commit.begin(parse_output(str(tmp_path)), overwrite=True))
