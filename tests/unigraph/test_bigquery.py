@@ -15,23 +15,23 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.bigquery_emulator import PROJECT, as_bigquery, load_table
 from tests.conftest import REPO_ROOT
 from tests.unigraph import graphs
+from tests.unigraph.test_beam_io import pipeline as beam_pipeline
 from tests.unigraph.test_beam_io import summary
 from tests.unigraph.test_formats import SETS
 from unigraph import bigquery as bigquery_api
-from unigraph.batches import EdgeBatch, NodeBatch
+from unigraph.batches import NodeBatch
 from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadSeeds
 from unigraph.errors import TableError
 from unigraph.ragged import Ragged
 from unigraph.row_hash import row_hashes
-from unigraph.schema import check_schema, load_schema
+from unigraph.schema import bigquery_source, check_schema, load_schema
 from unigraph.tables import (close_bigquery, open_bigquery, read_seed_set, read_set,
-                             row_location, seeds_layout, table_layout)
+                             read_unit, row_location, table_layout)
 
 DATASET = "unigraph_tests"
 TEMP_DATASET = f"{PROJECT}.{bigquery_api.TEMP_DATASET_PREFIX}_us"
@@ -106,6 +106,10 @@ def test_row_ids_hash_the_content_whatever_the_batches(bigquery, mixed):
         [link.sources, link.targets, link.weights, link.features["kind"]]).tolist())
 
 
+def bigquery_source_of(loaded, kind="nodes", name="n"):
+    return bigquery_source(loaded, kind, name)
+
+
 def test_a_larger_table_spreads_over_read_streams(bigquery, tmp_path):
     """Over 1 MB, the emulator (like BigQuery) offers several streams; each is a work
     unit, and together they hold every row once, with content RowIds."""
@@ -123,18 +127,12 @@ def test_a_larger_table_spreads_over_read_streams(bigquery, tmp_path):
     layout = table_layout(loaded, "nodes", "n")
     opened, units = open_bigquery(layout, bigquery_source_of(loaded))
     assert len(units) > 1 and opened.rows == n and not opened.temporary
-    from unigraph.tables import read_unit
     per_unit = [graphs.merged(read_unit(layout, unit, 1000)) for unit in units]
     assert sum(len(b) for b in per_unit) == n
     merged = by_key(graphs.merged(per_unit))
     assert merged.ids.tolist() == ids.tolist()
     assert np.array_equal(merged.features["v"], vectors)
     assert merged.rows.tolist() == row_hashes([ids, vectors]).tolist()
-
-
-def bigquery_source_of(loaded, kind="nodes", name="n"):
-    from unigraph.schema import bigquery_source
-    return bigquery_source(loaded, kind, name)
 
 
 def test_sql_source_reads_through_a_temporary_table_it_drops(bigquery, mixed):
@@ -163,11 +161,13 @@ def test_seeds_from_a_bigquery_table(bigquery, mixed):
     assert sorted(again.tolist()) == sorted(rows.tolist())
 
 
-def test_beam_reads_what_the_in_process_reader_reads(bigquery, mixed):
+@pytest.mark.parametrize("multi_process", [False, True])
+def test_beam_reads_what_the_in_process_reader_reads(bigquery, mixed, multi_process):
+    """Also with worker processes, which pickle the read streams as Dataflow does."""
     _, bq = mixed
     client = bigquery.client()
     before = temporary_tables(client)
-    with beam.Pipeline(runner=FnApiRunner()) as p:
+    with beam_pipeline(multi_process) as p:
         items = p | "Items" >> ReadNodeSet(bq, "item")
         tagged = p | "Tagged" >> ReadEdgeSet(bq, "tagged")
         seeds = p | "Seeds" >> ReadSeeds(f"bq://{PROJECT}.{DATASET}.seeds")
@@ -270,7 +270,7 @@ def test_bad_seeds_uri():
         list(read_seed_set("bq://just_a_table"))
 
 
-def test_duplicate_id_names_the_bigquery_table(bigquery, tmp_path):
+def test_row_location_of_a_bigquery_row_is_its_content_hash():
     location = row_location(["BigQuery table p.d.t"], -1)
     assert location == "BigQuery table p.d.t (the row whose content hashes to ffffffffffffffff)"
 

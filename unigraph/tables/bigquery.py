@@ -29,6 +29,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from unigraph import bigquery
+from unigraph.errors import TableError
 from unigraph.row_hash import row_hashes
 from unigraph.tables import decode
 from unigraph.tables.build import Batch, decode_arrow, make_batch, resolve_columns
@@ -77,7 +78,7 @@ def open_source(layout: TableLayout, source: bigquery.Source) -> OpenedSource:
                      lambda _: source.name)
     except BaseException:
         if temporary:
-            with contextlib.suppress(bigquery.TableError):
+            with contextlib.suppress(TableError):  # the first error is the one to report
                 bigquery.drop_table(table)
         raise
     streams = tuple(ReadStream(source.name, name, i, len(session.streams), session.schema)
