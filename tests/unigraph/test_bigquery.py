@@ -307,3 +307,12 @@ def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_an_empty_table_reads_to_no_batches(bigquery, tmp_path):
+    load_table(bigquery.client(), f"{PROJECT}.{DATASET}.empty",
+               pa.table({"id": pa.array([], pa.string()), "x": pa.array([], pa.float64())}))
+    loaded = schema_with(tmp_path, f'bigquery {{ table_spec {{ dataset: "{DATASET}" '
+                                   f'table: "empty" }} }}',
+                         'features { key: "x" value { dtype: DT_FLOAT } }')
+    assert list(read_set(loaded, "nodes", "n")) == []
