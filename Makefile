@@ -19,14 +19,17 @@ $(STAMP): setup.py
 
 install: $(STAMP)
 
-# Samples the demo graph, shows one decoded subgraph, then validates every record.
+# Samples the demo graph, shows one decoded subgraph and the statistics (HTML report in
+# out/demo/stats/), then validates every record.
 demo: $(STAMP)
 	$(VENV)/bin/sample --graph examples/mag_tiny/graph_schema.pbtxt \
 	    --spec examples/mag_tiny/sampling_spec.pbtxt \
 	    --seeds examples/mag_tiny/seeds.csv \
 	    --output $(DEMO_OUT)/
 	@echo
-	$(VENV)/bin/sample-inspect $(DEMO_OUT)
+	$(VENV)/bin/sample-inspect $(DEMO_OUT) --max-items 5
+	@echo
+	$(VENV)/bin/sample-stats $(DEMO_OUT) --quiet
 	@echo
 	$(VENV)/bin/sample-check $(DEMO_OUT)
 

@@ -26,6 +26,10 @@ setup(
         "google-cloud-bigquery-storage>=2.20,<3",
         "google-crc32c>=1.5",
         "numpy>=1.26,<3",
+        "tqdm>=4.60",
+        # sample-stats: figures of its HTML report, and DataFrames for notebooks.
+        "matplotlib>=3.7,<4",
+        "pandas>=2.0,<4",
     ],
     extras_require={
         "test": [
@@ -45,6 +49,7 @@ setup(
             "sample=pipelines.sample:main",
             "sample-check=pipelines.sample_check:main",
             "sample-inspect=pipelines.inspect_output:main",
+            "sample-stats=pipelines.sample_stats:main",
             "unigraph-convert=pipelines.convert:main",
             "synthetic-graph=pipelines.synthetic:main",
             "benchmark=pipelines.benchmark:main",

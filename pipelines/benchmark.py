@@ -29,6 +29,7 @@ Extra flags for `sample` go in one string: --extra-args="--direct_num_workers 2"
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import shlex
@@ -41,6 +42,8 @@ from google.protobuf import text_format
 
 from pipelines import synthetic
 from pipelines.proc_stats import run_measured
+from sampler.graph_tensor import wire
+from unigraph import tfrecord
 from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.spec import load_spec
 
@@ -106,17 +109,37 @@ class SampleFailed(RuntimeError):
     pass
 
 
-def run_once(cmd: list[str], output: str, timeout: float | None = None) -> dict:
-    """One measured `sample` run; SampleFailed with the tail of its stderr if it fails."""
+def counted_report(folder: str) -> dict:
+    """What a run report would say, counted from the records of a folder (TF-GNN's sampler
+    writes no report): subgraphs, and sampled edges (every edge set but the readout's)."""
+    records, edges = 0, 0
+    for path in sorted(glob.glob(os.path.join(folder, "*.tfrecord*"))):
+        with open(path, "rb") as f:
+            for record in tfrecord.iter_records(f, path):
+                records += 1
+                for key, feature in wire.split_example(record).items():
+                    if key.startswith("edges/") and key.endswith(".#size") and \
+                            not key.startswith("edges/_readout"):
+                        edges += int(wire.decode_feature(feature, key)[1].sum())
+    return {"subgraphs_written": records, "seeds_read": records,
+            "edges_sampled_per_op": {"all": edges}}
+
+
+def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
+             tfgnn: bool = False) -> dict:
+    """One measured run; SampleFailed with the tail of its stderr if it fails."""
     if os.path.exists(output):
         shutil.rmtree(output)
     stats = run_measured(cmd, cwd=REPO_ROOT, timeout=timeout)
     report_path = os.path.join(output, "sample_report.json")
-    if stats.returncode != 0 or not os.path.exists(report_path):
+    if stats.returncode != 0 or not (tfgnn or os.path.exists(report_path)):
         tail = "\n".join((stats.stderr or stats.stdout).strip().splitlines()[-5:])
-        raise SampleFailed(f"sample exited with status {stats.returncode}: {tail}")
-    with open(report_path) as f:
-        report = json.load(f)
+        raise SampleFailed(f"exited with status {stats.returncode}: {tail}")
+    if tfgnn:
+        report = counted_report(output)
+    else:
+        with open(report_path) as f:
+            report = json.load(f)
     wall = stats.wall_seconds
     edges = sum(report.get("edges_sampled_per_op", {}).values())
     out_bytes = folder_bytes(output)
@@ -165,6 +188,15 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shards", type=int, default=1, help="files per table (default 1)")
     parser.add_argument("--hub-edges", type=int, default=0, metavar="N",
                         help="add a hub author with N writes edges and use its papers as seeds")
+    parser.add_argument("--engine", default="memory", metavar="NAMES",
+                        help="what runs the job, comma-separated and interleaved run by run: "
+                             "memory, beam (our engines), floor (a plain single-process numpy "
+                             "program, pipelines/floor_sampler.py), tfgnn (TF-GNN's "
+                             "tfgnn_sampler; needs --format csv or tfrecord); the first is the "
+                             "reference for the ratios (default memory)")
+    parser.add_argument("--seed-fraction", type=float, metavar="F",
+                        help="sample only about this fraction of the papers (chosen by a hash "
+                             "of the id), e.g. 0.1")
     parser.add_argument("--repeat", type=int, default=3, metavar="N",
                         help="runs to time; the median is reported too (default 3)")
     parser.add_argument("--extra-args", default="", metavar="ARGS",
@@ -179,46 +211,107 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+CONTENDERS = ("memory", "beam", "floor", "tfgnn")
+
+
+def contender_command(name: str, folder: str, spec: str, seeds: str, output: str,
+                      extra: list[str]) -> list[str]:
+    """The command that runs the job with `name`: one of our engines, the plain numpy
+    floor (pipelines/floor_sampler.py) or TF-GNN's own sampler."""
+    schema = os.path.join(folder, "graph_schema.pbtxt")
+    if name in ("memory", "beam"):
+        return sample_command(schema, spec, seeds, output, ["--engine", name, *extra])
+    if name == "floor":
+        return [sys.executable, "-m", "pipelines.floor_sampler", "--graph", schema,
+                "--spec", spec, "--seeds", seeds, "--output", output]
+    # TF-GNN's sampler writes a file pattern; its report is ours to make (see run_once).
+    return [sys.executable, "-m", "tensorflow_gnn.experimental.sampler.beam.sampler",
+            f"--graph_schema={schema}", f"--sampling_spec={spec}", f"--input_seeds={seeds}",
+            f"--output_samples={os.path.join(output, 'samples.tfrecords@4')}",
+            "--runner=DirectRunner", *extra]
+
+
+def seed_subset(folder: str, manifest: dict, fraction: float) -> str:
+    """A seeds file of about `fraction` of the papers, chosen by a hash of the id (so the
+    same papers for every run and engine); written once into the graph's folder."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sampler.core.rng import fingerprint
+    from unigraph.tables import read_seeds
+
+    path = os.path.join(folder, f"seeds_fraction{fraction:g}.parquet")
+    if not os.path.exists(path):
+        ids = np.concatenate([b.ids for b in read_seeds(
+            os.path.join(folder, manifest["seeds"]["all"]))])
+        keep = (fingerprint(ids) % np.uint64(1_000_000)) < np.uint64(int(fraction * 1e6))
+        temp = path + ".tmp"
+        pq.write_table(pa.table({"id": pa.array(ids[keep].tolist(), pa.binary())}), temp)
+        os.replace(temp, path)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     if args.repeat < 1:
         print("benchmark: error: --repeat must be >= 1", file=sys.stderr)
+        return 2
+    unknown = [e for e in args.engine.split(",") if e not in CONTENDERS]
+    if unknown:
+        print(f"benchmark: error: --engine {unknown[0]}: choose from {', '.join(CONTENDERS)}",
+              file=sys.stderr)
+        return 2
+    if args.seed_fraction is not None and not 0 < args.seed_fraction <= 1:
+        print("benchmark: error: --seed-fraction must be in (0, 1]", file=sys.stderr)
         return 2
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     folder, manifest = ensure_graph(args.cache_dir, scale=args.scale, seed=args.seed,
                                     fmt=args.format, shards=args.shards,
                                     hub_edges=args.hub_edges, log=log)
     spec = write_spec(folder, args.strategy)
-    seeds = os.path.join(folder, manifest["seeds"]["hub" if args.hub_edges else "all"])
+    if args.seed_fraction is not None:
+        seeds = seed_subset(folder, manifest, args.seed_fraction)
+    else:
+        seeds = os.path.join(folder, manifest["seeds"]["hub" if args.hub_edges else "all"])
     extra = shlex.split(args.extra_args)
-    runs = []
+    contenders = args.engine.split(",")
+    runs = {name: [] for name in contenders}
     for i in range(args.repeat):
-        output = os.path.join(args.cache_dir, "runs", os.path.basename(folder), args.strategy,
-                              str(i))
-        cmd = sample_command(os.path.join(folder, "graph_schema.pbtxt"), spec, seeds, output,
-                             extra)
-        try:
-            run = run_once(cmd, output, args.timeout)
-        except SampleFailed as e:
-            print(f"benchmark: error: run {i + 1}: {e}", file=sys.stderr)
-            print(f"benchmark: command: {shlex.join(cmd)}", file=sys.stderr)
-            return 1
-        runs.append(run)
-        if not args.json:
-            print(format_run(f"run {i + 1}/{args.repeat}", run))
-    median = median_of(runs)
+        for name in contenders:  # interleaved: the same machine state for every contender
+            output = os.path.join(args.cache_dir, "runs", os.path.basename(folder),
+                                  args.strategy, name, str(i))
+            cmd = contender_command(name, folder, spec, seeds, output, extra)
+            try:
+                run = run_once(cmd, output, args.timeout, tfgnn=(name == "tfgnn"))
+            except SampleFailed as e:
+                print(f"benchmark: error: {name} run {i + 1}: {e}", file=sys.stderr)
+                print(f"benchmark: command: {shlex.join(cmd)}", file=sys.stderr)
+                return 1
+            run["engine"] = name
+            runs[name].append(run)
+            if not args.json:
+                print(format_run(f"{name} run {i + 1}/{args.repeat}", run))
+    medians = {name: median_of(r) for name, r in runs.items()}
+    first = runs[contenders[0]][0]
     config = {"scale": args.scale, "seed": args.seed, "strategy": args.strategy,
               "format": args.format, "shards": args.shards, "hub_edges": args.hub_edges,
+              "seed_fraction": args.seed_fraction, "engines": contenders,
               "extra_args": args.extra_args, "graph": folder,
               "nodes": manifest["nodes"], "edges": manifest["edges"],
-              "seeds": runs[0]["seeds_read"]}
+              "seeds": first["seeds_read"]}
     if args.json:
-        print(json.dumps({"config": config, "runs": runs, "median": median}))
+        print(json.dumps({"config": config, "runs": [r for n in contenders for r in runs[n]],
+                          "median": medians[contenders[0]], "medians": medians}))
     else:
         print(f"graph: {sum(manifest['nodes'].values()):,} nodes, "
               f"{sum(manifest['edges'].values()):,} edges ({args.format}); "
               f"{config['seeds']:,} seeds; strategy {args.strategy}")
-        print(format_run(f"median of {len(runs)}", median))
+        for name in contenders:
+            ratio = medians[name]["wall_s"] / medians[contenders[0]]["wall_s"]
+            print(format_run(f"{name}: median of {args.repeat}", medians[name])
+                  + (f" ({ratio:.2f}x {contenders[0]}'s wall time)" if name != contenders[0]
+                     else ""))
     return 0
 
 

@@ -73,6 +73,15 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overwrite", action="store_true",
                         help="write into a non-empty output folder that `sample` did not write "
                              "(its own earlier output is always replaced, atomically)")
+    parser.add_argument("--engine", choices=("auto", "memory", "beam"), default="auto",
+                        help="memory: the graph in this machine's memory, worker processes "
+                             "over output shards (fastest where the graph fits); beam: an "
+                             "Apache Beam pipeline (local, Dataflow, Dask, Flink, Spark); "
+                             "auto (default): memory unless Beam options are given or the "
+                             "graph would not fit in the memory available")
+    parser.add_argument("--workers", type=int, metavar="N",
+                        help="worker processes of the memory engine (default: one per core); "
+                             "the output is the same for any number")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N",
                         help=f"random seed: the same seed gives byte-identical records on any "
                              f"runner and worker count (default {DEFAULT_SEED}); e.g. --seed 7")
@@ -123,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     previous_term = signal.signal(signal.SIGTERM, _interrupted) if on_main_thread else None
     try:
         args, beam_args = parser.parse_known_args(argv)
+        if args.workers is not None and args.workers < 1:
+            raise SamplerError(f"--workers {args.workers}: give at least 1")
         check_pipeline_flags(parser, beam_args)
         loaded, plan = load_and_check(args.graph, args.spec, args.data_path)
         for warning in plan_warnings(plan, args.spec):
@@ -138,8 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             run_sampling(loaded, plan, spec_path=args.spec, seeds=args.seeds,
                          output=args.output, seed=args.seed, node_buckets=args.node_buckets,
-                         beam_args=beam_args, overwrite=args.overwrite,
-                         verbose=not args.quiet)
+                         beam_args=beam_args, engine=args.engine, workers=args.workers,
+                         overwrite=args.overwrite, verbose=not args.quiet)
         except NothingSampled as e:
             if not args.quiet:
                 print(format_report(e.report))

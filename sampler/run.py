@@ -4,8 +4,10 @@
    be seeds. Nothing is written before these pass.
 2. `output.commit.begin`: the output folder is locked, proven writable, and a staging
    folder inside it receives everything the run writes.
-3. The engine (today the Beam pipeline, sampler/beam/) samples and writes the shards
-   into the staging folder; the driver adds the schema and the report.
+3. An engine samples and writes the shards into the staging folder: the in-memory
+   engine (sampler/memory/) where the graph fits in this machine's memory, else the
+   Beam pipeline (sampler/beam/); both write the same bytes. The driver adds the
+   schema and the report.
 4. `output.commit.commit` moves them into place. Any failure, Ctrl-C or kill before
    that leaves the previous output as it was (`abort` drops the staging folder).
 """
@@ -16,10 +18,13 @@ import logging
 import time
 from typing import Callable
 
+from sampler.core.stats import RunStats
 from sampler.job.job import DEFAULT_SHARDS, SamplingJob, choose_node_buckets
 from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
                                    check_seed_set_has_nodes, check_seeds, input_paths)
-from sampler.job.progress import enable_console
+from sampler.job.progress import SeedBar, enable_console
+from sampler.job.resources import available_memory, cores, memory_needed
+from sampler.memory.engine import run_in_memory
 from sampler.output.commit import abort, begin, commit
 from sampler.output.files import REPORT_FILE, SCHEMA_FILE, parse_output, write_text
 from sampler.output.report import format_report
@@ -31,7 +36,8 @@ from unigraph.batches import describe_row
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables import seed_files
 
-STATS_FILE = ".run_stats.json"  # the engine's merged counts, inside the staging folder
+STATS_FILE = ".run_stats.json"  # the Beam engine's merged counts, in the staging folder
+MEMORY_SHARE = 0.7  # the in-memory engine is the default when its estimate fits in this
 
 
 class NothingSampled(SamplerError):
@@ -42,13 +48,35 @@ class NothingSampled(SamplerError):
         self.report = report
 
 
+def choose_engine(requested: str, beam_args: list[str], loaded: LoadedSchema,
+                  plan: Plan) -> tuple[str, str]:
+    """(engine, why): `requested` unless it is "auto"; then memory when no Beam option is
+    given and the graph fits in the memory available, else beam."""
+    if requested == "memory" and beam_args:
+        raise SamplerError(f"--engine memory runs without Beam, so Beam pipeline options "
+                           f"({beam_args[0]} ...) do not apply; use --engine beam")
+    if requested != "auto":
+        return requested, "--engine " + requested
+    if beam_args:
+        return "beam", f"Beam pipeline options were given ({beam_args[0]} ...)"
+    needed, available = memory_needed(loaded, plan), available_memory()
+    gb = 1 << 30
+    if available is None or needed <= MEMORY_SHARE * available:
+        room = f", {available / gb:.1f} GB available" if available else ""
+        return "memory", f"the graph needs about {needed / gb:.1f} GB in memory{room}"
+    return "beam", (f"the graph needs about {needed / gb:.1f} GB in memory, more than "
+                    f"{MEMORY_SHARE:.0%} of the {available / gb:.1f} GB available")
+
+
 def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str | None,
                  output: str, seed: int, node_buckets: int | None, beam_args: list[str],
-                 overwrite: bool = False, verbose: bool = True,
-                 say: Callable[[str], None] = print) -> dict:
+                 engine: str = "auto", workers: int | None = None, overwrite: bool = False,
+                 verbose: bool = True, say: Callable[[str], None] = print) -> dict:
     """Samples, writes and commits; returns the report. SamplerError (one line) for every
     problem of input or environment; NothingSampled if no seed was found."""
     started = time.time()
+    engine, why = choose_engine(engine, beam_args, loaded, plan)
+    say(f"engine: {engine} ({why})")
     final = parse_output(output)
     seeds_in_bigquery = bool(seeds) and bigquery.is_uri(seeds)
     seeds_list = seed_files(seeds) if seeds and not seeds_in_bigquery else []
@@ -68,18 +96,29 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         job = SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds, output=staging.staged,
                           num_shards=num_shards, node_buckets=buckets, seed=seed,
                           stats_path=stats_path)
-        if verbose:
-            say(f"sampling {len(plan.ops)} op(s) into {num_shards} shard(s) with {buckets} "
-                f"node buckets; progress follows")
-        _run_beam(job, beam_args, verbose)
-        with paths.open_binary(stats_path) as f:
-            report = _in_plan_order(json.loads(f.read().decode("utf-8")), plan)
+        if engine == "memory":
+            workers = workers or cores()
+            if verbose:
+                say(f"sampling {len(plan.ops)} op(s) into {num_shards} shard(s) with "
+                    f"{workers} worker process(es)")
+            stats = _run_memory(job, workers, verbose).as_dict()
+        else:
+            if verbose:
+                say(f"sampling {len(plan.ops)} op(s) into {num_shards} shard(s) with "
+                    f"{buckets} node buckets; progress follows")
+            _run_beam(job, beam_args, verbose)
+            with paths.open_binary(stats_path) as f:
+                stats = json.loads(f.read().decode("utf-8"))
+            paths.delete(stats_path)
+        report = _in_plan_order(stats, plan)
         report["dangling_edge_examples"] = _name_rows(report["dangling_edge_examples"],
                                                       loaded)
         shard_names = final.shard_names(num_shards)
         report.update({"output_shards": shard_names, "output_schema": SCHEMA_FILE,
-                       "seed": seed, "node_buckets": buckets,
+                       "seed": seed, "engine": engine,
                        "wall_time_s": round(time.time() - started, 3)})
+        if engine == "beam":
+            report["node_buckets"] = buckets
         if not report["seeds_read"]:
             raise SamplerError("the seeds table(s) held no seed rows; nothing to sample")
         if not report["subgraphs_written"]:
@@ -90,7 +129,6 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         write_text(staging.staged.beside(SCHEMA_FILE),
                    schema_text(sampled_schema(loaded.schema, plan)))
         write_text(staging.staged.beside(REPORT_FILE), json.dumps(report, indent=2))
-        paths.delete(stats_path)
         commit(staging, shard_names)
     except BaseException:
         abort(staging)
@@ -101,6 +139,14 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         say(f"schema: {final.beside(SCHEMA_FILE)}")
     say(f"report: {final.beside(REPORT_FILE)}")
     return report
+
+
+def _run_memory(job: SamplingJob, workers: int, verbose: bool) -> RunStats:
+    bar = SeedBar(verbose)
+    try:
+        return run_in_memory(job, workers=workers, on_start=bar.start, on_progress=bar.advance)
+    finally:
+        bar.close()
 
 
 def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool) -> None:

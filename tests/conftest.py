@@ -18,6 +18,36 @@ if REPO_ROOT not in sys.path:
 
 
 @pytest.fixture(scope="session")
+def sampled_outputs(tmp_path_factory):
+    """`sample` outputs of the small graphs, each made on first use, once per test
+    process (read-only: copy one before changing it). demo and demo_seed7:
+    examples/mag_tiny with two --seed values; topk: tests/testdata/topk (a missing,
+    a duplicated and an edgeless seed); mixed: tests/testdata/unigraph/mixed (every
+    kind of feature)."""
+    from tests.pipelines.sampled_output import MIXED_SPEC, run_sample
+
+    tmp = tmp_path_factory.mktemp("sampled_outputs")
+    demo = os.path.join(REPO_ROOT, "examples", "mag_tiny")
+    topk = os.path.join(TESTDATA, "topk")
+    (tmp / "mixed_spec.pbtxt").write_text(MIXED_SPEC)
+    demo_args = (demo, os.path.join(demo, "sampling_spec.pbtxt"),
+                 "--seeds", os.path.join(demo, "seeds.csv"))
+    recipes = {
+        "demo": demo_args,
+        "demo_seed7": demo_args + ("--seed", "7"),
+        "topk": (topk, os.path.join(topk, "sampling_spec.pbtxt"),
+                 "--seeds", os.path.join(topk, "seeds.csv")),
+        "mixed": (os.path.join(TESTDATA, "unigraph", "mixed"), tmp / "mixed_spec.pbtxt"),
+    }
+
+    class Outputs(dict):
+        def __missing__(self, name):
+            self[name] = run_sample(tmp / name, *recipes[name])
+            return self[name]
+    return Outputs()
+
+
+@pytest.fixture(scope="session")
 def bigquery_server(tmp_path_factory):
     """A bqemulator server for this test session (tests/bigquery_emulator.py)."""
     from tests.bigquery_emulator import Emulator

@@ -121,7 +121,7 @@ LAYERS = [
     ("sampler.core",),
     ("sampler.output",),
     ("sampler.job", "sampler.training"),
-    ("sampler.beam",),
+    ("sampler.beam", "sampler.memory"),
     ("sampler.run",),
     ("pipelines",),
 ]

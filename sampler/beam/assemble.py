@@ -13,7 +13,7 @@ from sampler.beam.report import METRICS_NAMESPACE
 from sampler.core.assemble import ShardAssembler
 from sampler.job.progress import log_shard
 from sampler.output.files import OutputSpec
-from sampler.output.shards import write_shard
+from sampler.output.shards import ShardChunk, write_shard
 from sampler.plan.plan import Plan
 from unigraph.schema import LoadedSchema
 
@@ -28,9 +28,9 @@ class _WriteShard(beam.DoFn):
 
     def process(self, element):
         shard, grouped = element
-        stats, run = write_shard(self.assembler, self.output, shard, self.num_shards,
-                                 list(grouped["seeds"]), list(grouped["features"]),
-                                 list(grouped["edges"]))
+        chunk = ShardChunk(list(grouped["seeds"]), list(grouped["features"]),
+                           list(grouped["edges"]))
+        stats, run = write_shard(self.assembler, self.output, shard, self.num_shards, [chunk])
         log_shard(shard, self.num_shards, stats.subgraphs, run.bytes_written / 1e6)
         self.written.inc(stats.subgraphs)
         for kind, counts in (("nodes", stats.nodes), ("edges", stats.edges)):

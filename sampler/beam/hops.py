@@ -12,6 +12,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from sampler.beam.report import METRICS_NAMESPACE, STATS
+from sampler.core.adjacency import build_adjacency
 from sampler.core.hop import hop_bucket
 from sampler.core.pieces import Requests
 from sampler.job.progress import Progress
@@ -31,10 +32,12 @@ class _SampleBuckets(beam.DoFn):
     def process(self, element):
         _, grouped = element
         requests = Requests.concat(list(grouped["requests"]))
-        adjacency = list(grouped["adjacency"])
-        if len(requests) == 0 or not adjacency:
+        if len(requests) == 0:
             return
-        out = hop_bucket(adjacency[0], requests, self.op, self.seed, num_shards=self.num_shards,
+        # A bucket whose nodes have no edges in this set still counts its draws (of 0 edges).
+        adjacency = next(iter(grouped["adjacency"]), None) or build_adjacency(self.op.edge_set,
+                                                                              [])
+        out = hop_bucket(adjacency, requests, self.op, self.seed, num_shards=self.num_shards,
                          node_buckets=self.node_buckets, emit_reached=self.emit_reached)
         sampled = out.stats.edges_sampled_per_op[self.op.name]
         self.sampled.inc(sampled)

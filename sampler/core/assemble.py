@@ -20,6 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
+from sampler.core.arrays import unique
 from sampler.core.pieces import EdgePiece, NodeFeatures, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS
 from sampler.plan.plan import Plan
@@ -142,7 +143,7 @@ class ShardAssembler:
             parts += [p.ids for p in feature_pieces if p.node_set == s]
             if s == self.plan.seed_set:
                 parts.append(seed_ids)
-            keys[s] = _NodeKeys(np.unique(np.concatenate(parts)) if parts else
+            keys[s] = _NodeKeys(unique(np.concatenate(parts)) if parts else
                                 np.zeros(0, "S1"), len(sample_ids),
                                 seed_ids if s == self.plan.seed_set else None)
         nodes = {}
@@ -176,7 +177,7 @@ class ShardAssembler:
         into the set, each once, in canonical order (by key: rank, seed first, then id)."""
         wanted = self.node_features[node_set]
         if arriving:
-            node_keys = np.unique(np.concatenate([keys.key(r, c) for r, c in arriving]))
+            node_keys = unique(np.concatenate([keys.key(r, c) for r, c in arriving]))
         else:
             node_keys = np.zeros(0, np.int64)
         ranks, codes = keys.split(node_keys)
@@ -227,7 +228,7 @@ class ShardAssembler:
         # edge sampled twice in one sample (by two ops) lands next to its copy and is
         # kept once; an edge with an absent endpoint (-1) is dropped.
         pair = _pair_key(ranks, sources, targets)
-        order = np.lexsort((positions, pair))
+        order = _sort_pairs(pair, positions)
         pair, positions = pair[order], positions[order]
         first = np.r_[True, (pair[1:] != pair[:-1]) | (positions[1:] != positions[:-1])]
         ranks, sources, targets = ranks[order], sources[order], targets[order]
@@ -243,6 +244,22 @@ class ShardAssembler:
                 source_keys.ids[source_codes[dropped]].tolist(),
                 target_keys.ids[target_codes[dropped]].tolist(), rows[dropped].tolist())})
         return layout, len(dropped), examples[:MAX_LISTED_IDS]
+
+
+def _sort_pairs(pair: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The order that sorts by (pair, position). Equal pairs (parallel edges, or an edge
+    two ops sampled) are rare, so one sort by pair, then only their runs by position."""
+    order = np.argsort(pair, kind="stable")
+    ranked = pair[order]
+    tie = ranked[1:] == ranked[:-1]
+    if tie.any():
+        in_tie = np.zeros(len(order), bool)
+        in_tie[1:] |= tie
+        in_tie[:-1] |= tie
+        slots = np.flatnonzero(in_tie)
+        members = order[slots]
+        order[slots] = members[np.lexsort((positions[members], pair[members]))]
+    return order
 
 
 def _pair_key(ranks: np.ndarray, sources: np.ndarray, targets: np.ndarray) -> np.ndarray:

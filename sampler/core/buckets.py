@@ -21,6 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from sampler.core import rng
+from sampler.core.arrays import unique
 
 # Salts keep the node and sample hashes independent of the sampling randomness.
 _NODE_BUCKET_SALT = rng.name_salt("node-bucket")
@@ -77,4 +78,4 @@ def split_batch(batch, id_field: str, num_buckets: int) -> Iterator[tuple[int, o
 def distinct_ids_by_bucket(ids: np.ndarray, num_buckets: int) -> Iterator[tuple[int, np.ndarray]]:
     """(node bucket, the distinct ids in it, sorted) for an 'S' id array."""
     for bucket, positions in split_by_bucket(node_buckets(ids, num_buckets)):
-        yield bucket, np.unique(ids[positions])
+        yield bucket, unique(ids[positions])

@@ -15,6 +15,7 @@ import numpy as np
 
 from sampler.core import rng
 from sampler.core.adjacency import AdjacencyBucket
+from sampler.core.arrays import unique_inverse
 from sampler.core.buckets import split_by_shard, split_requests
 from sampler.core.pieces import EdgePiece, Requests, prune
 from sampler.core.stats import RunStats
@@ -31,6 +32,15 @@ class Draws:
     draws: int      # distinct (sample, node) requests, each one draw of up to k edges
     at_cap: int     # draws that returned sample_size edges (the node had at least that many)
 
+    def stats(self, op: PlannedOp) -> RunStats:
+        return RunStats(edges_sampled_per_op={op.name: len(self.edges)},
+                        draws_per_op={op.name: self.draws},
+                        draws_at_cap_per_op={op.name: self.at_cap})
+
+    def reached(self) -> Requests:
+        """The sampled edges' targets as (sample, node) requests: the next ops' input."""
+        return Requests(self.edges.samples, self.edges.target_codes, self.edges.target_ids)
+
 
 def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
                seed: int) -> Draws:
@@ -40,6 +50,9 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
     with_edges = np.flatnonzero(rows >= 0)
     samples, codes, rows = requests.samples[with_edges], requests.codes[with_edges], rows[
         with_edges]
+    if not len(rows):  # no request's node has an edge here (an empty bucket, say)
+        return Draws(EdgePiece.from_ids(op.edge_set, *[np.zeros(0, t) for t in (
+            np.int64, "S1", "S1", np.int32)], {}), len(requests), 0)
     query_index, edge_position = sample_edges(
         op.strategy, row_splits=adjacency.row_splits, weights=adjacency.weights,
         query_rows=rows, query_samples=samples,
@@ -47,7 +60,7 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
         k=op.sample_size, seed=seed, op_salt=rng.name_salt(op.name))
     # Sources are coded by their CSR row (adjacency.sources is sorted and distinct), and
     # requests come sorted by sample, so every dictionary here is cheap to build.
-    sample_ids, sample_codes = np.unique(samples[query_index], return_inverse=True)
+    sample_ids, sample_codes = unique_inverse(samples[query_index])
     source_ids, source_codes = prune(adjacency.sources, rows[query_index])
     target_ids, target_codes = prune(adjacency.target_ids, adjacency.target_codes[edge_position])
     edges = EdgePiece(
@@ -73,12 +86,7 @@ def hop_bucket(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp, se
     """`op` on one bucket: sampled edges by output shard, and (with `emit_reached`) the
     targets they reach as the next requests, by node bucket."""
     drawn = sample_hop(adjacency, requests, op, seed)
-    edges = drawn.edges
-    stats = RunStats(edges_sampled_per_op={op.name: len(edges)},
-                     draws_per_op={op.name: drawn.draws},
-                     draws_at_cap_per_op={op.name: drawn.at_cap})
-    if not len(edges):
-        return HopOutput([], [], stats)
-    reached = list(split_requests(Requests(edges.samples, edges.target_codes, edges.target_ids),
-                                  node_buckets)) if emit_reached else []
-    return HopOutput(list(split_by_shard(edges, num_shards)), reached, stats)
+    if not len(drawn.edges):
+        return HopOutput([], [], drawn.stats(op))
+    reached = list(split_requests(drawn.reached(), node_buckets)) if emit_reached else []
+    return HopOutput(list(split_by_shard(drawn.edges, num_shards)), reached, drawn.stats(op))

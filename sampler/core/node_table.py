@@ -10,6 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
+from sampler.core.arrays import unique, unique_codes
 from sampler.core.buckets import sample_buckets, split_by_bucket
 from sampler.core.pieces import NodeFeatures, Requests
 from unigraph.batches import FeatureValues, NodeBatch, describe_row
@@ -56,7 +57,7 @@ def build_node_table(node_set: str, batches: Sequence[NodeBatch],
 def ids_only_table(node_set: str, id_arrays: Sequence[np.ndarray]) -> NodeTableBucket:
     """A featureless node set's nodes in one bucket: the distinct ids its edges name."""
     arrays = [a for a in id_arrays if len(a)]
-    ids = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, "S1")
+    ids = unique(np.concatenate(arrays)) if arrays else np.zeros(0, "S1")
     return NodeTableBucket(node_set, ids, {})
 
 
@@ -68,14 +69,14 @@ def features_by_shard(table: NodeTableBucket, requests: Requests,
     positions_of_ids = table.positions_of(requests.ids)  # one search per distinct id
     result = []
     for shard, positions in split_by_bucket(shards):
-        codes = np.unique(requests.codes[positions])
+        codes = unique_codes(requests.codes[positions], len(requests.ids))
         codes = codes[positions_of_ids[codes] >= 0]
         if not len(codes):
             continue  # every node this shard wants is absent: nothing to send
         result.append((shard, NodeFeatures(
             table.node_set, requests.ids[codes],
             {k: take(v, positions_of_ids[codes]) for k, v in table.features.items()})))
-    used = np.unique(requests.codes)
+    used = unique_codes(requests.codes, len(requests.ids))
     return result, requests.ids[used[positions_of_ids[used] < 0]]
 
 

@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
+from sampler.core.arrays import unique, unique_inverse
 from unigraph.batches import FeatureValues
 from unigraph.ragged import concat, take
 
@@ -29,7 +30,7 @@ def encode_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct ids, int32 code of every id)."""
     if len(ids) == 0:
         return _EMPTY_IDS, np.zeros(0, np.int32)
-    dictionary, codes = np.unique(ids, return_inverse=True)
+    dictionary, codes = unique_inverse(ids)
     return dictionary, codes.astype(np.int32)
 
 
@@ -45,7 +46,7 @@ def prune(dictionary: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.nda
 def merge(dictionaries: Sequence[np.ndarray], codes: Sequence[np.ndarray]
           ) -> tuple[np.ndarray, np.ndarray]:
     """One dictionary for several (dictionary, codes) parts, and all codes concatenated."""
-    merged = np.unique(np.concatenate(dictionaries)) if dictionaries else _EMPTY_IDS
+    merged = unique(np.concatenate(dictionaries)) if dictionaries else _EMPTY_IDS
     remapped = [np.searchsorted(merged, d).astype(np.int32)[c] for d, c in zip(dictionaries, codes)]
     return merged, (np.concatenate(remapped) if remapped else np.zeros(0, np.int32))
 
@@ -118,7 +119,7 @@ class EdgePiece:
                  positions: np.ndarray, features: dict[str, FeatureValues],
                  rows: np.ndarray | None = None) -> "EdgePiece":
         """`rows` default to the positions (for tests that need no table rows)."""
-        sample_ids, sample_codes = np.unique(samples, return_inverse=True)
+        sample_ids, sample_codes = unique_inverse(np.asarray(samples))
         source_ids, source_codes = encode_ids(sources)
         target_ids, target_codes = encode_ids(targets)
         return EdgePiece(edge_set, sample_codes.astype(np.int32), source_codes, target_codes,

@@ -23,6 +23,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from sampler.core import rng
+from sampler.core.arrays import unique
 from sampler.core.buckets import split_by_bucket, split_by_shard, split_requests
 from sampler.core.node_table import NodeTableBucket, features_by_shard
 from sampler.core.pieces import NodeFeatures, Requests, SeedPiece
@@ -89,16 +90,20 @@ class SeedJoin:
     stats: RunStats
 
 
-def join_seeds(table: NodeTableBucket, requests: Requests, num_shards: int) -> SeedJoin:
-    """Seeds of one bucket ⋈ the seed set's nodes in that bucket."""
+def join_seeds(table: NodeTableBucket, requests: Requests, num_shards: int, *,
+               with_features: bool = True) -> SeedJoin:
+    """Seeds of one bucket ⋈ the seed set's nodes in that bucket; `with_features=False`
+    leaves the seeds' features to be looked up with the other nodes'."""
     found = (table.positions_of(requests.ids) >= 0)[requests.codes]
     absent = requests.nodes[~found]
     stats = RunStats(seeds_read=len(requests), seeds_missing=len(absent),
                      missing_seed_ids=[i.decode(errors="replace")
-                                       for i in np.unique(absent)[:MAX_LISTED_IDS].tolist()])
+                                       for i in unique(absent)[:MAX_LISTED_IDS].tolist()])
     seeds = requests.take(np.flatnonzero(found))
     if not len(seeds):
         return SeedJoin(seeds, [], [], stats)
-    features = features_by_shard(table, seeds, num_shards)[0] if table.features else []
+    # Sent even without features: the assembly keeps a node of a set with a table only
+    # if the table sent it (a seed set whose table has ids alone, say).
+    features = features_by_shard(table, seeds, num_shards)[0] if with_features else []
     return SeedJoin(seeds, list(split_by_shard(SeedPiece(seeds.samples, seeds.nodes), num_shards)),
                     features, stats)

@@ -35,7 +35,8 @@ Methods (each gives the exact distribution above):
     E = -log(u)/w, i.e. exponential "arrival times" with rate w. The first
     arrival is edge i with probability w_i / sum(w), and by memorylessness the
     next one is the same race among the edges left: successive sampling.
-  * "hub" (degree > HUB_DEGREE): s samples reaching a node with d edges would
+  * "hub" (degree > HUB_DEGREE, and for RANDOM_UNIFORM already from
+    UNIFORM_DRAW_FACTOR * k edges): s samples reaching a node with d edges would
     need s*d keys, so draw O(k) values per query instead: i.i.d. draws with
     replacement from a counter stream, keeping the first k distinct ones.
     Uniform: the sequence of distinct values of i.i.d. uniform draws is a
@@ -62,9 +63,11 @@ from __future__ import annotations
 import numpy as np
 
 from sampler.core import rng
+from sampler.core.arrays import unique_inverse
 from sampler.plan.sampling_spec_pb2 import RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
 
 HUB_DEGREE = 4096        # rows with more edges than this use the O(k)-per-query methods
+UNIFORM_DRAW_FACTOR = 8  # RANDOM_UNIFORM draws (not keys) from rows of 8 k edges or more
 MIN_ACCEPTANCE = 0.25    # ... if a draw is always new with at least this probability
 MAX_PAIRS = 1 << 16      # (query, edge) pairs per chunk: cache-sized temporaries are fastest
 
@@ -190,8 +193,7 @@ def _expand_to_queries(query_index, row_of_query, chosen_row, chosen_pos, n_rows
 
 def _top_k(row_splits, weights, query_rows, k):
     """The k heaviest edges per distinct row (ties: lower position first), copied to its queries."""
-    rows, row_of_query = np.unique(query_rows, return_inverse=True)
-    row_of_query = row_of_query.reshape(-1)
+    rows, row_of_query = unique_inverse(query_rows)
     degrees = np.diff(row_splits)[rows]
     parts = []
     short = np.flatnonzero(degrees <= k)
@@ -230,8 +232,9 @@ def _random_uniform(row_splits, query_rows, degrees, base, k):
     if take_all.size:
         seg, pos, _ = _row_edges(row_splits, query_rows[take_all])
         parts.append((take_all[seg], pos))
-    # Worst case (k-1 edges already drawn) a uniform draw is new with chance (d-k+1)/d.
-    hub = (degrees > max(k, HUB_DEGREE)) & (degrees - (k - 1) >= MIN_ACCEPTANCE * degrees)
+    # Drawing costs O(k) per query, keys O(degree): draws pay off once a row is several
+    # times k. Worst case (k-1 edges drawn) a draw is new with chance (d-k+1)/d >= 3/4.
+    hub = (degrees > k) & (degrees >= min(HUB_DEGREE + 1, UNIFORM_DRAW_FACTOR * k))
     by_hub = np.flatnonzero(hub)
     if by_hub.size:
         parts.append(_uniform_hub(row_splits, query_rows[by_hub], degrees[by_hub],
@@ -270,8 +273,7 @@ def _uniform_hub(row_splits, rows, degrees, base, query_index, k):
 # ---------------------------------------------------------------- RANDOM_WEIGHTED
 
 def _random_weighted(row_splits, weights, query_rows, degrees, base, k):
-    rows, row_of_query = np.unique(query_rows, return_inverse=True)
-    row_of_query = row_of_query.reshape(-1)
+    rows, row_of_query = unique_inverse(query_rows)
     positive = np.concatenate([[0], np.cumsum(weights[row_splits[0]:row_splits[-1]] > 0)])
     positive_in_row = (positive[row_splits[rows + 1] - row_splits[0]]
                        - positive[row_splits[rows] - row_splits[0]])

@@ -251,3 +251,128 @@ def _decode_list(kind: str, buf: memoryview, span: tuple[int, int], where: str) 
         return np.zeros(0, dtype=dtype)
     return parts[0].astype(dtype, copy=False) if len(parts) == 1 else np.concatenate(
         parts).astype(dtype, copy=False)
+
+
+# --- scanning many records ---------------------------------------------------
+# split_example and decode_feature accept any writer's layout through generic
+# field walks. Tools that look at millions of records (sample-stats,
+# sample-inspect --seed-id) use the spans below instead: the same answers,
+# found by walks specialized for the layout every protobuf writer produces for
+# these messages (each field written once, lists packed), with a generic
+# fallback for anything else.
+
+Span = tuple[int, int]  # [start, end) of a serialized Feature within its record
+
+
+def feature_spans(serialized: bytes) -> dict[str, Span]:
+    """Feature key -> span of its serialized Feature in `serialized`.
+
+    The spans of what split_example returns, about three times faster: a
+    record is walked once with its bytes indexed as ints."""
+    data = serialized if isinstance(serialized, bytes) else bytes(serialized)
+    spans = _canonical_spans(data)
+    return spans if spans is not None else _generic_spans(data)
+
+
+def _varint_at(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    if pos < end and data[pos] < 0x80:
+        return data[pos], pos + 1
+    return _read_varint(data, pos, end, "tf.Example")
+
+
+def _canonical_spans(data: bytes) -> dict[str, Span] | None:
+    """Spans when the record is Example{1: Features{1: entry...}} with entries
+    {1: key, 2: value} in that order; None for any other layout."""
+    end = len(data)
+    spans: dict[str, Span] = {}
+    pos = 0
+    while pos < end:
+        if data[pos] != 0x0A:
+            return None
+        length, pos = _varint_at(data, pos + 1, end)
+        stop = pos + length
+        if stop > end:
+            return None
+        while pos < stop:
+            if data[pos] != 0x0A:
+                return None
+            length, pos = _varint_at(data, pos + 1, stop)
+            entry_end = pos + length
+            if entry_end > stop or pos >= entry_end or data[pos] != 0x0A:
+                return None
+            key_length, pos = _varint_at(data, pos + 1, entry_end)
+            key_end = pos + key_length
+            if key_end > entry_end:
+                return None
+            key = data[pos:key_end]
+            if key_end == entry_end:
+                value = (key_end, key_end)   # an entry without a value: an empty Feature
+            else:
+                if data[key_end] != 0x12:
+                    return None
+                value_length, value_start = _varint_at(data, key_end + 1, entry_end)
+                if value_start + value_length != entry_end:
+                    return None
+                value = (value_start, entry_end)
+            try:
+                spans[key.decode("utf-8")] = value
+            except UnicodeDecodeError:
+                return None  # the generic walk names the bad key
+            pos = entry_end
+    return spans
+
+
+def _generic_spans(data: bytes) -> dict[str, Span]:
+    """split_example's walk, keeping spans (any field order, unknown fields, repeats)."""
+    buf = memoryview(data)
+    where = "tf.Example"
+    spans: dict[str, Span] = {}
+    for number, wire_type, span in _fields(buf, 0, len(buf), where):
+        if number != 1 or wire_type != 2:
+            continue
+        for entry_number, entry_type, entry_span in _fields(buf, *span, where):
+            if entry_number != 1 or entry_type != 2:
+                continue
+            key, value = b"", (entry_span[0], entry_span[0])
+            for item_number, item_type, item_span in _fields(buf, *entry_span, where):
+                if item_type != 2:
+                    continue
+                if item_number == 1:
+                    key = bytes(buf[item_span[0]:item_span[1]])
+                elif item_number == 2:
+                    value = item_span
+            try:
+                spans[key.decode("utf-8")] = value
+            except UnicodeDecodeError:
+                raise GraphTensorError(f"{where}: a feature key is not UTF-8: {key!r}") from None
+    return spans
+
+
+def list_payload(data: bytes, span: Span) -> tuple[str | None, Span] | None:
+    """(kind, span of the list's data) of a serialized Feature in the usual layout.
+
+    For float_list and int64_list the data is the packed values; for
+    bytes_list it is the list's items, each framed (1: bytes). Both can be
+    concatenated across records and decoded at once (packed varints and framed
+    items are self-delimiting). Kind None: no list set. None: another layout
+    (unpacked or split lists, extra fields): use decode_feature."""
+    start, end = span
+    if start == end:
+        return None, (start, start)
+    kind = _KIND_BY_TAG.get(data[start])
+    if kind is None:
+        return None
+    length, pos = _varint_at(data, start + 1, end)
+    if pos + length != end:
+        return None
+    if kind == BYTES or pos == end:
+        return kind, (pos, end)
+    if data[pos] != 0x0A:
+        return None
+    length, inner = _varint_at(data, pos + 1, end)
+    if inner + length != end:
+        return None
+    return kind, (inner, end)
+
+
+_KIND_BY_TAG = {0x0A: BYTES, 0x12: FLOAT, 0x1A: INT64}

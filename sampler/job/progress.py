@@ -59,3 +59,27 @@ def enable_console(verbose: bool) -> None:
     LOGGER.addHandler(handler)
     LOGGER.setLevel(logging.INFO)
     LOGGER.propagate = False
+
+
+class SeedBar:
+    """A progress bar of seeds written; every method is a no-op when it is off."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self._bar = None
+
+    def start(self, total: int) -> None:
+        if self.enabled and self._bar is None:
+            from tqdm import tqdm  # only when a terminal will show it
+
+            self._bar = tqdm(total=total, unit=" seeds", unit_scale=True, file=sys.stderr,
+                             dynamic_ncols=True, desc="sampling")
+
+    def advance(self, seeds: int) -> None:
+        if self._bar is not None:
+            self._bar.update(seeds)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -8,4 +8,9 @@
   shards.py     one shard start to finish: assemble, encode, write
   report.py     the run report as JSON and as a summary for people
   folder.py     an output folder read back: its schema and shard files
+  seek.py       records found by context values (seed id) without decoding them
+  stats.py      sample-stats' numbers: per-record counts and per-feature summaries
+  sketches.py   the mergeable summaries behind them (moments, quantiles, top values)
+  stats_plots.py, stats_report.py   its figures (matplotlib) and HTML / text report
+  stats_frame.py  the same numbers as pandas DataFrames, for notebooks
 """

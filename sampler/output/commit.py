@@ -10,7 +10,8 @@ Inside the output folder OUT, while a run is on:
 a folder `sample` did not write (unless --overwrite), and proves the folder is
 writable before any work starts. The engine writes into the staging folder.
 `commit` then moves the staged files onto their final names (the report last) and
-deletes the files of the previous output that the new one does not replace;
+deletes the files of the previous output that the new one does not replace (and
+the statistics `sample-stats` wrote about it);
 `abort` deletes the staging folder instead. Until the commit, the previous output
 is untouched; a failed, interrupted or killed run leaves it byte for byte.
 
@@ -34,6 +35,8 @@ from sampler.output.files import REPORT_FILE, SCHEMA_FILE, TEMP_MARK, OutputSpec
 from unigraph import paths
 from unigraph.errors import SamplerError, one_line
 
+# What `sample-stats` wrote about the previous output describes it, not the new one.
+DERIVED_FOLDERS = ("stats",)
 LOCK_FILE = ".sample-lock"
 JOURNAL_FILE = ".sample-commit.json"
 STAGING_PREFIX = ".sample-staging-"
@@ -98,6 +101,8 @@ def commit(staging: Staging, shard_names: list[str]) -> None:
     write_text(paths.join(folder, JOURNAL_FILE), json.dumps(
         {"run": staging.run_id, "moves": moves, "deletes": deletes}, indent=1))
     _apply(moves, deletes)
+    for derived in DERIVED_FOLDERS:
+        paths.delete_tree(paths.join(folder, derived))
     paths.delete(paths.join(folder, JOURNAL_FILE))
     paths.delete_tree(staging.folder)
     _release_lock(folder)

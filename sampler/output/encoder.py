@@ -18,6 +18,7 @@ packed lists {1: data}; every message field is tag | varint(length) | payload.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable, Iterator
 
 import numpy as np
@@ -39,50 +40,84 @@ def _varint(n: int) -> bytes:
     return _VARINTS[n] if n < 16384 else wire.varint(n)
 
 
-def _frame(tag: bytes, payload: bytes) -> bytes:
-    return tag + _varint(len(payload)) + payload
-
-
 @dataclasses.dataclass
 class Column:
-    """One key for every sample: `feature(i)` is sample i's serialized tf.train.Feature."""
+    """One key for every sample. `entry(i)` is sample i's entry of the Example's feature
+    map (key and tf.train.Feature, framed) as a head and a payload: the head depends on
+    the payload's length only, so it is built once per length, and the payload is a
+    zero-copy slice of the column's buffer."""
 
     key: str
-    feature: Callable[[int], bytes]
+    entry: Callable[[int], tuple[bytes, bytes | memoryview]]
+
+
+class _Heads:
+    """Entry heads of one key by payload length. A packed list's payload is its values
+    (`tag` FloatList/Int64List, framed as field 1 when non-empty); a BytesList's is its
+    strings, framed one by one already; with `tag` None the payload is a whole Feature."""
+
+    def __init__(self, key: str, tag: bytes | None, frame_payload: bool):
+        key_bytes = key.encode("utf-8")
+        self.key_header = b"\x0a" + _varint(len(key_bytes)) + key_bytes + b"\x12"
+        self.tag, self.frame_payload = tag, frame_payload
+        self.cache: dict[int, bytes] = {}
+
+    def __call__(self, size: int) -> bytes:
+        head = self.cache.get(size)
+        if head is None:
+            if self.tag is None:
+                feature_prefix = b""
+            else:
+                frame = b"\x0a" + _varint(size) if self.frame_payload and size else b""
+                feature_prefix = self.tag + _varint(len(frame) + size) + frame
+            body = self.key_header + _varint(len(feature_prefix) + size) + feature_prefix
+            head = self.cache[size] = b"\x0a" + _varint(len(body) + size) + body
+        return head
 
 
 def packed_column(key: str, kind: str, buffer: bytes, byte_offsets: np.ndarray) -> Column:
     """Float or int64 values; sample i's packed data is buffer[offsets[i]:offsets[i+1]]."""
-    tag = _TAG[kind]
-    offsets = byte_offsets.tolist()
-
-    def feature(i: int) -> bytes:
-        data = buffer[offsets[i]:offsets[i + 1]]
-        return _frame(tag, _frame(b"\x0a", data) if data else b"")
-    return Column(key, feature)
+    return _sliced(key, _Heads(key, _TAG[kind], True), buffer, byte_offsets)
 
 
 def bytes_column(key: str, framed: bytes, byte_offsets: np.ndarray) -> Column:
     """Strings, already framed one by one; sample i's are framed[offsets[i]:offsets[i+1]]."""
-    offsets = byte_offsets.tolist()
-    return Column(key, lambda i: _frame(b"\x0a", framed[offsets[i]:offsets[i + 1]]))
+    return _sliced(key, _Heads(key, _TAG[wire.BYTES], False), framed, byte_offsets)
+
+
+def _sliced(key: str, heads: _Heads, buffer: bytes, byte_offsets: np.ndarray) -> Column:
+    view, offsets = memoryview(buffer), byte_offsets.tolist()
+
+    def entry(i: int) -> tuple[bytes, memoryview]:
+        lo, hi = offsets[i], offsets[i + 1]
+        return heads(hi - lo), view[lo:hi]
+    return Column(key, entry)
+
+
+def feature_column(key: str, feature: Callable[[int], bytes]) -> Column:
+    """A column whose sample i's whole serialized tf.train.Feature is `feature(i)`."""
+    heads = _Heads(key, None, False)
+
+    def entry(i: int) -> tuple[bytes, bytes]:
+        value = feature(i)
+        return heads(len(value)), value
+    return Column(key, entry)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _one_int64(value: int) -> bytes:
+    """The tf.train.Feature of one int64 (set sizes repeat: encoded once per run)."""
+    return wire.encode_feature(wire.INT64, np.array([value], np.int64))
 
 
 def scalar_int_column(key: str, values: np.ndarray) -> Column:
-    """One int64 per sample (sizes); equal values share their encoding."""
-    cache: dict[int, bytes] = {}
+    """One int64 per sample (sizes)."""
     values = values.tolist()
-
-    def feature(i: int) -> bytes:
-        v = values[i]
-        if v not in cache:
-            cache[v] = wire.encode_feature(wire.INT64, np.array([v], np.int64))
-        return cache[v]
-    return Column(key, feature)
+    return feature_column(key, lambda i: _one_int64(values[i]))
 
 
 def constant_column(key: str, feature_bytes: bytes) -> Column:
-    return Column(key, lambda i: feature_bytes)
+    return feature_column(key, lambda i: feature_bytes)
 
 
 def _item_offsets(per_item: np.ndarray, item_offsets: np.ndarray) -> np.ndarray:
@@ -149,7 +184,7 @@ def ragged_columns(key: str, values: Ragged, item_offsets: np.ndarray,
                              for key_, kind, flat in flatten_field(key, part, shape)}
         return per_sample[i]
     keys = [key] + [k.ragged_key(key, d) for d in k.ragged_dimensions(shape)]
-    return [Column(key_, lambda i, key_=key_: encoded(i)[key_]) for key_ in keys]
+    return [feature_column(key_, lambda i, key_=key_: encoded(i)[key_]) for key_ in keys]
 
 
 def feature_columns(key: str, values, item_offsets: np.ndarray,
@@ -161,17 +196,19 @@ def feature_columns(key: str, values, item_offsets: np.ndarray,
 
 
 def encode_examples(columns: list[Column], count: int) -> Iterator[bytes]:
-    """Sample i's serialized tf.train.Example, for i in range(count), keys sorted."""
-    columns = sorted(columns, key=lambda c: c.key)
-    headers = [_frame(b"\x0a", c.key.encode("utf-8")) + b"\x12" for c in columns]
-    features = [c.feature for c in columns]
+    """Sample i's serialized tf.train.Example, for i in range(count), keys sorted:
+    Example{1: Features{entries}}, so the record is its entries behind one header."""
+    entries = [c.entry for c in sorted(columns, key=lambda c: c.key)]
     for i in range(count):
-        entries = []
-        for header, feature in zip(headers, features):
-            value = feature(i)
-            entry = header + _varint(len(value)) + value
-            entries.append(b"\x0a" + _varint(len(entry)) + entry)
-        yield _frame(b"\x0a", b"".join(entries))
+        parts = [b"\x0a", b""]  # the Features field; its length goes in parts[1]
+        size = 0
+        for entry in entries:
+            head, payload = entry(i)
+            parts.append(head)
+            parts.append(payload)
+            size += len(head) + len(payload)
+        parts[1] = _varint(size)
+        yield b"".join(parts)
 
 
 def encode_shard(shard: AssembledShard, chunk: int = 256) -> Iterator[bytes]:

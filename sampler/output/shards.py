@@ -1,32 +1,64 @@
 """One output shard, start to finish: its pieces assembled, encoded and written.
 
 Every engine ends in `write_shard`, so the files and the counts they report come
-from one function whatever moved the pieces there.
+from one function whatever moved the pieces there. A shard's pieces may come in
+chunks of samples (ascending sample ids, each sample's pieces in one chunk): a
+record depends on its own sample alone, so the bytes are the same however the
+samples are chunked, and memory holds one chunk at a time.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import dataclasses
+from typing import Iterable, Iterator, Sequence
 
 from sampler.core.assemble import ShardAssembler, ShardStats
 from sampler.core.pieces import EdgePiece, NodeFeatures, SeedPiece
-from sampler.core.stats import Distribution, RunStats
+from sampler.core.stats import MAX_LISTED_IDS, Distribution, RunStats
 from sampler.output.encoder import encode_shard
 from sampler.output.files import OutputSpec, write_records
 
 
+@dataclasses.dataclass(eq=False)
+class ShardChunk:
+    """The pieces of some of a shard's samples."""
+
+    seeds: Sequence[SeedPiece]
+    features: Sequence[NodeFeatures]
+    edges: Sequence[EdgePiece]
+
+
 def write_shard(assembler: ShardAssembler, output: OutputSpec, shard: int, num_shards: int,
-                seeds: Sequence[SeedPiece], features: Sequence[NodeFeatures],
-                edges: Sequence[EdgePiece]) -> tuple[ShardStats, RunStats]:
+                chunks: Iterable[ShardChunk]) -> tuple[ShardStats, RunStats]:
     """Writes shard `shard` of `num_shards` (atomically); its assembly stats and the
     run counts it adds."""
-    assembled, stats = assembler.assemble(seeds, features, edges)
-    written = write_records(output.shard_path(shard, num_shards), encode_shard(assembled))
-    run = RunStats(subgraphs_written=stats.subgraphs, bytes_written=written,
-                   dangling_edges_dropped=dict(stats.dangling_edges),
-                   dangling_edge_examples=list(stats.dangling_examples),
-                   nodes_missing_from_tables=dict(stats.nodes_missing))
-    for target, counts in ((run.nodes_per_subgraph, stats.nodes),
-                           (run.edges_per_subgraph, stats.edges)):
+    total = ShardStats()
+
+    def records() -> Iterator[bytes]:
+        for chunk in chunks:
+            assembled, stats = assembler.assemble(chunk.seeds, chunk.features, chunk.edges)
+            _add(total, stats)
+            yield from encode_shard(assembled)
+
+    written = write_records(output.shard_path(shard, num_shards), records())
+    run = RunStats(subgraphs_written=total.subgraphs, bytes_written=written,
+                   dangling_edges_dropped=dict(total.dangling_edges),
+                   dangling_edge_examples=list(total.dangling_examples),
+                   nodes_missing_from_tables=dict(total.nodes_missing))
+    for target, counts in ((run.nodes_per_subgraph, total.nodes),
+                           (run.edges_per_subgraph, total.edges)):
         for name, values in counts.items():
             target.setdefault(name, Distribution()).add_all(values)
-    return stats, run
+    return total, run
+
+
+def _add(total: ShardStats, part: ShardStats) -> None:
+    total.subgraphs += part.subgraphs
+    for mine, theirs in ((total.nodes, part.nodes), (total.edges, part.edges)):
+        for name, values in theirs.items():
+            mine.setdefault(name, []).extend(values)
+    for mine, theirs in ((total.dangling_edges, part.dangling_edges),
+                         (total.nodes_missing, part.nodes_missing)):
+        for name, count in theirs.items():
+            mine[name] = mine.get(name, 0) + count
+    total.dangling_examples = sorted(set(total.dangling_examples + part.dangling_examples))[
+        :MAX_LISTED_IDS]

@@ -40,3 +40,24 @@ def edge_pairs(graph, edge_set):
     src_ids, tgt_ids = ids(graph, src), ids(graph, tgt)
     return [(src_ids[s], tgt_ids[t]) for s, t in zip(es.adjacency.indices("source"),
                                                     es.adjacency.indices("target"))]
+
+
+def run_sample(out, graph, spec, *extra):
+    """`sample` into the folder `out` (a path); returns it as a string."""
+    from pipelines import sample
+
+    code = sample.main(["--graph", str(graph), "--spec", str(spec), "--output", f"{out}/",
+                        "--quiet", *extra])
+    assert code == 0
+    return str(out)
+
+
+MIXED_SPEC = """
+seed_op { op_name: "seed" node_set_name: "item" }
+sampling_ops { op_name: "links" input_op_names: "seed" edge_set_name: "link"
+               sample_size: 2 strategy: RANDOM_UNIFORM }
+sampling_ops { op_name: "back" input_op_names: ["seed", "links"] edge_set_name: "linked_by"
+               sample_size: 1 strategy: RANDOM_UNIFORM }
+sampling_ops { op_name: "tags" input_op_names: ["seed", "links"] edge_set_name: "tagged"
+               sample_size: 1 strategy: RANDOM_UNIFORM }
+"""

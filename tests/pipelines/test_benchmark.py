@@ -117,6 +117,6 @@ def test_tiny_benchmark_end_to_end(tmp_path, capsys):
     assert run["seeds"] == run["seeds_read"] == 368 == result["config"]["seeds"]
     assert run["edges_sampled"] > 368 and run["edges_per_s"] > 0 and run["seeds_per_s"] > 0
     assert run["output_bytes"] > 0 and run["output_mb_per_s"] > 0
-    # A Python process with Beam imported holds well over 100 MB.
+    # A Python process with numpy, pyarrow and the sampler holds well over 100 MB.
     assert run["peak_rss_mb"] > 100
-    assert result["median"]["wall_s"] == run["wall_s"] > 1
+    assert result["median"]["wall_s"] == run["wall_s"] > 0

@@ -146,12 +146,15 @@ def shard_bytes(out):
 @pytest.fixture(scope="module")
 def parquet_out(graph, tmp_path_factory):
     out = tmp_path_factory.mktemp("out") / "parquet"
-    return run(graph["parquet"], out, "--seeds", os.path.join(graph["parquet"], "seeds.parquet"))
+    return run(graph["parquet"], out, "--seeds", os.path.join(graph["parquet"], "seeds.parquet"),
+               "--engine", "beam")
 
 
-def test_bigquery_tables_and_queries_sample_like_parquet(graph, parquet_out, bigquery, tmp_path):
+@pytest.mark.parametrize("engine", ["memory", "beam"])
+def test_bigquery_tables_and_queries_sample_like_parquet(graph, parquet_out, bigquery, tmp_path,
+                                                         engine):
     out = run(graph["bigquery"], tmp_path / "bq", "--seeds",
-              os.path.join(graph["parquet"], "seeds.parquet"))
+              os.path.join(graph["parquet"], "seeds.parquet"), "--engine", engine)
     expected = shard_bytes(parquet_out)
     assert len(read_records(parquet_out)) == 5  # "nope" is missing
     assert shard_bytes(out) == expected
@@ -159,15 +162,19 @@ def test_bigquery_tables_and_queries_sample_like_parquet(graph, parquet_out, big
     assert report["seeds_read"] == 6 and report["missing_seed_ids"] == ["nope"]
 
 
-def test_bigquery_seeds_table_samples_like_a_seeds_file(graph, parquet_out, bigquery, tmp_path):
+@pytest.mark.parametrize("engine", ["memory", "beam"])
+def test_bigquery_seeds_table_samples_like_a_seeds_file(graph, parquet_out, bigquery, tmp_path,
+                                                        engine):
     out = run(graph["bigquery"], tmp_path / "bq", "--seeds",
-              f"bq://{PROJECT}.{DATASET}.seeds")
+              f"bq://{PROJECT}.{DATASET}.seeds", "--engine", engine)
     assert shard_bytes(out) == shard_bytes(parquet_out)
 
 
-def test_temporary_tables_are_dropped(graph, bigquery, tmp_path):
+@pytest.mark.parametrize("engine", ["memory", "beam"])
+def test_temporary_tables_are_dropped(graph, bigquery, tmp_path, engine):
     client = bigquery.client()
-    run(graph["bigquery"], tmp_path / "bq", "--seeds", f"bq://{DATASET}.seeds")
+    run(graph["bigquery"], tmp_path / "bq", "--seeds", f"bq://{DATASET}.seeds",
+        "--engine", engine)
     temporary = [t.table_id for t in client.list_tables(f"{PROJECT}.graph_sampler_tmp_us")]
     assert temporary == []
 

@@ -260,3 +260,24 @@ def test_seed_set_without_a_table(tmp_path):
     (seed, g), = read_graphs(listed)
     assert seed == "t2" and ids(g, "tag") == ["t2"]
     assert read_report(listed)["missing_seed_ids"] == ["t9"]
+
+
+@pytest.mark.parametrize("engine", ["memory", "beam"])
+def test_seed_set_whose_table_has_ids_only(tmp_path, engine):
+    """A seed node set with a table but no features keeps its seed (the Beam engine once
+    dropped it, as if absent from the table)."""
+    graph = tmp_path / "g"
+    graph.mkdir()
+    (graph / "graph_schema.pbtxt").write_text(
+        'node_sets { key: "u" value { metadata { filename: "u.csv" } } }\n'
+        'edge_sets { key: "f" value { source: "u" target: "u" '
+        'metadata { filename: "f.csv" } } }\n')
+    (graph / "u.csv").write_text("id\nx\ny\n")
+    (graph / "f.csv").write_text("source,target\nx,y\n")
+    (graph / "spec.pbtxt").write_text(
+        'seed_op { op_name: "s" node_set_name: "u" }\n'
+        'sampling_ops { op_name: "h" input_op_names: "s" edge_set_name: "f" sample_size: 1 '
+        'strategy: RANDOM_UNIFORM }\n')
+    out = run(tmp_path, str(graph), str(graph / "spec.pbtxt"), "--engine", engine)
+    graphs = dict(read_graphs(out))
+    assert ids(graphs["x"], "u") == ["x", "y"] and ids(graphs["y"], "u") == ["y"]

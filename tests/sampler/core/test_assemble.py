@@ -1,6 +1,8 @@
 """Subgraph assembly: canonical order, each node and edge once, dangling edges counted."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from sampler.core import assemble
 from sampler.core.assemble import ShardAssembler
@@ -116,3 +118,14 @@ def test_pair_key_sorts_like_the_triple_both_ways():
     # Equal triples share a key, so a later sort by row still breaks their ties.
     same = (ranks[:, None] == ranks) & (sources[:, None] == sources) & (targets[:, None] == targets)
     assert np.array_equal(same, dense[:, None] == dense)
+
+
+@settings(max_examples=100, deadline=None)
+@given(hs.lists(hs.tuples(hs.integers(0, 5), hs.integers(0, 3)), max_size=60))
+def test_sort_pairs_orders_like_lexsort(items):
+    pair = np.array([p for p, _ in items], np.int64)
+    positions = np.array([q for _, q in items], np.int32)
+    order = assemble._sort_pairs(pair, positions)
+    expected = np.lexsort((positions, pair))
+    assert list(zip(pair[order], positions[order])) == list(zip(pair[expected],
+                                                                positions[expected]))

@@ -97,7 +97,11 @@ def test_join_keeps_found_seeds_and_counts_the_missing():
 def test_join_without_features_or_seeds():
     table = ids_only_table("p", [S("a")])
     join = join_seeds(table, Requests.from_ids(np.array([1]), S("a")), num_shards=1)
-    assert join.features_by_shard == [] and len(join.found) == 1
+    # A table without features still sends its seeds' ids: the assembly keeps only the
+    # nodes a table sent.
+    [(shard, piece)] = join.features_by_shard
+    assert piece.ids.tolist() == [b"a"] and piece.features == {} and len(join.found) == 1
+    assert join_seeds(table, join.found, 1, with_features=False).features_by_shard == []
     nothing = join_seeds(table, Requests.from_ids(np.array([1]), S("b")), num_shards=1)
     assert len(nothing.found) == 0 and nothing.seeds_by_shard == []
     assert nothing.stats.missing_seed_ids == ["b"]

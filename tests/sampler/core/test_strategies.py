@@ -268,7 +268,8 @@ def test_rejection_cost_rule():
 
 # ---------------------------------------------------------------- distributions
 
-UNIFORM_CASES = [(4, 2), (5, 2), (6, 3), (6, 1), (10, 3)]
+# (16, 2) and (9, 1) are 8k or more edges: RANDOM_UNIFORM draws there even below HUB_DEGREE.
+UNIFORM_CASES = [(4, 2), (5, 2), (6, 3), (6, 1), (10, 3), (16, 2), (9, 1)]
 WEIGHTED_CASES = [([1.0, 2.0, 3.0, 4.0], 2), ([5.0, 1.0, 1.0, 0.0, 2.0, 0.5], 3),
                   ([1.0, 1.0, 1.0, 1.0, 1.0], 2), ([3.0, -1.0, 1.0, 2.0, 6.0, 1.5], 1),
                   ([2.0, 9.0, 1.0, 4.0, 3.0, 0.25], 4)]
@@ -383,7 +384,8 @@ def reference(strategy, row_weights, sample, node, k, seed, salt, hub):
 @pytest.mark.parametrize("hub", [False, True], ids=["keys", "hub"])
 def test_results_follow_the_documented_scheme(strategy, hub):
     generator = np.random.default_rng(5)
-    rows = [list(generator.choice([0.0, 0.5, 1.0, 2.0, 7.0], size=d)) for d in (0, 3, 9, 14, 30)]
+    rows = [list(generator.choice([0.0, 0.5, 1.0, 2.0, 7.0], size=d))
+            for d in (0, 3, 9, 14, 30, 40)]
     splits, weights = csr(*rows)
     query_rows = np.repeat(np.arange(len(rows)), 4)
     samples = np.tile([0, 1, 2, 3], len(rows))
@@ -391,10 +393,13 @@ def test_results_follow_the_documented_scheme(strategy, hub):
     with constants(**(HUB_EVERYWHERE if hub else {})):
         got = per_query(run(strategy, splits, weights, query_rows, samples, nodes, k=4, seed=9,
                             salt=11), len(query_rows), splits, query_rows)
-        by_hub = [hub and (strategy == RANDOM_UNIFORM
-                           or st._rejection_is_cheap(np.maximum(row, 0), 4)) for row in rows]
+        by_hub = [(strategy == RANDOM_UNIFORM and len(row) >= st.UNIFORM_DRAW_FACTOR * 4)
+                  or (hub and (strategy == RANDOM_UNIFORM
+                               or st._rejection_is_cheap(np.maximum(row, 0), 4)))
+                  for row in rows]
     if hub:
         assert by_hub[2] and by_hub[4]
+    assert by_hub[5] == (strategy == RANDOM_UNIFORM or hub)  # 40 edges: 8k or more
     for i, (r, s, n) in enumerate(zip(query_rows, samples, nodes)):
         assert got[i] == reference(strategy, rows[r], s, n, 4, 9, 11, by_hub[r]), (i, r)
 

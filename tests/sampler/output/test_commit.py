@@ -35,6 +35,15 @@ def test_commit_replaces_the_previous_output_and_cleans_up(tmp_path):
     assert (tmp_path / "p-00000-of-00002.tfrecord").read_text() == "new"
 
 
+def test_commit_drops_statistics_of_the_previous_output(tmp_path):
+    spec = parse_output(f"{tmp_path}/")
+    commit.commit(stage_run(spec, 1, "old"), spec.shard_names(1))
+    (tmp_path / "stats").mkdir()
+    (tmp_path / "stats" / "stats.json").write_text("{}")
+    commit.commit(stage_run(spec, 1, "new"), spec.shard_names(1))
+    assert not (tmp_path / "stats").exists()
+
+
 def test_abort_leaves_the_previous_output(tmp_path):
     spec = parse_output(f"{tmp_path}/")
     commit.commit(stage_run(spec, 2, "old"), spec.shard_names(2))

@@ -1,0 +1,60 @@
+"""Sorting primitives the core uses everywhere, faster than their numpy spellings.
+
+numpy 2.x's `np.unique` hashes integers before sorting, which measured 14x slower
+than a plain sort here (4M int64: 3.8 s against 0.27 s), and its string path sorts
+slowly too. These helpers give the same results (sorted distinct values, and the
+inverse codes) by one sort, or by no sort when the values are codes of a known range.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted (as np.unique)."""
+    if len(values) < 2:
+        return np.asarray(values).copy()
+    ordered = np.sort(values)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
+
+
+def unique_codes(codes: np.ndarray, size: int) -> np.ndarray:
+    """The distinct codes in [0, size), ascending, without sorting (as np.unique)."""
+    seen = np.zeros(size, bool)
+    seen[codes] = True
+    return np.flatnonzero(seen)
+
+
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct values, int64 index of each value among them), as np.unique
+    with return_inverse=True. Byte-string ids are hashed by Arrow and only the distinct
+    ones sorted; numbers by one stable argsort."""
+    if values.dtype.kind == "S" and len(values) and values.dtype.itemsize:
+        return _unique_inverse_bytes(values)
+    if len(values) and bool(np.all(values[1:] >= values[:-1])):  # sorted already: no sort
+        first = np.r_[True, values[1:] != values[:-1]]
+        return values[first], np.cumsum(first) - 1
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    first = np.r_[True, ordered[1:] != ordered[:-1]] if len(values) else np.zeros(0, bool)
+    inverse = np.empty(len(values), np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
+
+
+def _unique_inverse_bytes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    values = np.ascontiguousarray(values)
+    width = values.dtype.itemsize
+    # The fixed-width (NUL-padded) bytes as an Arrow array, without a copy: equal ids are
+    # equal there, and bytewise order of the padded values is numpy's order of 'S'.
+    array = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(values),
+                                                 [None, pa.py_buffer(values)])
+    encoded = pc.dictionary_encode(array)
+    distinct = np.frombuffer(encoded.dictionary.buffers()[1], dtype=values.dtype,
+                             count=len(encoded.dictionary))
+    order = np.argsort(distinct)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return distinct[order].copy(), rank[encoded.indices.to_numpy()]

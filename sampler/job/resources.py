@@ -1,0 +1,69 @@
+"""What this machine offers a run: cores and memory, and what a graph will take of it.
+
+The in-memory engine holds every table the job reads as numpy arrays, plus its
+indexes; `memory_needed` estimates that from the tables' file sizes (how much a
+byte on disk grows in memory depends on the format: Parquet is compressed, CSV
+and TFRecord spell numbers out), so the default engine can be chosen before any
+table is read.
+"""
+from __future__ import annotations
+
+import os
+
+from sampler.plan.plan import Plan, edge_sets_to_read
+from unigraph import paths
+from unigraph.columns import set_bytes
+from unigraph.schema import LoadedSchema, bigquery_source, has_table, table_files
+
+# Bytes in memory per byte on disk, measured on the MAG-shaped synthetic graph
+# (node and edge tables, indexes included), with room to spare.
+GROWTH = {"parquet": 4.0, "csv": 2.0, "tfrecord": 1.5, "text": 2.0,
+          "bigquery": 2.0}  # BigQuery counts logical (uncompressed) bytes: like CSV
+BASE_BYTES = 400 << 20  # Python, numpy, pyarrow and the sampler before any table
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def available_memory() -> int | None:
+    """Bytes this process could still use: MemAvailable, capped by a cgroup limit."""
+    available = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    for limit_path, usage_path in (("/sys/fs/cgroup/memory.max",
+                                    "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit_path) as f, open(usage_path) as g:
+                limit, usage = f.read().strip(), g.read().strip()
+        except OSError:
+            continue
+        if limit.isdigit() and int(limit) < (1 << 60):
+            room = int(limit) - int(usage)
+            available = room if available is None else min(available, room)
+        break
+    return available
+
+
+def memory_needed(loaded: LoadedSchema, plan: Plan) -> int:
+    """Estimated peak bytes of the in-memory engine for this job (before sampling)."""
+    total = BASE_BYTES
+    node_sets = [n for n in plan.node_sets() if has_table(loaded.schema.node_sets[n].metadata)]
+    for kind, names in (("nodes", node_sets), ("edges", edge_sets_to_read(plan, loaded.schema))):
+        for name in names:
+            if bigquery_source(loaded, kind, name) is not None:  # its metadata, or a dry run
+                total += int(set_bytes(loaded, kind, name) * GROWTH["bigquery"])
+                continue
+            for path in table_files(loaded, kind, name):
+                total += int(paths.size(path) * GROWTH.get(paths.file_format(path), 2.0))
+    return total

@@ -1,0 +1,149 @@
+"""The in-memory engine: the whole graph in one machine's memory, the core's steps in
+plain function calls, worker processes over output shards.
+
+1. load_graph: every table once, into one node table and one CSR per set.
+2. The seeds are numbered and joined with the seed set (core.seeds), as in Beam.
+3. Worker processes, forked after loading so they share the graph copy-on-write,
+   each write whole output shards. A shard's samples go through the ops a chunk at a
+   time (core.hop.sample_hop, core.node_table.features_by_shard) and end in
+   output.shards.write_shard, so memory holds one chunk's subgraphs, not a shard's.
+
+Which worker writes which shard, and how samples are chunked, change nothing in the
+files: the core's results depend on a sample alone, and shards are numbered by the
+samples they hold. So the bytes equal the Beam engine's, for any number of workers.
+"""
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import signal
+from typing import Callable, Iterator
+
+import numpy as np
+
+from sampler.core.assemble import ShardAssembler
+from sampler.core.buckets import split_by_shard
+from sampler.core.hop import sample_hop
+from sampler.core.node_table import features_by_shard
+from sampler.core.pieces import Requests, SeedPiece
+from sampler.core.seeds import join_seeds, number_seeds
+from sampler.core.stats import RunStats
+from sampler.job.job import SamplingJob
+from sampler.memory.graph import GraphInMemory, load_graph
+from sampler.output.shards import ShardChunk, write_shard
+
+CHUNK_SAMPLES = 2048  # samples assembled at once: big enough to vectorize, small in memory
+
+# What forked workers read: set in the parent just before the fork, so the children
+# share the loaded graph copy-on-write instead of receiving a pickled copy.
+_SHARED: dict = {}
+
+
+def run_in_memory(job: SamplingJob, *, workers: int = 1,
+                  on_start: Callable[[int], None] = lambda seeds: None,
+                  on_progress: Callable[[int], None] = lambda seeds: None) -> RunStats:
+    """Samples the job and writes every shard; the merged counts. `on_start(n)` is called
+    once the n seeds are known, `on_progress(n)` (in this process) as n more are written."""
+    graph = load_graph(job)
+    numbered = number_seeds(graph.seeds)
+    on_start(len(numbered))
+    join = join_seeds(graph.seed_table, numbered, job.num_shards, with_features=False)
+    found = dict(split_by_shard(join.found, job.num_shards))
+    seeds = dict(join.seeds_by_shard)
+    stats = join.stats
+    _SHARED.update(graph=graph, job=job, found=found, seeds=seeds)
+    try:
+        shards = sorted(range(job.num_shards), key=lambda s: -len(seeds.get(s, ())))
+        if workers <= 1 or job.num_shards == 1:
+            for shard in shards:
+                stats.merge(_write_one_shard(shard, on_progress))
+            return stats
+        progress = multiprocessing.get_context("fork").SimpleQueue()
+        _SHARED["progress"] = progress
+        with multiprocessing.get_context("fork").Pool(
+                min(workers, job.num_shards), initializer=_init_worker) as pool:
+            pending = pool.map_async(_write_one_shard_in_worker, shards)
+            while not pending.ready() or not progress.empty():
+                if not progress.empty():
+                    on_progress(progress.get())
+                else:
+                    pending.wait(0.05)
+            for shard_stats in pending.get():
+                stats.merge(shard_stats)
+        return stats
+    finally:
+        _SHARED.clear()
+
+
+def _init_worker() -> None:
+    # The parent handles Ctrl-C and SIGTERM and then stops the pool; a worker must not
+    # print its own traceback for them, nor outlive a parent that was killed.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:  # not Linux: workers end when their task queue closes
+        pass
+
+
+def _write_one_shard_in_worker(shard: int) -> RunStats:
+    return _write_one_shard(shard, _SHARED["progress"].put)
+
+
+def _write_one_shard(shard: int, on_progress: Callable[[int], None]) -> RunStats:
+    graph, job = _SHARED["graph"], _SHARED["job"]
+    assembler = ShardAssembler(job.plan, job.loaded.schema)
+    empty = Requests.concat([])
+    chunks = _shard_chunks(graph, job, _SHARED["found"].get(shard, empty),
+                           _SHARED["seeds"].get(shard), on_progress)
+    stats = RunStats()
+    _, written = write_shard(assembler, job.output, shard, job.num_shards,
+                             _counting(chunks, stats))
+    return stats.merge(written)
+
+
+def _counting(chunks: Iterator[tuple[ShardChunk, RunStats]], stats: RunStats
+              ) -> Iterator[ShardChunk]:
+    for chunk, chunk_stats in chunks:
+        stats.merge(chunk_stats)
+        yield chunk
+
+
+def _shard_chunks(graph: GraphInMemory, job: SamplingJob, found: Requests,
+                  seeds: SeedPiece | None, on_progress: Callable[[int], None]
+                  ) -> Iterator[tuple[ShardChunk, RunStats]]:
+    """The shard's pieces, CHUNK_SAMPLES samples at a time in ascending sample id."""
+    if seeds is None or not len(seeds):
+        return
+    order = np.argsort(seeds.samples, kind="stable")
+    seeds = seeds.take(order)
+    found_order = np.argsort(found.samples, kind="stable")
+    found = found.take(found_order)
+    for lo in range(0, len(seeds), CHUNK_SAMPLES):
+        chunk_seeds = seeds.take(np.arange(lo, min(lo + CHUNK_SAMPLES, len(seeds))))
+        first = np.searchsorted(found.samples, chunk_seeds.samples[0], side="left")
+        end = np.searchsorted(found.samples, chunk_seeds.samples[-1], side="right")
+        yield _sample_chunk(graph, job, found.take(np.arange(first, end)), chunk_seeds)
+        on_progress(len(chunk_seeds))
+
+
+def _sample_chunk(graph: GraphInMemory, job: SamplingJob, found: Requests,
+                  seeds: SeedPiece) -> tuple[ShardChunk, RunStats]:
+    """Every op for the chunk's samples, then the features of the nodes they reached."""
+    plan = job.plan
+    reached = {plan.seed_op: found}
+    edges, stats = [], RunStats()
+    for op in plan.ops:
+        requests = Requests.concat([reached[name] for name in op.input_ops])
+        drawn = sample_hop(graph.adjacency[op.edge_set], requests, op, job.seed)
+        stats.merge(drawn.stats(op))
+        edges.append(drawn.edges)
+        reached[op.name] = drawn.reached()
+    features = []
+    for name, table in graph.node_tables.items():
+        arriving = [found] if name == plan.seed_set else []
+        arriving += [reached[op.name] for op in plan.ops if op.target_set == name]
+        if arriving:
+            features += [piece for _, piece in
+                         features_by_shard(table, Requests.concat(arriving), job.num_shards)[0]]
+    return ShardChunk([seeds], features, edges), stats

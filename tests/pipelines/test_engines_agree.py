@@ -1,0 +1,188 @@
+"""The in-memory engine and the Beam engine write the same bytes (issue 12).
+
+Hypothesis generates small heterogeneous graphs (hubs, isolated nodes, self-loops,
+duplicate edges, edges to ids a node table lacks, node sets without a table, every
+table format) and specs (DAGs of ops with several inputs, every strategy), then
+`sample` runs once per engine: the shards and the schema must be identical, and the
+report's counts too. The examples are derandomized, so CI runs the same ones every
+time; HYPOTHESIS_PROFILE=engines-long explores many more.
+"""
+import json
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as hs
+
+from pipelines import sample
+from tests.pipelines.sampled_output import read_records
+from unigraph.batches import EdgeBatch, NodeBatch, row_ids
+from unigraph.schema import load_schema
+from unigraph.tables import table_layout
+from unigraph.writers import write_table
+
+# Shrinking re-runs both engines many times; the failing example is printed as found.
+settings.register_profile("engines", max_examples=10, deadline=None, derandomize=True,
+                          phases=(Phase.explicit, Phase.reuse, Phase.generate),
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.function_scoped_fixture])
+settings.register_profile("engines-long", max_examples=200, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.function_scoped_fixture])
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "engines")
+if not PROFILE.startswith("engines"):
+    PROFILE = "engines"
+
+STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED")
+FORMATS = ("csv", "parquet", "tfrecord")
+# Features a node table may carry: name -> (schema text, values for n nodes).
+NODE_FEATURES = {
+    "vec": ('dtype: DT_FLOAT shape { dim { size: 2 } }',
+            lambda rng, n: rng.normal(size=(n, 2)).astype(np.float32)),
+    "count": ("dtype: DT_INT64", lambda rng, n: rng.integers(-5, 100, n)),
+    "label": ("dtype: DT_STRING",
+              lambda rng, n: np.array([f"l{i}".encode() for i in rng.integers(0, 9, n)],
+                                      dtype=object)),
+}
+
+
+@hs.composite
+def graphs(draw):
+    """(schema text, {set: batch}, spec text, seeds or None, format) of a random graph."""
+    rng = np.random.default_rng(draw(hs.integers(0, 2**32 - 1)))
+    fmt = draw(hs.sampled_from(FORMATS))
+    n_sets = draw(hs.integers(1, 3))
+    node_sets = {}
+    for s in range(n_sets):
+        count = draw(hs.integers(1, 12))
+        ids = [f"{'abc'[s]}{i:0{draw(hs.integers(1, 3))}d}".encode() for i in range(count)]
+        with_table = draw(hs.booleans()) or s == 0
+        node_sets[f"n{s}"] = (np.array(sorted(set(ids)), dtype="S"), with_table)
+    edge_sets = {}
+    for e in range(draw(hs.integers(1, 4))):
+        source, target = (f"n{draw(hs.integers(0, n_sets - 1))}" for _ in range(2))
+        sources, targets = node_sets[source][0], node_sets[target][0]
+        m = draw(hs.integers(0, 30))
+        src = rng.choice(sources, m)
+        if m and draw(hs.booleans()):  # a hub: one node with many edges
+            src[: m // 2] = sources[0]
+        tgt = rng.choice(targets, m)
+        if m and source == target and draw(hs.booleans()):
+            tgt[0] = src[0]  # a self-loop
+        if m > 1 and draw(hs.booleans()):
+            src[-1], tgt[-1] = src[0], tgt[0]  # a duplicate edge
+        if m and node_sets[target][1] and draw(hs.booleans()):
+            tgt[1 % m] = b"missing"  # an edge to an id its node table lacks
+        weights = rng.choice([0.0, -1.0, 0.5, 1.0, 2.0, 7.0], m)
+        edge_sets[f"e{e}"] = (source, target, src, tgt, weights)
+    # The spec: a DAG whose ops start where their inputs end.
+    seed_set = draw(hs.sampled_from(sorted(node_sets)))
+    yields = {"seed": seed_set}
+    ops = []
+    for o in range(draw(hs.integers(1, 4))):
+        usable = [e for e, (source, *_rest) in edge_sets.items()
+                  if source in yields.values()]
+        if not usable:
+            break
+        e = draw(hs.sampled_from(usable))
+        source = edge_sets[e][0]
+        candidates = [name for name, s in yields.items() if s == source]
+        inputs = draw(hs.lists(hs.sampled_from(candidates), min_size=1, unique=True))
+        k = draw(hs.integers(1, 4))
+        strategy = draw(hs.sampled_from(STRATEGIES))
+        ops.append(f'sampling_ops {{ op_name: "op{o}" input_op_names: {json.dumps(inputs)} '
+                   f'edge_set_name: "{e}" sample_size: {k} strategy: {strategy} }}')
+        yields[f"op{o}"] = edge_sets[e][1]
+    spec = f'seed_op {{ op_name: "seed" node_set_name: "{seed_set}" }}\n' + "\n".join(ops)
+    seeds = None
+    if draw(hs.booleans()):
+        pool = list(node_sets[seed_set][0]) + [b"nobody"]
+        seeds = draw(hs.lists(hs.sampled_from(pool), min_size=1, max_size=12))
+        if all(s == b"nobody" for s in seeds):
+            seeds.append(pool[0])
+    return node_sets, edge_sets, spec, seeds, fmt, rng
+
+
+def write_graph(folder, node_sets, edge_sets, fmt, rng):
+    lines = []
+    features_of = {}
+    for name, (ids, with_table) in node_sets.items():
+        if with_table:
+            chosen = [f for f in NODE_FEATURES if rng.random() < 0.6]
+            features_of[name] = chosen
+            features = "".join(f'features {{ key: "{f}" value {{ {NODE_FEATURES[f][0]} }} }} '
+                               for f in chosen)
+            lines.append(f'node_sets {{ key: "{name}" value {{ {features}'
+                         f'metadata {{ filename: "{name}.{fmt}" }} }} }}')
+        else:
+            lines.append(f'node_sets {{ key: "{name}" value {{ }} }}')
+    for name, (source, target, *_rest) in edge_sets.items():
+        lines.append(f'edge_sets {{ key: "{name}" value {{ source: "{source}" target: '
+                     f'"{target}" features {{ key: "w2" value {{ dtype: DT_DOUBLE }} }} '
+                     f'metadata {{ filename: "{name}.{fmt}" }} }} }}')
+    os.makedirs(folder)
+    with open(os.path.join(folder, "graph_schema.pbtxt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    loaded = load_schema(folder)
+    for name, (ids, with_table) in node_sets.items():
+        if with_table:
+            features = {f: NODE_FEATURES[f][1](rng, len(ids)) for f in features_of[name]}
+            write_table(os.path.join(folder, f"{name}.{fmt}"),
+                        table_layout(loaded, "nodes", name),
+                        [NodeBatch(name, ids, row_ids(0, 0, len(ids)), features)])
+    for name, (source, target, src, tgt, weights) in edge_sets.items():
+        m = len(src)
+        if not m:  # an empty edge table still needs a row for its header in some formats
+            src, tgt, weights = node_sets[source][0][:1], node_sets[target][0][:1], \
+                np.ones(1)
+            m = 1
+        write_table(os.path.join(folder, f"{name}.{fmt}"), table_layout(loaded, "edges", name),
+                    [EdgeBatch(name, np.array(src, "S"), np.array(tgt, "S"), row_ids(0, 0, m),
+                               np.asarray(weights, np.float64),
+                               {"w2": np.round(np.asarray(weights) * 3, 2)})])
+
+
+def run(folder, spec_path, seeds_path, out, *engine_args):
+    args = ["--graph", folder, "--spec", spec_path, "--output", out, "--quiet", "--seed", "5",
+            *engine_args]
+    if seeds_path:
+        args += ["--seeds", seeds_path]
+    code = sample.main(args)
+    report = None
+    if os.path.exists(os.path.join(out, "sample_report.json")):
+        with open(os.path.join(out, "sample_report.json")) as f:
+            report = json.load(f)
+        for key in ("wall_time_s", "engine", "node_buckets"):
+            report.pop(key, None)
+    return code, report
+
+
+@settings(settings.get_profile(PROFILE))
+@given(graphs(), hs.integers(1, 2))
+def test_engines_write_identical_bytes(tmp_path_factory, graph, workers):
+    node_sets, edge_sets, spec, seeds, fmt, rng = graph
+    root = tmp_path_factory.mktemp("g")
+    folder = str(root / "graph")
+    write_graph(folder, node_sets, edge_sets, fmt, rng)
+    spec_path = str(root / "spec.pbtxt")
+    with open(spec_path, "w") as f:
+        f.write(spec)
+    seeds_path = None
+    if seeds is not None:
+        seeds_path = str(root / "seeds.txt")
+        with open(seeds_path, "wb") as f:
+            f.write(b"\n".join(seeds) + b"\n")
+    memory = run(folder, spec_path, seeds_path, str(root / "memory"), "--engine", "memory",
+                 "--workers", str(workers))
+    beam = run(folder, spec_path, seeds_path, str(root / "beam"), "--engine", "beam",
+               "--node-buckets", "3")
+    assert memory[0] == beam[0]  # exit status
+    if memory[1] is not None:  # the report's counts
+        differ = {k: (memory[1].get(k), beam[1].get(k)) for k in memory[1]
+                  if memory[1].get(k) != beam[1].get(k)}
+        assert not differ, differ
+    if memory[0] == 0:
+        assert read_records(str(root / "memory")) == read_records(str(root / "beam"))
+        for name in ("graph_schema.pbtxt",):
+            with open(root / "memory" / name, "rb") as f, open(root / "beam" / name, "rb") as g:
+                assert f.read() == g.read()
