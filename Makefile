@@ -45,4 +45,4 @@ lint-docker: $(STAMP)
 	$(VENV)/bin/hadolint Dockerfile
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) out .pytest_cache .hypothesis .cache *.egg-info

@@ -8,6 +8,9 @@ plus `<DIR>/graph_schema.pbtxt` pointing at them; metadata such as a reversed
 edge set's `edge_type` is kept. Two edge sets that share a table (e.g. "writes"
 and its reversed "written") still share one output table. With N shards, batch
 k of a table goes to shard k mod N, so row order is kept within each shard.
+Tables in BigQuery (`metadata.bigquery`) are exported the same way: a table is
+named after its BigQuery table, a query after its set; BigQuery has no row
+order, so the rows come in the order its read streams deliver them.
 Runs in one process, streaming batch by batch (memory stays bounded).
 TFRecord holds floats as float32: DT_DOUBLE features and weights are rounded.
 """
@@ -21,7 +24,8 @@ from google.protobuf import text_format
 
 from unigraph import paths
 from unigraph.errors import SamplerError, SchemaError
-from unigraph.schema import SCHEMA_FILE_NAME, check_schema, load_schema, set_names
+from unigraph.schema import (SCHEMA_FILE_NAME, bigquery_source, check_schema, load_schema,
+                             set_names)
 from unigraph.tables import read_set, table_layout
 from unigraph.writers import EXTENSIONS, write_sharded
 
@@ -63,14 +67,20 @@ def convert(graph: str, output: str, fmt: str, shards: int = 1) -> list[str]:
         os.makedirs(output, exist_ok=True)
     schema = type(loaded.schema)()
     schema.CopyFrom(loaded.schema)
-    written: dict[str, str] = {}   # input filename -> output filename
+    written: dict[tuple, str] = {}   # input table -> output filename
     used_names: set[str] = set()
     lines = []
     for kind, name in set_names(loaded.schema):
         pieces = schema.node_sets if kind == "nodes" else schema.edge_sets
-        filename = pieces[name].metadata.filename
-        if filename not in written:
-            stem = _table_name(filename)
+        metadata = pieces[name].metadata
+        source = bigquery_source(loaded, kind, name)
+        if source is None:
+            key, stem = ("file", metadata.filename), _table_name(metadata.filename)
+        elif source.table is not None:
+            key, stem = ("bigquery", str(source.table)), source.table.table
+        else:
+            key, stem = ("sql", source.sql), name
+        if key not in written:
             while stem in used_names:
                 stem += "_"
             used_names.add(stem)
@@ -80,9 +90,10 @@ def convert(graph: str, output: str, fmt: str, shards: int = 1) -> list[str]:
             layout = table_layout(loaded, kind, name)
             counts = write_sharded([paths.join(output, t) for t in targets], layout,
                                    read_set(loaded, kind, name))
-            written[filename] = new_name
+            written[key] = new_name
             lines.append(f"{kind[:-1]} set '{name}': {sum(counts)} rows -> {new_name}")
-        pieces[name].metadata.filename = written[filename]
+        metadata.filename = written[key]
+        metadata.ClearField("bigquery")
     with paths.open_binary(paths.join(output, SCHEMA_FILE_NAME), "wb") as f:
         f.write(text_format.MessageToString(schema).encode("utf-8"))
     return lines

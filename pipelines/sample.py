@@ -60,8 +60,9 @@ def make_parser() -> argparse.ArgumentParser:
                         help="SamplingSpec in text format; e.g. --spec data/mag/sampling_spec.pbtxt")
     parser.add_argument("--seeds", "--input_seeds", dest="seeds", metavar="TABLE",
                         help="seed ids: a CSV/TFRecord/Parquet table with an id column, or a .txt "
-                             "file with one id per line; `name@N` shards and globs work; default: "
-                             "every node of the seed node set; e.g. --seeds seeds.csv")
+                             "file with one id per line; `name@N` shards and globs work; or a "
+                             "BigQuery table with an id column, bq://project.dataset.table; "
+                             "default: every node of the seed node set; e.g. --seeds seeds.csv")
     parser.add_argument("--output", "--output_samples", dest="output", metavar="PATH",
                         help="output folder (always a folder, whether or not it exists), or a "
                              "file pattern: name@N, name.tfrecords@N (TF-GNN's naming), "
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         for warning in plan_warnings(plan, args.spec):
             print(f"sample: warning: {warning}", file=sys.stderr)
         if args.dry_run:
-            print(describe_plan(loaded, plan))
+            print(describe_plan(loaded, plan, seeds=args.seeds))
             return 0
         if not args.output:
             raise SamplerError("--output is required (a folder, or a file pattern such as "

@@ -20,8 +20,8 @@ from typing import Callable
 
 from sampler.core.stats import RunStats
 from sampler.job.job import DEFAULT_SHARDS, SamplingJob, choose_node_buckets
-from sampler.job.preflight import (check_output_location, check_seed_set_has_nodes,
-                                   check_seeds, input_paths)
+from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
+                                   check_seed_set_has_nodes, check_seeds, input_paths)
 from sampler.job.progress import SeedBar, enable_console
 from sampler.job.resources import available_memory, cores, memory_needed
 from sampler.memory.engine import run_in_memory
@@ -30,10 +30,10 @@ from sampler.output.files import REPORT_FILE, SCHEMA_FILE, parse_output, write_t
 from sampler.output.report import format_report
 from sampler.output.schema import sampled_schema, schema_text
 from sampler.plan.plan import Plan
-from unigraph import paths
+from unigraph import bigquery, paths
 from unigraph.errors import SamplerError
 from unigraph.batches import describe_row
-from unigraph.schema import LoadedSchema, table_files
+from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables import seed_files
 
 STATS_FILE = ".run_stats.json"  # the Beam engine's merged counts, in the staging folder
@@ -78,10 +78,13 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     engine, why = choose_engine(engine, beam_args, loaded, plan)
     say(f"engine: {engine} ({why})")
     final = parse_output(output)
-    seeds_list = seed_files(seeds) if seeds else []
+    seeds_in_bigquery = bool(seeds) and bigquery.is_uri(seeds)
+    seeds_list = seed_files(seeds) if seeds and not seeds_in_bigquery else []
     check_output_location(output, final, loaded, input_paths(loaded, plan, spec_path,
                                                               seeds_list))
-    if seeds:
+    if seeds_in_bigquery:
+        check_bigquery_seeds(seeds, what=f"--seeds {seeds}")
+    elif seeds:
         check_seeds(seeds_list, what=f"--seeds {seeds}")
     else:
         check_seed_set_has_nodes(loaded, plan)
@@ -178,6 +181,12 @@ def _name_rows(examples: list, loaded: LoadedSchema) -> list[dict]:
     """Dropped edges with the file and row (0-based, data rows only) they come from."""
     named = []
     for edge_set, source, target, row_id in examples:
+        table = bigquery_source(loaded, "edges", edge_set)
+        if table is not None:  # no row order: the row is known by its content's hash
+            named.append({"edge_set": edge_set, "source": source, "target": target,
+                          "file": table.name, "row": None,
+                          "row_hash": f"{int(row_id) & (2**64 - 1):016x}"})
+            continue
         file_index, row = describe_row(row_id)
         files = table_files(loaded, "edges", edge_set)
         named.append({"edge_set": edge_set, "source": source, "target": target,

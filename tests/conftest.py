@@ -45,3 +45,22 @@ def sampled_outputs(tmp_path_factory):
             self[name] = run_sample(tmp / name, *recipes[name])
             return self[name]
     return Outputs()
+
+
+@pytest.fixture(scope="session")
+def bigquery_server(tmp_path_factory):
+    """A bqemulator server for this test session (tests/bigquery_emulator.py)."""
+    from tests.bigquery_emulator import Emulator
+
+    emulator = Emulator(str(tmp_path_factory.mktemp("bqemulator") / "server.log"))
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+
+
+@pytest.fixture
+def bigquery(bigquery_server):
+    """The emulator, with this test's environment pointed at it."""
+    with bigquery_server.environment():
+        yield bigquery_server

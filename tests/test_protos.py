@@ -100,3 +100,42 @@ def test_example_bytes_match_tensorflow():
     theirs = tf.train.Example.FromString(ours.SerializeToString())
     assert theirs.SerializeToString(deterministic=True) == ours.SerializeToString(
         deterministic=True)
+
+
+BIGQUERY_SCHEMA = """
+node_sets { key: "paper" value {
+  features { key: "feat" value { dtype: DT_FLOAT shape { dim { size: 4 } } } }
+  metadata { bigquery { table_spec { project: "p" dataset: "mag" table: "papers" }
+                        read_method: DIRECT_READ reshuffle: true } cardinality: 7 } } }
+edge_sets { key: "cites" value { source: "paper" target: "paper"
+  metadata { bigquery { sql: "SELECT source, target FROM mag.cites" read_method: EXPORT } } } }
+"""
+
+
+def test_tfgnn_bigquery_metadata_parses_to_the_same_bytes_as_tfgnn():
+    tfgnn_schema, _ = _tfgnn_protos()
+    ours, theirs = graph_schema_pb2.GraphSchema(), tfgnn_schema.GraphSchema()
+    text_format.Parse(BIGQUERY_SCHEMA, ours)
+    text_format.Parse(BIGQUERY_SCHEMA, theirs)
+    assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(
+        deterministic=True)
+    assert ours.node_sets["paper"].metadata.bigquery.table_spec.table == "papers"
+    assert ours.edge_sets["cites"].metadata.bigquery.WhichOneof("source") == "sql"
+
+
+def test_bigquery_message_has_tfgnn_names_numbers_and_defaults():
+    tfgnn_schema, _ = _tfgnn_protos()
+
+    def shape(descriptor):
+        fields = {f.name: (f.number, f.type, f.is_repeated, f.has_default_value and f.default_value,
+                           f.containing_oneof and f.containing_oneof.name)
+                  for f in descriptor.fields}
+        nested = {d.name: shape(d) for d in descriptor.nested_types}
+        enums = {e.name: {v.name: v.number for v in e.values} for e in descriptor.enum_types}
+        return fields, nested, enums
+
+    assert shape(graph_schema_pb2.BigQuery.DESCRIPTOR) == shape(
+        tfgnn_schema.BigQuery.DESCRIPTOR)
+    ours = graph_schema_pb2.Metadata.DESCRIPTOR.fields_by_name["bigquery"]
+    theirs = tfgnn_schema.Metadata.DESCRIPTOR.fields_by_name["bigquery"]
+    assert (ours.number, ours.message_type.name) == (theirs.number, theirs.message_type.name)

@@ -4,22 +4,28 @@
     cites = pipeline | ReadEdgeSet(loaded, "cites")      # PCollection of EdgeBatch
     seeds = pipeline | ReadSeeds("seeds.csv")            # PCollection of SeedBatch
 
-Each table becomes work units (a CSV/TFRecord/text file, or one Parquet row
-group), spread over workers by Reshuffle and read by the pure readers into
-batches of at most `batch_rows` rows, so Beam handles a few large elements
-instead of one per row or cell. File lists are expanded when the transform is
-constructed, so a missing file or a glob matching nothing fails before the
-pipeline runs; Parquet files are split into row groups on the workers, so the
-launcher reads no footers. Problems that span files (a duplicate node id, an edge
-naming an absent node) are found where the sampler joins the tables.
+Each table becomes work units (a CSV/TFRecord/text file, one Parquet row
+group, or one BigQuery read stream), spread over workers by Reshuffle and read
+by the pure readers into batches of at most `batch_rows` rows, so Beam handles a
+few large elements instead of one per row or cell. File lists are expanded when
+the transform is constructed, so a missing file or a glob matching nothing fails
+before the pipeline runs; Parquet files are split into row groups on the
+workers, so the launcher reads no footers. A BigQuery table gets its one read
+session when the transform is applied (a `sql` source runs into its temporary
+table then), so a missing table or column fails before the pipeline runs too;
+the temporary table is dropped by a last step that waits for every stream to be
+read. Problems that span files (a duplicate node id, an edge naming an absent
+node) are found where the sampler joins the tables.
 """
 from __future__ import annotations
 
 import apache_beam as beam
 
-from unigraph.schema import LoadedSchema, table_files
-from unigraph.tables import (DEFAULT_BATCH_ROWS, TableLayout, read_unit, seed_files,
-                             seeds_layout, split_file, table_layout)
+from unigraph import bigquery
+from unigraph.schema import LoadedSchema, bigquery_source, table_files
+from unigraph.tables import (DEFAULT_BATCH_ROWS, TableLayout, close_bigquery, open_bigquery,
+                             read_unit, seed_files, seeds_layout, seeds_source, split_file,
+                             table_layout)
 
 
 class _ReadUnits(beam.DoFn):
@@ -47,14 +53,48 @@ class _ReadFiles(beam.PTransform):
                 | "Read" >> beam.ParDo(_ReadUnits(self._layout, self._batch_rows)))
 
 
+def _drop_temporary_table(opened, _rows_read):
+    close_bigquery(opened)
+
+
+class _ReadBigQuery(beam.PTransform):
+    """A BigQuery table -> batches: one read session, its streams spread over the workers."""
+
+    def __init__(self, layout: TableLayout, source: bigquery.Source, batch_rows: int):
+        super().__init__()
+        self._layout, self._source, self._batch_rows = layout, source, batch_rows
+
+    def expand(self, pbegin):
+        opened, units = open_bigquery(self._layout, self._source)
+        streams = pbegin | "Streams" >> beam.Create(units)
+        if len(units) > 1:
+            streams = streams | "SpreadStreams" >> beam.Reshuffle()
+        batches = streams | "Read" >> beam.ParDo(_ReadUnits(self._layout, self._batch_rows))
+        if opened.temporary:
+            # The side input is ready only once every stream has been read.
+            rows_read = (batches | "Cleanup/Rows" >> beam.Map(len)
+                         | "Cleanup/Sum" >> beam.CombineGlobally(sum))
+            _ = (pbegin | "Cleanup/Table" >> beam.Create([opened])
+                 | "Cleanup/Drop" >> beam.Map(_drop_temporary_table,
+                                              beam.pvalue.AsSingleton(rows_read)))
+        return batches
+
+
+def _read_table(loaded: LoadedSchema, kind: str, set_name: str, batch_rows: int):
+    layout = table_layout(loaded, kind, set_name)
+    source = bigquery_source(loaded, kind, set_name)
+    if source is not None:
+        return _ReadBigQuery(layout, source, batch_rows)
+    return _ReadFiles(layout, table_files(loaded, kind, set_name), batch_rows)
+
+
 class ReadNodeSet(beam.PTransform):
     """PCollection of NodeBatch for one node set that has a table."""
 
     def __init__(self, loaded: LoadedSchema, set_name: str, *,
                  batch_rows: int = DEFAULT_BATCH_ROWS):
         super().__init__()
-        self._read = _ReadFiles(table_layout(loaded, "nodes", set_name),
-                                table_files(loaded, "nodes", set_name), batch_rows)
+        self._read = _read_table(loaded, "nodes", set_name, batch_rows)
 
     def expand(self, pbegin):
         return pbegin | self._read
@@ -66,15 +106,15 @@ class ReadEdgeSet(beam.PTransform):
     def __init__(self, loaded: LoadedSchema, set_name: str, *,
                  batch_rows: int = DEFAULT_BATCH_ROWS):
         super().__init__()
-        self._read = _ReadFiles(table_layout(loaded, "edges", set_name),
-                                table_files(loaded, "edges", set_name), batch_rows)
+        self._read = _read_table(loaded, "edges", set_name, batch_rows)
 
     def expand(self, pbegin):
         return pbegin | self._read
 
 
 class ReadSeeds(beam.PTransform):
-    """PCollection of SeedBatch from a seeds table (id column) or .txt file (one id a line).
+    """PCollection of SeedBatch from a seeds table (id column), a .txt file (one id a
+    line), or a BigQuery table `bq://project.dataset.table` (an `id` column).
 
     `pattern` may be sharded (`name@N`) or a glob; relative names resolve
     against `base_dir`.
@@ -83,7 +123,9 @@ class ReadSeeds(beam.PTransform):
     def __init__(self, pattern: str, *, base_dir: str = ".",
                  batch_rows: int = DEFAULT_BATCH_ROWS):
         super().__init__()
-        self._read = _ReadFiles(seeds_layout(), seed_files(pattern, base_dir), batch_rows)
+        source = seeds_source(pattern)
+        self._read = (_ReadBigQuery(seeds_layout(), source, batch_rows) if source is not None
+                      else _ReadFiles(seeds_layout(), seed_files(pattern, base_dir), batch_rows))
 
     def expand(self, pbegin):
         return pbegin | self._read

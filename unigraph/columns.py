@@ -1,15 +1,40 @@
-"""The column names of a table file, read cheaply (a header, a footer, one record).
+"""The column names and size of a table, read cheaply (a header, a footer, one
+record; for BigQuery, the table's metadata or a query's dry run).
 
 Validation uses this before any pipeline runs, e.g. to check that an edge set
-sampled by TOP_K or RANDOM_WEIGHTED has a weight column.
+sampled by TOP_K or RANDOM_WEIGHTED has a weight column; the job sizes its
+joins by the tables' bytes.
 """
 from __future__ import annotations
 
 import csv
 import io
 
-from unigraph import example_pb2, paths, tfrecord
+from unigraph import bigquery, example_pb2, paths, tfrecord
 from unigraph.errors import TableError, one_line
+from unigraph.schema import LoadedSchema, bigquery_source, table_files
+
+
+def set_columns(loaded: LoadedSchema, kind: str, name: str) -> list[str]:
+    """The column names of a set's table: its first file's, a BigQuery table's, or the
+    result's of a BigQuery query."""
+    source = bigquery_source(loaded, kind, name)
+    if source is None:
+        return table_columns(table_files(loaded, kind, name)[0])
+    if source.sql is not None:
+        return list(bigquery.dry_run(source).columns)
+    return list(bigquery.table_info(source.table, source.name).columns)
+
+
+def set_bytes(loaded: LoadedSchema, kind: str, name: str) -> int:
+    """The size of a set's table: its files' bytes, a BigQuery table's, or what a BigQuery
+    query scans (0 where BigQuery does not tell)."""
+    source = bigquery_source(loaded, kind, name)
+    if source is None:
+        return sum(paths.size(path) for path in table_files(loaded, kind, name))
+    if source.sql is not None:
+        return bigquery.dry_run(source).bytes_processed or 0
+    return bigquery.table_info(source.table, source.name).bytes or 0
 
 
 def table_columns(path: str) -> list[str]:

@@ -1,9 +1,12 @@
 """Loading and checking a unigraph GraphSchema.
 
 A schema is a text-format GraphSchema (TF-GNN's format) in a `.pbtxt` file, or a
-folder holding `graph_schema.pbtxt`. Its tables are named relative to the
-schema's folder. `load_schema` parses it; `check_schema` enforces what the
-readers and the output encoding rely on; `table_files` expands table names.
+folder holding `graph_schema.pbtxt`. A set's table is files named relative to
+the schema's folder (`metadata.filename`), or a BigQuery table or query
+(`metadata.bigquery`; when both are given, the files win, as in TF-GNN).
+`load_schema` parses it; `check_schema` enforces what the readers and the
+output encoding rely on; `table_files` expands file names, `bigquery_source`
+names a BigQuery table.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import re
 import numpy as np
 from google.protobuf import text_format
 
+from unigraph import bigquery
 from unigraph import graph_schema_pb2 as gs
 from unigraph import paths
 from unigraph.errors import SchemaError, TableError, one_line, text_format_message
@@ -171,9 +175,10 @@ def check_schema(loaded: LoadedSchema, *, check_files: bool = True) -> None:
                     raise SchemaError(f"{where}: id feature '{name}' must be a DT_STRING scalar")
                 continue
             _check_feature(where, name, feature, RESERVED_FEATURES)
-        if not node_set.metadata.filename and any(
+        if not has_table(node_set.metadata) and any(
                 n not in ID_COLUMNS for n in node_set.features):
-            raise SchemaError(f"{where}: has features but no table (metadata.filename)")
+            raise SchemaError(f"{where}: has features but no table "
+                              f"(metadata.filename or metadata.bigquery)")
     for set_name, edge_set in schema.edge_sets.items():
         _check_name("edge set", set_name, source)
         where = f"graph schema {source}: edge set '{set_name}'"
@@ -193,26 +198,50 @@ def check_schema(loaded: LoadedSchema, *, check_files: bool = True) -> None:
                         f"{dtype_name(feature.dtype)} of shape {list(feature_shape(feature))}")
                 continue
             _check_feature(where, name, feature, RESERVED_FEATURES)
-        if not edge_set.metadata.filename:
-            raise SchemaError(f"{where}: no table (metadata.filename)")
-    if check_files:
-        for kind, name in set_names(schema):
+        if not has_table(edge_set.metadata):
+            raise SchemaError(f"{where}: no table (metadata.filename or metadata.bigquery)")
+    for kind, name in set_names(schema):
+        # A BigQuery source is checked here for its form; whether the table exists and
+        # holds the columns is checked when it is opened for reading (or by --dry-run).
+        if bigquery_source(loaded, kind, name) is None and check_files:
             table_files(loaded, kind, name)
+
+
+def has_table(metadata: gs.Metadata) -> bool:
+    """Whether a set's metadata names a table: files, or BigQuery."""
+    return bool(metadata.filename) or metadata.HasField("bigquery")
 
 
 def set_names(schema: gs.GraphSchema) -> list[tuple[str, str]]:
     """('nodes', name) and ('edges', name) for every set that has a table."""
-    result = [("nodes", n) for n, s in sorted(schema.node_sets.items()) if s.metadata.filename]
+    result = [("nodes", n) for n, s in sorted(schema.node_sets.items())
+              if has_table(s.metadata)]
     result += [("edges", n) for n, s in sorted(schema.edge_sets.items())]
     return result
 
 
+def _set_metadata(loaded: LoadedSchema, kind: str, name: str) -> tuple[gs.Metadata, str]:
+    pieces = loaded.schema.node_sets if kind == "nodes" else loaded.schema.edge_sets
+    return pieces[name].metadata, f"{'node' if kind == 'nodes' else 'edge'} set '{name}'"
+
+
+def bigquery_source(loaded: LoadedSchema, kind: str, name: str) -> bigquery.Source | None:
+    """The BigQuery table or query of a set whose table is in BigQuery, else None."""
+    metadata, what = _set_metadata(loaded, kind, name)
+    if metadata.filename or not metadata.HasField("bigquery"):
+        return None
+    return bigquery.source_from_metadata(metadata.bigquery, what,
+                                         f"graph schema {loaded.path}: {what}")
+
+
 def table_files(loaded: LoadedSchema, kind: str, name: str) -> list[str]:
     """The files of a node set's ('nodes') or edge set's ('edges') table."""
-    pieces = loaded.schema.node_sets if kind == "nodes" else loaded.schema.edge_sets
-    what = f"{'node' if kind == 'nodes' else 'edge'} set '{name}'"
-    filename = pieces[name].metadata.filename
+    metadata, what = _set_metadata(loaded, kind, name)
+    filename = metadata.filename
     if not filename:
+        if metadata.HasField("bigquery"):
+            raise TableError(f"graph schema {loaded.path}: {what} is a BigQuery table "
+                             f"(metadata.bigquery), not files")
         raise TableError(f"graph schema {loaded.path}: {what} has no table (metadata.filename)")
     files = paths.expand(filename, loaded.folder, what=f"graph schema {loaded.path}: {what}")
     for f in files:

@@ -28,7 +28,8 @@ from sampler.core.seeds import seeds_from_ids, seeds_from_nodes
 from sampler.job.job import SamplingJob
 from sampler.plan.plan import edge_sets_to_read
 from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadSeeds
-from unigraph.schema import table_files
+from unigraph.schema import has_table
+from unigraph.tables import table_locations
 
 
 class SampleSubgraphs(beam.PTransform):
@@ -89,10 +90,11 @@ class SampleSubgraphs(beam.PTransform):
         job = self.job
         tables = {}
         for name in job.plan.node_sets():
-            if job.loaded.schema.node_sets[name].metadata.filename:
+            if has_table(job.loaded.schema.node_sets[name].metadata):
                 tables[name] = (p | f"Read/nodes/{name}" >> ReadNodeSet(job.loaded, name)
                                 | f"NodeTable/{name}" >> BuildNodeTable(
-                                    name, job.node_buckets, table_files(job.loaded, "nodes", name)))
+                                    name, job.node_buckets,
+                                    table_locations(job.loaded, "nodes", name)))
         return tables
 
     def _ids_from_edges(self, edge_batches):
@@ -112,7 +114,7 @@ class SampleSubgraphs(beam.PTransform):
         job = self.job
         if job.seeds_path:
             return p | "Read/seeds" >> ReadSeeds(job.seeds_path)
-        if job.loaded.schema.node_sets[job.plan.seed_set].metadata.filename:
+        if has_table(job.loaded.schema.node_sets[job.plan.seed_set].metadata):
             return (p | "Read/seeds/all" >> ReadNodeSet(job.loaded, job.plan.seed_set)
                     | "Seeds/FromNodes" >> beam.Map(seeds_from_nodes))
         return seed_table | "Seeds/FromEdges" >> beam.MapTuple(

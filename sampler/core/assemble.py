@@ -27,7 +27,7 @@ from sampler.plan.plan import Plan
 from unigraph import graph_schema_pb2 as gs
 from unigraph.batches import FeatureValues
 from unigraph.ragged import Ragged, concat, take
-from unigraph.schema import ID_COLUMNS, feature_shape, numpy_dtype
+from unigraph.schema import ID_COLUMNS, feature_shape, has_table, numpy_dtype
 
 
 @dataclasses.dataclass
@@ -124,7 +124,7 @@ class ShardAssembler:
                               for s in plan.node_sets()}
         self.edge_features = {e: _schema_features(schema.edge_sets[e].features)
                               for e in plan.edge_sets()}
-        self.has_table = {s: bool(schema.node_sets[s].metadata.filename)
+        self.has_table = {s: has_table(schema.node_sets[s].metadata)
                           for s in plan.node_sets()}
 
     def assemble(self, seed_pieces: Sequence[SeedPiece], feature_pieces: Sequence[NodeFeatures],

@@ -12,8 +12,8 @@ import dataclasses
 
 from sampler.output.files import OutputSpec
 from sampler.plan.plan import Plan
-from unigraph import paths
-from unigraph.schema import LoadedSchema, table_files
+from unigraph.columns import set_bytes
+from unigraph.schema import LoadedSchema
 
 DEFAULT_SHARDS = 4
 MIN_NODE_BUCKETS, MAX_NODE_BUCKETS = 4, 4096
@@ -34,6 +34,5 @@ class SamplingJob:
 
 def choose_node_buckets(loaded: LoadedSchema, plan: Plan) -> int:
     """More buckets for bigger graphs, so each join element stays a few tens of MB."""
-    total = sum(paths.size(path) for name in plan.edge_sets()
-                for path in table_files(loaded, "edges", name))
+    total = sum(set_bytes(loaded, "edges", name) for name in plan.edge_sets())
     return max(MIN_NODE_BUCKETS, min(MAX_NODE_BUCKETS, total // BYTES_PER_NODE_BUCKET))

@@ -7,20 +7,22 @@ from sampler.output.files import OutputSpec
 from sampler.plan.plan import Plan, edge_sets_to_read
 from unigraph import paths
 from unigraph.errors import SamplerError
-from unigraph.schema import LoadedSchema, table_files
-from unigraph.tables import WorkUnit, read_unit, seeds_layout, table_layout
+from unigraph.schema import LoadedSchema, bigquery_source, has_table, table_files
+from unigraph.tables import WorkUnit, read_seed_set, read_unit, seeds_layout, table_layout
 
 
 def input_paths(loaded: LoadedSchema, plan: Plan, spec_path: str,
                 seeds: list[str]) -> list[tuple[str, str]]:
-    """(what, path) of everything the run reads: schema, spec, seeds and every table."""
+    """(what, path) of everything the run reads: schema, spec, seeds and every table file
+    (BigQuery tables are no paths)."""
     found = [("the graph schema", loaded.path), ("the sampling spec", spec_path)]
     found += [("the seeds", path) for path in seeds]
-    for name in plan.node_sets():
-        if loaded.schema.node_sets[name].metadata.filename:
-            found += [(f"node set '{name}'", p) for p in table_files(loaded, "nodes", name)]
-    for name in edge_sets_to_read(plan, loaded.schema):
-        found += [(f"edge set '{name}'", p) for p in table_files(loaded, "edges", name)]
+    tables = [("nodes", name) for name in plan.node_sets()
+              if has_table(loaded.schema.node_sets[name].metadata)]
+    tables += [("edges", name) for name in edge_sets_to_read(plan, loaded.schema)]
+    for kind, name in tables:
+        if bigquery_source(loaded, kind, name) is None:
+            found += [(f"{kind[:-1]} set '{name}'", p) for p in table_files(loaded, kind, name)]
     return found
 
 
@@ -54,14 +56,29 @@ def check_seeds(files: list[str], *, what: str) -> None:
                        f"nothing but blank lines); there is nothing to sample")
 
 
+def check_bigquery_seeds(uri: str, *, what: str) -> None:
+    """At least one seed row in a BigQuery seeds table (its session, up to the first row)."""
+    batches = read_seed_set(uri, batch_rows=1)
+    try:
+        if next(iter(batches), None) is not None:
+            return
+    finally:
+        batches.close()
+    raise SamplerError(f"{what}: no seed rows in the table; there is nothing to sample")
+
+
 def check_seed_set_has_nodes(loaded: LoadedSchema, plan: Plan) -> None:
     """Without --seeds every node of the seed set is a seed: its table needs a row."""
     name = plan.seed_set
-    if not loaded.schema.node_sets[name].metadata.filename:
+    metadata = loaded.schema.node_sets[name].metadata
+    if not has_table(metadata):
         # Its nodes are the ids its edges name: it has none if no edge set names it.
         if not any(name in (e.source, e.target) for e in loaded.schema.edge_sets.values()):
             raise SamplerError(f"node set '{name}' (the seed op's) has no table and no edge "
                                f"set names it, so it has no nodes and there are no seeds")
+        return
+    if not metadata.filename:
+        # A BigQuery table (or query, which would run twice) is counted when it is read.
         return
     layout = table_layout(loaded, "nodes", name)
     for index, path in enumerate(table_files(loaded, "nodes", name)):

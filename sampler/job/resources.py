@@ -12,11 +12,13 @@ import os
 
 from sampler.plan.plan import Plan, edge_sets_to_read
 from unigraph import paths
-from unigraph.schema import LoadedSchema, table_files
+from unigraph.columns import set_bytes
+from unigraph.schema import LoadedSchema, bigquery_source, has_table, table_files
 
 # Bytes in memory per byte on disk, measured on the MAG-shaped synthetic graph
 # (node and edge tables, indexes included), with room to spare.
-GROWTH = {"parquet": 4.0, "csv": 2.0, "tfrecord": 1.5, "text": 2.0}
+GROWTH = {"parquet": 4.0, "csv": 2.0, "tfrecord": 1.5, "text": 2.0,
+          "bigquery": 2.0}  # BigQuery counts logical (uncompressed) bytes: like CSV
 BASE_BYTES = 400 << 20  # Python, numpy, pyarrow and the sampler before any table
 
 
@@ -56,9 +58,12 @@ def available_memory() -> int | None:
 def memory_needed(loaded: LoadedSchema, plan: Plan) -> int:
     """Estimated peak bytes of the in-memory engine for this job (before sampling)."""
     total = BASE_BYTES
-    node_sets = [n for n in plan.node_sets() if loaded.schema.node_sets[n].metadata.filename]
+    node_sets = [n for n in plan.node_sets() if has_table(loaded.schema.node_sets[n].metadata)]
     for kind, names in (("nodes", node_sets), ("edges", edge_sets_to_read(plan, loaded.schema))):
         for name in names:
+            if bigquery_source(loaded, kind, name) is not None:  # its metadata, or a dry run
+                total += int(set_bytes(loaded, kind, name) * GROWTH["bigquery"])
+                continue
             for path in table_files(loaded, kind, name):
                 total += int(paths.size(path) * GROWTH.get(paths.file_format(path), 2.0))
     return total

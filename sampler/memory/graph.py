@@ -28,8 +28,8 @@ from sampler.job.job import SamplingJob
 from sampler.plan.plan import edge_sets_to_read
 from unigraph.batches import EdgeBatch, SeedBatch
 from unigraph.ragged import concat
-from unigraph.schema import table_files
-from unigraph.tables import read_seeds, read_set, seed_files
+from unigraph.schema import has_table
+from unigraph.tables import read_seed_set, read_set, table_locations
 
 
 @dataclasses.dataclass(eq=False)
@@ -60,12 +60,12 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     the indexes; a bad row or a duplicate id raises the readers' one-line TableError."""
     loaded, plan = job.loaded, job.plan
     schema = loaded.schema
-    with_table = [n for n in plan.node_sets() if schema.node_sets[n].metadata.filename]
+    with_table = [n for n in plan.node_sets() if has_table(schema.node_sets[n].metadata)]
     edge_sets = edge_sets_to_read(plan, schema)
 
     def node_table(name):
         return build_node_table(name, list(read_set(loaded, "nodes", name)),
-                                table_files(loaded, "nodes", name))
+                                table_locations(loaded, "nodes", name))
 
     def edges(name):
         return _one_batch(name, list(read_set(loaded, "edges", name)))
@@ -152,6 +152,5 @@ def _seed_rows(job: SamplingJob, seed_table: NodeTableBucket) -> list[SeedBatch]
     """The seeds table's rows; without one, every node of the seed set (a sample's id
     depends on its row's content only, so the table need not be read twice)."""
     if job.seeds_path:
-        return [batch for index, path in enumerate(seed_files(job.seeds_path))
-                for batch in read_seeds(path, index)]
+        return list(read_seed_set(job.seeds_path))  # files, or a BigQuery table
     return [seeds_from_ids(seed_table.ids)]

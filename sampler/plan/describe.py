@@ -2,11 +2,23 @@
 from __future__ import annotations
 
 from sampler.plan.plan import Plan, edge_sets_to_read
-from unigraph.schema import LoadedSchema, set_names, table_files
-from unigraph.tables.layout import is_reversed
+from unigraph import bigquery
+from unigraph.schema import LoadedSchema, bigquery_source, set_names, table_files
+from unigraph.tables import seeds_layout, seeds_source, table_layout
+from unigraph.tables.bigquery import describe_source
+from unigraph.tables.layout import TableLayout, is_reversed
 
 
-def describe_plan(loaded: LoadedSchema, plan: Plan) -> str:
+def _bigquery_line(layout: TableLayout, source: bigquery.Source) -> str:
+    """Rows and read streams of a BigQuery table, or why it cannot be reached now (a
+    missing table or column is an error, as a missing file is)."""
+    try:
+        return describe_source(layout, source)
+    except bigquery.BigQueryAccessError as e:
+        return f"{source.name}: not reachable now ({e})"
+
+
+def describe_plan(loaded: LoadedSchema, plan: Plan, seeds: str | None = None) -> str:
     lines = [f"graph schema: {loaded.path}",
              f"seed op '{plan.seed_op}': node set '{plan.seed_set}'",
              "sampling ops, in execution order:"]
@@ -23,8 +35,16 @@ def describe_plan(loaded: LoadedSchema, plan: Plan) -> str:
     for kind, name in set_names(loaded.schema):
         if name not in (needed_nodes if kind == "nodes" else needed_edges):
             continue
+        source = bigquery_source(loaded, kind, name)
+        if source is not None:
+            lines.append(f"  {kind[:-1]} set '{name}': "
+                         f"{_bigquery_line(table_layout(loaded, kind, name), source)}")
+            continue
         files = table_files(loaded, kind, name)
         lines.append(f"  {kind[:-1]} set '{name}': {len(files)} file(s), first {files[0]}")
+    source = seeds_source(seeds) if seeds else None
+    if source is not None:
+        lines.append(f"  seeds: {_bigquery_line(seeds_layout(), source)}")
     unused = sorted(set(loaded.schema.node_sets) - needed_nodes) + sorted(
         set(loaded.schema.edge_sets) - set(plan.edge_sets()))
     if unused:

@@ -12,9 +12,9 @@ import dataclasses
 from typing import Callable
 
 from sampler.plan import sampling_spec_pb2 as ss
-from unigraph.columns import table_columns
+from unigraph.columns import set_columns
 from unigraph.errors import SpecError
-from unigraph.schema import WEIGHT_COLUMNS, LoadedSchema, table_files
+from unigraph.schema import WEIGHT_COLUMNS, LoadedSchema, has_table
 
 OpName = str
 STRATEGY_NAMES = {v: k for k, v in ss.SamplingStrategy.items()}
@@ -67,7 +67,7 @@ def edge_sets_to_read(plan: Plan, schema) -> list[str]:
     """The edge sets a run reads: the plan's, plus, when the seed node set has no table,
     every edge set that names it (its nodes are the ids those edges name)."""
     names = plan.edge_sets()
-    if not schema.node_sets[plan.seed_set].metadata.filename:
+    if not has_table(schema.node_sets[plan.seed_set].metadata):
         names += [name for name, edge_set in sorted(schema.edge_sets.items())
                   if name not in names and plan.seed_set in (edge_set.source, edge_set.target)]
     return names
@@ -152,9 +152,8 @@ def plan_warnings(plan: Plan, source: str) -> list[str]:
 
 
 def edge_set_has_weight(loaded: LoadedSchema, edge_set_name: str) -> bool:
-    """A weight feature in the schema, or a weight column in the table's first file."""
+    """A weight feature in the schema, or a weight column in the table (its first file)."""
     edge_set = loaded.schema.edge_sets[edge_set_name]
     if any(name in edge_set.features for name in WEIGHT_COLUMNS):
         return True
-    first_file = table_files(loaded, "edges", edge_set_name)[0]
-    return any(name in table_columns(first_file) for name in WEIGHT_COLUMNS)
+    return any(name in set_columns(loaded, "edges", edge_set_name) for name in WEIGHT_COLUMNS)

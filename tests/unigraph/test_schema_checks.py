@@ -5,8 +5,9 @@ import pytest
 
 from tests.conftest import TESTDATA
 from unigraph import paths
+from unigraph.bigquery import Source, TableRef
 from unigraph.errors import SchemaError, TableError
-from unigraph.schema import check_schema, load_schema, table_files
+from unigraph.schema import bigquery_source, check_schema, load_schema, set_names, table_files
 
 GOOD = """
 node_sets { key: "a" value { features { key: "x" value { dtype: DT_FLOAT shape { dim { size: 2 } } } }
@@ -72,9 +73,22 @@ def test_text_format_error_names_file_and_line(tmp_path):
      "node set '_readout' uses the prefix '_readout'"),
     (GOOD.replace('key: "ab"', 'key: "a.b"'), "edge set 'a.b' contains '.'"),
     (GOOD.replace('metadata { filename: "a.csv" }', ''),
-     "node set 'a': has features but no table (metadata.filename)"),
+     "node set 'a': has features but no table (metadata.filename or metadata.bigquery)"),
     (GOOD.replace('metadata { filename: "ab.csv" }', ''),
-     "edge set 'ab': no table (metadata.filename)"),
+     "edge set 'ab': no table (metadata.filename or metadata.bigquery)"),
+    (GOOD.replace('metadata { filename: "ab.csv" }', 'metadata { bigquery { } }'),
+     "edge set 'ab': metadata.bigquery names neither a table_spec nor sql"),
+    (GOOD.replace('metadata { filename: "ab.csv" }',
+                  'metadata { bigquery { table_spec { project: "p" table: "t" } } }'),
+     "edge set 'ab': metadata.bigquery.table_spec has no dataset"),
+    (GOOD.replace('metadata { filename: "ab.csv" }',
+                  'metadata { bigquery { table_spec { dataset: "d" } } }'),
+     "edge set 'ab': metadata.bigquery.table_spec has no table"),
+    (GOOD.replace('metadata { filename: "a.csv" }', 'metadata { bigquery { sql: "  " } }'),
+     "node set 'a': metadata.bigquery.sql is empty"),
+    (GOOD.replace('metadata { filename: "a.csv" }',
+                  'metadata { bigquery { table_spec { dataset: "d" table: "t`; DROP" } } }'),
+     "node set 'a': 't`; DROP' is not a BigQuery project, dataset or table name"),
     (GOOD + 'context { features { key: "seed_id" value { dtype: DT_STRING } } }',
      "context: feature name 'seed_id' is reserved"),
     (GOOD.replace('source: "a"', 'source: "a" features { key: "weight" value { dtype: DT_STRING } }'),
@@ -142,3 +156,29 @@ def test_relative_names_resolve_against_remote_folders():
     assert paths.join("gs://bucket/graph", "a.csv") == "gs://bucket/graph/a.csv"
     assert paths.join("gs://bucket/graph", "gs://other/a.csv") == "gs://other/a.csv"
     assert paths.join("/data/graph", "/abs/a.csv") == "/abs/a.csv"
+
+
+def test_bigquery_tables_pass_without_reaching_bigquery(tmp_path):
+    """The form of a BigQuery source is checked offline; the table itself when read."""
+    text = (GOOD.replace('metadata { filename: "a.csv" }',
+                         'metadata { bigquery { table_spec { project: "p" dataset: "d" '
+                         'table: "a" } read_method: DIRECT_READ } }')
+            .replace('metadata { filename: "ab.csv" }',
+                     'metadata { bigquery { sql: "SELECT source, target FROM d.ab" } }'))
+    loaded = load_schema(write_graph(tmp_path, text, files=()))
+    check_schema(loaded)
+    assert set_names(loaded.schema) == [("nodes", "a"), ("edges", "ab")]
+    assert bigquery_source(loaded, "nodes", "a") == Source(
+        "node set 'a'", table=TableRef("p", "d", "a"))
+    assert bigquery_source(loaded, "edges", "ab").name == "BigQuery sql of edge set 'ab'"
+    with pytest.raises(TableError, match="node set 'a' is a BigQuery table"):
+        table_files(loaded, "nodes", "a")
+
+
+def test_a_file_wins_over_bigquery_as_in_tfgnn(tmp_path):
+    text = GOOD.replace('metadata { filename: "a.csv" }',
+                        'metadata { filename: "a.csv" bigquery { sql: "SELECT 1" } }')
+    loaded = load_schema(write_graph(tmp_path, text))
+    check_schema(loaded)
+    assert bigquery_source(loaded, "nodes", "a") is None
+    assert table_files(loaded, "nodes", "a") == [os.path.join(str(tmp_path), "a.csv")]

@@ -1,10 +1,12 @@
-"""Reading unigraph tables (CSV, TFRecord, Parquet; seeds also .txt) into columnar batches.
+"""Reading unigraph tables (CSV, TFRecord, Parquet, BigQuery; seeds also .txt) into
+columnar batches.
 
 Modules, in the order data flows:
   layout.py  what the schema asks of a table (TableLayout, FeatureSpec)
   csv.py, tfrecord.py, parquet.py, text.py   one format each: file -> Arrow columns
              (TFRecord: numpy values and byte spans, via examples.py)
   examples.py  tf.train.Example records of a chunk -> per-column values, all at once
+  bigquery.py  a BigQuery table: read session, Arrow batches per read stream
   decode.py  Arrow columns -> numpy ids, weights, features (Ragged for ragged dims)
   build.py   column resolution and the NodeBatch/EdgeBatch/SeedBatch itself
   read.py    the pure entry points below
@@ -24,9 +26,12 @@ Columns the schema does not mention are ignored.
 """
 from unigraph.tables.layout import (DEFAULT_BATCH_ROWS, FeatureSpec, TableLayout,
                                     is_reversed, seeds_layout, table_layout)
-from unigraph.tables.read import (WorkUnit, read_seeds, read_set, read_table, read_unit,
-                                  row_location, seed_files, split_file)
+from unigraph.tables.read import (WorkUnit, close_bigquery, open_bigquery, read_bigquery,
+                                  read_seed_set, read_seeds, read_set, read_table, read_unit,
+                                  row_location, seed_files, seeds_source, split_file,
+                                  table_locations)
 
-__all__ = ["DEFAULT_BATCH_ROWS", "FeatureSpec", "TableLayout", "WorkUnit", "is_reversed",
-           "read_seeds", "read_set", "read_table", "read_unit", "row_location", "seed_files",
-           "seeds_layout", "split_file", "table_layout"]
+__all__ = ["DEFAULT_BATCH_ROWS", "FeatureSpec", "TableLayout", "WorkUnit", "close_bigquery",
+           "is_reversed", "open_bigquery", "read_bigquery", "read_seed_set", "read_seeds",
+           "read_set", "read_table", "read_unit", "row_location", "seed_files", "seeds_source",
+           "split_file", "table_layout", "table_locations"]

@@ -2,9 +2,11 @@
 
 `resolve_columns` maps the schema's needs onto a table's column names (the
 `#`-prefixed and plain spellings of id/source/target/weight are both accepted)
-and reports a missing column with the columns that are there. `make_batch`
-turns decoded columns into the NodeBatch/EdgeBatch/SeedBatch contract, swapping
-the ends of a reversed edge set and numbering rows with RowIds.
+and reports a missing column with the columns that are there. `decode_arrow`
+decodes the columns of a native Arrow table (Parquet, BigQuery) by the schema.
+`make_batch` turns decoded columns into the NodeBatch/EdgeBatch/SeedBatch
+contract, swapping the ends of a reversed edge set and numbering rows with
+RowIds: positions in a file, or (`rows` given) hashes of the rows' content.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 from unigraph.batches import EdgeBatch, FeatureValues, NodeBatch, SeedBatch, row_ids
 from unigraph.errors import TableError
 from unigraph.schema import WEIGHT_COLUMNS
+from unigraph.tables import decode
 from unigraph.tables.layout import EDGES, NODES, TableLayout, find_column
 
 Batch = Union[NodeBatch, EdgeBatch, SeedBatch]
@@ -58,10 +61,29 @@ def resolve_columns(layout: TableLayout, names: Iterable[str], where: str) -> Co
     return ColumnMap(tuple(keys), weight, features)
 
 
+Decoded = tuple[list[np.ndarray], Union[np.ndarray, None], dict[str, FeatureValues]]
+
+
+def decode_arrow(layout: TableLayout, columns: ColumnMap, table,
+                 locate: decode.Locate) -> Decoded:
+    """(keys, weights, features) of a native Arrow table or record batch, by the schema."""
+    keys = [decode.ids_from_arrow(table.column(name), locate, name) for name in columns.keys]
+    weights = (decode.weights_from_arrow(table.column(columns.weight), locate, columns.weight)
+               if columns.weight else None)
+    features = {spec.name: decode.feature_from_arrow(spec, table.column(spec.name), locate,
+                                                     spec.name)
+                for spec in layout.features}
+    return keys, weights, features
+
+
 def make_batch(layout: TableLayout, keys: list[np.ndarray], weights: np.ndarray | None,
-               features: dict[str, FeatureValues], file_index: int, first_row: int) -> Batch:
+               features: dict[str, FeatureValues], file_index: int = 0, first_row: int = 0,
+               rows: np.ndarray | None = None) -> Batch:
+    """The batch of decoded columns; RowIds are `rows`, else positions in file `file_index`
+    counted from `first_row`."""
     n = len(keys[0])
-    rows = row_ids(file_index, first_row, n)
+    if rows is None:
+        rows = row_ids(file_index, first_row, n)
     if layout.kind == NODES:
         return NodeBatch(layout.set_name, keys[0], rows, features)
     if layout.kind == EDGES:

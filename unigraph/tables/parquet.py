@@ -15,8 +15,7 @@ import pyarrow.parquet as pq
 
 from unigraph import paths
 from unigraph.errors import TableError, one_line
-from unigraph.tables import decode
-from unigraph.tables.build import Batch, make_batch, resolve_columns
+from unigraph.tables.build import Batch, decode_arrow, make_batch, resolve_columns
 from unigraph.tables.layout import TableLayout
 
 
@@ -59,12 +58,5 @@ def read_parquet(layout: TableLayout, path: str, file_index: int, batch_rows: in
                 def locate(i: int, first_row=first_row) -> str:
                     return f"{path}: row {first_row + i}"
 
-                keys = [decode.ids_from_arrow(part.column(name), locate, name)
-                        for name in columns.keys]
-                weights = (decode.weights_from_arrow(part.column(columns.weight), locate,
-                                                     columns.weight)
-                           if columns.weight else None)
-                features = {spec.name: decode.feature_from_arrow(spec, part.column(spec.name),
-                                                                 locate, spec.name)
-                            for spec in layout.features}
+                keys, weights, features = decode_arrow(layout, columns, part, locate)
                 yield make_batch(layout, keys, weights, features, file_index, first_row)

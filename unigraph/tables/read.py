@@ -1,18 +1,23 @@
-"""The pure entry points: one table file (or one Parquet row group) -> batches.
+"""The pure entry points: one table file (or Parquet row group, or BigQuery read
+stream) -> batches.
 
 No Beam here; beam_io.py wires these into transforms. The format comes from
 the file name (paths.file_format). A WorkUnit is what one Beam worker reads at a
-time: a whole CSV/TFRecord/text file, or one row group of a Parquet file.
+time: a whole CSV/TFRecord/text file, one row group of a Parquet file, or one
+read stream of a BigQuery table (`open_bigquery` makes those, one read session
+per table; `close_bigquery` drops a query's temporary table afterwards).
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Iterator
 
-from unigraph import paths
+from unigraph import bigquery, paths
 from unigraph.batches import SeedBatch, describe_row
 from unigraph.errors import TableError
-from unigraph.schema import LoadedSchema, table_files
+from unigraph.schema import LoadedSchema, bigquery_source, table_files
+from unigraph.tables.bigquery import (OpenedSource, ReadStream, close_source, open_source,
+                                      read_stream)
 from unigraph.tables.build import Batch
 from unigraph.tables.csv import line_of_row, read_csv
 from unigraph.tables.layout import DEFAULT_BATCH_ROWS, TableLayout, seeds_layout, table_layout
@@ -23,9 +28,10 @@ from unigraph.tables.tfrecord import read_tfrecord
 
 @dataclasses.dataclass(frozen=True, order=True)
 class WorkUnit:
-    path: str
+    path: str                       # the file, or the BigQuery source's name
     file_index: int                 # position in the table's expanded, sorted file list
     row_group: int | None = None    # Parquet only: read just this row group
+    stream: ReadStream | None = None  # BigQuery only: read this read stream
 
 
 def split_file(path: str, file_index: int) -> list[WorkUnit]:
@@ -42,6 +48,8 @@ def read_unit(layout: TableLayout, unit: WorkUnit,
     """Every batch of one work unit, each at most `batch_rows` rows."""
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
+    if unit.stream is not None:
+        return read_stream(layout, unit.stream, batch_rows)
     fmt = paths.file_format(unit.path)
     if fmt == "csv":
         return read_csv(layout, unit.path, unit.file_index, batch_rows)
@@ -67,12 +75,64 @@ def read_table(loaded: LoadedSchema, kind: str, set_name: str, path: str, file_i
     return read_unit(layout, WorkUnit(path, file_index, row_group), batch_rows)
 
 
+def open_bigquery(layout: TableLayout, source: bigquery.Source) -> tuple[
+        OpenedSource, list[WorkUnit]]:
+    """One read session on a BigQuery table (a query runs into a temporary table first)
+    and its work units, one per read stream. Call `close_bigquery` once they are read."""
+    opened = open_source(layout, source)
+    return opened, [WorkUnit(source.name, 0, stream=stream) for stream in opened.streams]
+
+
+def close_bigquery(opened: OpenedSource) -> None:
+    """Drops the temporary table of a query once its streams are read."""
+    close_source(opened)
+
+
+def read_bigquery(layout: TableLayout, source: bigquery.Source, *,
+                  batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Batch]:
+    """Every batch of a BigQuery table, stream after stream (in-process)."""
+    opened, units = open_bigquery(layout, source)
+    try:
+        for unit in units:
+            yield from read_unit(layout, unit, batch_rows)
+    finally:
+        close_bigquery(opened)
+
+
 def read_set(loaded: LoadedSchema, kind: str, set_name: str, *,
              batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Batch]:
-    """Every batch of a set's table, file after file (in-process; for tools and tests)."""
+    """Every batch of a set's table, file after file or read stream after read stream
+    (in-process; for tools, tests and the in-memory engine)."""
     layout = table_layout(loaded, kind, set_name)
+    source = bigquery_source(loaded, kind, set_name)
+    if source is not None:
+        yield from read_bigquery(layout, source, batch_rows=batch_rows)
+        return
     for index, path in enumerate(table_files(loaded, kind, set_name)):
         yield from read_unit(layout, WorkUnit(path, index), batch_rows)
+
+
+def table_locations(loaded: LoadedSchema, kind: str, set_name: str) -> list[str]:
+    """What `row_location` needs to name a row of a set's table: its files, or the name
+    of its BigQuery source."""
+    source = bigquery_source(loaded, kind, set_name)
+    return [source.name] if source is not None else table_files(loaded, kind, set_name)
+
+
+def seeds_source(pattern: str) -> bigquery.Source | None:
+    """The BigQuery table a seeds argument `bq://project.dataset.table` names, else None."""
+    return bigquery.source_from_uri(pattern, "seeds") if bigquery.is_uri(pattern) else None
+
+
+def read_seed_set(pattern: str, base_dir: str = ".", *,
+                  batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[SeedBatch]:
+    """Every SeedBatch a seeds argument names: files, or a BigQuery table (in-process)."""
+    source = seeds_source(pattern)
+    if source is not None:
+        yield from read_bigquery(seeds_layout(), source, batch_rows=batch_rows)
+        return
+    for index, path in enumerate(seed_files(pattern, base_dir)):
+        yield from read_unit(seeds_layout(), WorkUnit(path, index), batch_rows)
 
 
 def seed_files(pattern: str, base_dir: str = ".") -> list[str]:
@@ -90,7 +150,10 @@ def read_seeds(path: str, file_index: int = 0, *, row_group: int | None = None,
 
 
 def row_location(files: list[str], row_id: int) -> str:
-    """'<file> line N' (CSV, header = line 1) / 'record N' (TFRecord) / 'row N' (Parquet)."""
+    """'<file> line N' (CSV, header = line 1) / 'record N' (TFRecord) / 'row N' (Parquet);
+    a BigQuery row (`files` = [its source's name]) by the hash of its content."""
+    if len(files) == 1 and bigquery.is_source_name(files[0]):
+        return f"{files[0]} (the row whose content hashes to {int(row_id) & (2**64 - 1):016x})"
     file_index, row = describe_row(row_id)
     path = files[file_index]
     fmt = paths.file_format(path)
