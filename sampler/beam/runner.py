@@ -3,6 +3,16 @@
 Without `--runner`, Beam's FnApiRunner runs the job in-process, chosen
 explicitly: Beam 2.77's DirectRunner first tries to download and start Prism,
 which fails without network after a delay. Any `--runner` on the command line wins.
+
+`--runner DaskRunner` names Beam's released runner for a dask.distributed cluster
+(`--dask_client_address HOST:PORT`; without it Dask starts a local cluster). Its
+Create puts 128 elements into one Dask partition unless told otherwise, and a
+partition is one task all the way down (the runner's Reshuffle does nothing): all of
+a table's files would be read, and all shards written, by one task. So unless the
+user sets `--dask_npartitions` or `--dask_partition_size`, each element of a Create
+(a file, a BigQuery stream, an output shard) is its own partition, and the stages
+after it run as that many tasks. The runner leaves its Dask client open; it is
+closed when the job ends.
 """
 from __future__ import annotations
 
@@ -17,19 +27,35 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from unigraph.errors import SamplerError, one_line
 
 
+DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
+RUNNER_NAMES = {"DaskRunner": DASK_RUNNER}  # short names Beam's runner registry lacks
+
+
 def make_pipeline(beam_args: list[str]) -> beam.Pipeline:
     options = PipelineOptions(beam_args)
+    standard = options.view_as(StandardOptions)
+    standard.runner = RUNNER_NAMES.get(standard.runner, standard.runner)
+    if standard.runner == DASK_RUNNER:
+        _dask_partitions(options)
     if not any(a.lstrip("-").startswith(("pipeline_type_check", "no_pipeline_type_check"))
                for a in beam_args):
         # Our elements are batches of numpy arrays, pickled; Beam's static type checks find
         # nothing to check here and cost about a second per run (construction and run).
         options.view_as(TypeOptions).pipeline_type_check = False
-    if options.view_as(StandardOptions).runner:
+    if standard.runner:
         return beam.Pipeline(options=options)
     direct = options.view_as(DirectOptions)
     if not any(a.startswith("--direct_num_workers") for a in beam_args):
         direct.direct_num_workers = 1
     return beam.Pipeline(runner=FnApiRunner(), options=options)
+
+
+def _dask_partitions(options: PipelineOptions) -> None:
+    from apache_beam.runners.dask.dask_runner import DaskOptions  # imports dask
+
+    dask = options.view_as(DaskOptions)
+    if dask.npartitions is None and dask.partition_size is None:
+        dask.partition_size = 1  # one Create element per Dask partition (module docstring)
 
 
 # Errors of ours, and environment errors, as a worker process reports them: Beam wraps a
@@ -46,7 +72,11 @@ def run_pipeline(pipeline: beam.Pipeline) -> None:
     reaches the caller as one SamplerError line (not Beam's wrapped traceback); any other
     failure, a bug, keeps its traceback."""
     try:
-        pipeline.run().wait_until_finish()
+        result = pipeline.run()
+        try:
+            result.wait_until_finish()
+        finally:
+            _close_client(result)
     except SamplerError as e:
         raise SamplerError(_STEP_SUFFIX.sub("", str(e))) from None
     except OSError as e:
@@ -56,6 +86,13 @@ def run_pipeline(pipeline: beam.Pipeline) -> None:
         if message is None:
             raise
         raise SamplerError(message) from None
+
+
+def _close_client(result) -> None:
+    """The DaskRunner's result holds the Dask client it opened; nothing else closes it."""
+    client = getattr(result, "client", None)
+    if client is not None and hasattr(client, "close"):
+        client.close()
 
 
 def worker_error(error: BaseException) -> str | None:
