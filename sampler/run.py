@@ -90,6 +90,12 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         check_seed_set_has_nodes(loaded, plan)
     num_shards = final.num_shards or DEFAULT_SHARDS
     buckets = node_buckets or choose_node_buckets(loaded, plan)
+    if engine == "beam" and _beam_dry_run(beam_args):
+        return _build_only(SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds,
+                                       output=final, num_shards=num_shards,
+                                       node_buckets=buckets, seed=seed,
+                                       stats_path=final.beside(STATS_FILE)),
+                           beam_args, say)
     staging = begin(final, overwrite=overwrite, log=say if verbose else lambda m: None)
     try:
         stats_path = paths.join(staging.folder, STATS_FILE)
@@ -161,7 +167,29 @@ def _run_memory(job: SamplingJob, workers: int, verbose: bool) -> tuple[RunStats
         bar.close()
 
 
-def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool) -> None:
+def _beam_dry_run(beam_args: list[str]) -> bool:
+    from sampler.beam.runner import is_dry_run
+
+    return is_dry_run(beam_args)
+
+
+def _build_only(job: SamplingJob, beam_args: list[str], say: Callable[[str], None]) -> dict:
+    """Beam's --dry_run: the runner builds the job (Dataflow: the complete job, its code
+    staged) and runs nothing. The output folder is never touched, no report is read; the
+    job description is written where one line says."""
+    from sampler.beam.runner import write_job_description
+
+    result = _run_beam(job, beam_args, verbose=False)
+    if getattr(result, "job", None) is None:  # a runner without a job description
+        say("dry run: the pipeline was built and not run; nothing written")
+        return {"dry_run": True, "job_description": None}
+    where, steps = write_job_description(result, beam_args)
+    say(f"dry run: job description ({steps} steps) written to {where}; nothing submitted, "
+        f"no output written")
+    return {"dry_run": True, "job_description": where, "steps": steps}
+
+
+def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool):
     # Beam loads only when this engine runs: a dry run or a refused run never pays for it.
     from sampler.beam.pipeline import SampleSubgraphs
     from sampler.beam.runner import make_pipeline, run_pipeline
@@ -174,7 +202,7 @@ def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool) -> None:
     enable_console(verbose)
     pipeline = make_pipeline(beam_args)
     _ = pipeline | "Sample" >> SampleSubgraphs(job)
-    run_pipeline(pipeline)
+    return run_pipeline(pipeline)
 
 
 def _name_rows(examples: list, loaded: LoadedSchema) -> list[dict]:

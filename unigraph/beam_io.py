@@ -22,10 +22,14 @@ from __future__ import annotations
 import apache_beam as beam
 
 from unigraph import bigquery
+from unigraph.beam_coder import use_element_coder
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables import (DEFAULT_BATCH_ROWS, TableLayout, close_bigquery, open_bigquery,
                              read_unit, seed_files, seeds_layout, seeds_source, split_file,
                              table_layout)
+
+
+use_element_coder()  # batches cross workers as raw arrays, not pickles (beam_coder.py)
 
 
 class _ReadUnits(beam.DoFn):
@@ -44,9 +48,10 @@ class _ReadFiles(beam.PTransform):
         self._layout, self._files, self._batch_rows = layout, list(files), batch_rows
 
     def expand(self, pbegin):
-        files = pbegin | "Files" >> beam.Create(list(enumerate(self._files)))
-        if len(self._files) > 1:  # one file gains nothing from spreading: save the shuffle
-            files = files | "SpreadFiles" >> beam.Reshuffle()
+        # Our own Reshuffle, always: Create adds one only for more than one element, and
+        # the job's steps must not depend on how many files there are.
+        files = (pbegin | "Files" >> beam.Create(list(enumerate(self._files)), reshuffle=False)
+                 | "SpreadFiles" >> beam.Reshuffle())
         return (files
                 | "Split" >> beam.FlatMap(lambda indexed: split_file(indexed[1], indexed[0]))
                 | "SpreadUnits" >> beam.Reshuffle()
@@ -66,9 +71,8 @@ class _ReadBigQuery(beam.PTransform):
 
     def expand(self, pbegin):
         opened, units = open_bigquery(self._layout, self._source)
-        streams = pbegin | "Streams" >> beam.Create(units)
-        if len(units) > 1:
-            streams = streams | "SpreadStreams" >> beam.Reshuffle()
+        streams = (pbegin | "Streams" >> beam.Create(units, reshuffle=False)
+                   | "SpreadStreams" >> beam.Reshuffle())
         batches = streams | "Read" >> beam.ParDo(_ReadUnits(self._layout, self._batch_rows))
         if opened.temporary:
             # The sum on one key is ready only once every stream has been read (the

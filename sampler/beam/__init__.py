@@ -9,4 +9,11 @@ around a pure function of sampler.core or sampler.output.
   report.py    Report: the stages' counts merged and written
   pipeline.py  SampleSubgraphs: the stages connected, in the order data flows
   runner.py    the runner and options a job runs with
+  tagged.py    a step's results of several kinds on one output, split by kind
+
+Every element crosses workers through unigraph.beam_coder (raw arrays, no pickle),
+which importing this package makes Beam's fallback coder.
 """
+from unigraph.beam_coder import use_element_coder
+
+use_element_coder()

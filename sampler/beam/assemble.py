@@ -52,7 +52,7 @@ class WriteShards(beam.PTransform):
 
     def expand(self, pieces):
         shards = pieces["seeds"].pipeline | "Shards" >> beam.Create(
-            [(i, None) for i in range(self.num_shards)])
+            [(i, None) for i in range(self.num_shards)], reshuffle=False)  # the Join spreads
         return ({"shard": shards, **pieces}
                 | "Join" >> beam.CoGroupByKey()
                 | "Write" >> beam.ParDo(self.write))

@@ -13,17 +13,30 @@ user sets `--dask_npartitions` or `--dask_partition_size`, each element of a Cre
 (a file, a BigQuery stream, an output shard) is its own partition, and the stages
 after it run as that many tasks. The runner leaves its Dask client open; it is
 closed when the job ends.
+
+`--runner DataflowRunner`: the workers need this project's code. Unless the user
+ships it (`--setup_file`, or an image with it installed, `--sdk_container_image`),
+the project's own setup.py is staged as `--setup_file`. With Beam's
+`--dry_run=True` Dataflow builds the job and submits nothing; `write_job_description`
+saves what it built (the Dataflow job, the Beam pipeline proto with every step,
+coder and staged artifact, the options) as one JSON file.
 """
 from __future__ import annotations
 
+import json
+import os
 import re
+import tempfile
 import traceback
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions,
-                                                  StandardOptions, TypeOptions)
+from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
+                                                  GoogleCloudOptions, PipelineOptions,
+                                                  SetupOptions, StandardOptions, TestOptions,
+                                                  TypeOptions, WorkerOptions)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
+from unigraph import paths
 from unigraph.errors import SamplerError, one_line
 
 
@@ -37,17 +50,77 @@ def make_pipeline(beam_args: list[str]) -> beam.Pipeline:
     standard.runner = RUNNER_NAMES.get(standard.runner, standard.runner)
     if standard.runner == DASK_RUNNER:
         _dask_partitions(options)
+    if _is_dataflow(standard.runner):
+        _stage_project_code(options)
     if not any(a.lstrip("-").startswith(("pipeline_type_check", "no_pipeline_type_check"))
                for a in beam_args):
         # Our elements are batches of numpy arrays, pickled; Beam's static type checks find
         # nothing to check here and cost about a second per run (construction and run).
         options.view_as(TypeOptions).pipeline_type_check = False
     if standard.runner:
-        return beam.Pipeline(options=options)
+        try:
+            return beam.Pipeline(options=options)
+        except ValueError as e:  # Beam's option validation: every problem, one line
+            if "validation" not in str(e):
+                raise
+            problems = "; ".join(line.strip() for line in str(e).splitlines()[1:]
+                                 if line.strip())
+            raise SamplerError(f"Beam pipeline options: {problems}") from None
     direct = options.view_as(DirectOptions)
     if not any(a.startswith("--direct_num_workers") for a in beam_args):
         direct.direct_num_workers = 1
     return beam.Pipeline(runner=FnApiRunner(), options=options)
+
+
+def _is_dataflow(runner) -> bool:
+    return runner is not None and str(runner).rsplit(".", 1)[-1] in ("DataflowRunner",
+                                                                     "TestDataflowRunner")
+
+
+def is_dry_run(beam_args: list[str]) -> bool:
+    """Beam's --dry_run: the runner builds the job and runs (submits) nothing."""
+    return bool(PipelineOptions(beam_args).view_as(TestOptions).dry_run)
+
+
+def project_setup_file() -> str | None:
+    """This project's setup.py, where the code runs from a source tree (an editable
+    install, a clone); None when it was installed from a wheel."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(root, "setup.py")
+    return path if os.path.isfile(path) else None
+
+
+def _stage_project_code(options: PipelineOptions) -> None:
+    setup = options.view_as(SetupOptions)
+    if setup.setup_file or options.view_as(WorkerOptions).sdk_container_image:
+        return
+    path = project_setup_file()
+    if path is None:
+        raise SamplerError("the Dataflow workers need the sampler's code: give "
+                           "--sdk_container_image (an image with it installed, see the "
+                           "Dockerfile) or --setup_file")
+    setup.setup_file = path
+
+
+def write_job_description(result, beam_args: list[str]) -> tuple[str, int]:
+    """A Dataflow dry run's job as JSON at --dataflow_job_file (local or gs://), else in
+    the temporary folder; returns (where, number of leaf steps)."""
+    from google.protobuf import json_format
+
+    job = result.job
+    options = job.options
+    pipeline = json_format.MessageToDict(job.proto_pipeline)
+    steps = sum(1 for t in job.proto_pipeline.components.transforms.values()
+                if not t.subtransforms)
+    description = {"dataflow_job": json.loads(job.json()), "pipeline": pipeline,
+                   "options": options.get_all_options(drop_default=True),
+                   "leaf_steps": steps}
+    name = options.view_as(GoogleCloudOptions).job_name or "sample"
+    where = (options.view_as(DebugOptions).dataflow_job_file
+             or os.path.join(tempfile.gettempdir(), f"{name}.dataflow-job.json"))
+    with paths.open_binary(where, "wb") as f:
+        f.write(json.dumps(description, indent=1, sort_keys=True).encode("utf-8"))
+    return where, steps
 
 
 def _dask_partitions(options: PipelineOptions) -> None:
@@ -67,16 +140,17 @@ _WORKER_ERROR = re.compile(
 _STEP_SUFFIX = re.compile(r" \[while running '[^']*'\]$")
 
 
-def run_pipeline(pipeline: beam.Pipeline) -> None:
-    """Runs a pipeline to the end. A bad-input or environment error raised in a worker
-    reaches the caller as one SamplerError line (not Beam's wrapped traceback); any other
-    failure, a bug, keeps its traceback."""
+def run_pipeline(pipeline: beam.Pipeline):
+    """Runs a pipeline to the end and returns Beam's result. A bad-input or environment
+    error raised in a worker reaches the caller as one SamplerError line (not Beam's
+    wrapped traceback); any other failure, a bug, keeps its traceback."""
     try:
         result = pipeline.run()
         try:
             result.wait_until_finish()
         finally:
             _close_client(result)
+        return result
     except SamplerError as e:
         raise SamplerError(_STEP_SUFFIX.sub("", str(e))) from None
     except OSError as e:
