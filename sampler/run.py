@@ -19,7 +19,8 @@ import time
 from typing import Callable
 
 from sampler.core.stats import RunStats
-from sampler.job.job import DEFAULT_SHARDS, SamplingJob, choose_node_buckets
+from sampler.job.job import SamplingJob, choose_node_buckets
+from sampler.job.sizing import output_shards
 from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
                                    check_seed_set_has_nodes, check_seeds, input_paths)
 from sampler.job.progress import SeedBar, enable_console
@@ -88,7 +89,8 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         check_seeds(seeds_list, what=f"--seeds {seeds}")
     else:
         check_seed_set_has_nodes(loaded, plan)
-    num_shards = final.num_shards or DEFAULT_SHARDS
+    # Shards of about 200 MB for the output this job should write (job/sizing.py).
+    num_shards = final.num_shards or output_shards(loaded, plan, seeds_list)
     buckets = node_buckets or choose_node_buckets(loaded, plan)
     if engine == "beam" and _beam_dry_run(beam_args):
         return _build_only(SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds,

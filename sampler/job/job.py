@@ -12,12 +12,10 @@ import dataclasses
 
 from sampler.output.files import OutputSpec
 from sampler.plan.plan import Plan
-from unigraph.columns import set_bytes
+from sampler.job.sizing import DEFAULT_SHARDS, node_buckets
 from unigraph.schema import LoadedSchema
 
-DEFAULT_SHARDS = 4
-MIN_NODE_BUCKETS, MAX_NODE_BUCKETS = 4, 4096
-BYTES_PER_NODE_BUCKET = 32 << 20  # edge table bytes per bucket: heavy, bounded elements
+__all__ = ["DEFAULT_SHARDS", "SamplingJob", "choose_node_buckets"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +31,6 @@ class SamplingJob:
 
 
 def choose_node_buckets(loaded: LoadedSchema, plan: Plan) -> int:
-    """More buckets for bigger graphs, so each join element stays a few tens of MB."""
-    total = sum(set_bytes(loaded, "edges", name) for name in plan.edge_sets())
-    return max(MIN_NODE_BUCKETS, min(MAX_NODE_BUCKETS, total // BYTES_PER_NODE_BUCKET))
+    """More buckets for bigger graphs, so each join element stays under a byte budget
+    (sampler.job.sizing)."""
+    return node_buckets(loaded, plan)

@@ -1,0 +1,129 @@
+"""How a job is cut: node buckets from the input's size, output shards from the output's.
+
+Both are fixed before any table is read in full, from file sizes and a look at the
+first bytes of a table, and neither changes a subgraph (docs/architecture.md §4):
+buckets only cut the work; the shard count decides which file a subgraph lands in,
+so it is part of the job (`--output name@N` fixes it).
+
+- **Node buckets.** Every keyed join moves one element per (set, bucket): a bucket's
+  node table or adjacency, whole. Each set's table is cut into enough buckets that
+  one bucket of it stays under ELEMENT_BUDGET bytes in memory (file bytes times the
+  format's growth, sampler.job.resources.GROWTH).
+- **Output shards.** Enough shards that each is about SHARD_TARGET bytes: the
+  output's size is estimated as (seeds) x (bytes of one subgraph), a subgraph as the
+  seed plus, per op, min(sample_size, the edge set's mean degree) nodes per input
+  node, each node as many bytes as a row of its table. Never fewer than
+  DEFAULT_SHARDS, so small jobs keep their files.
+"""
+from __future__ import annotations
+
+import math
+
+from sampler.plan.plan import Plan
+from unigraph import paths
+from unigraph.columns import set_bytes
+from unigraph.schema import LoadedSchema, bigquery_source, has_table, table_files
+
+DEFAULT_SHARDS, MAX_SHARDS = 4, 10_000
+SHARD_TARGET = 200 << 20  # bytes per output file: 100-250 MB
+MIN_NODE_BUCKETS, MAX_NODE_BUCKETS = 4, 4096
+ELEMENT_BUDGET = 64 << 20  # bytes in memory of the largest join element (one bucket)
+GROWTH = {"parquet": 4.0, "csv": 2.0, "tfrecord": 1.5, "text": 2.0}  # see resources.py
+PREFIX = 1 << 20  # bytes read from a table's first file to learn its bytes per row
+FALLBACK_ROW_BYTES = 100  # a table whose rows cannot be counted from its first bytes
+
+
+def node_buckets(loaded: LoadedSchema, plan: Plan) -> int:
+    """Buckets such that one bucket of the largest set the job reads fits the budget."""
+    largest = 0.0
+    for kind, name in _sets(loaded, plan):
+        growth = 2.0
+        if bigquery_source(loaded, kind, name) is None:
+            files = table_files(loaded, kind, name)
+            growth = GROWTH.get(paths.file_format(files[0]), 2.0) if files else 2.0
+        largest = max(largest, set_bytes(loaded, kind, name) * growth)
+    return max(MIN_NODE_BUCKETS, min(MAX_NODE_BUCKETS, math.ceil(largest / ELEMENT_BUDGET)))
+
+
+def output_shards(loaded: LoadedSchema, plan: Plan, seed_files: list[str]) -> int:
+    """Shards of about SHARD_TARGET bytes for the estimated output, at least DEFAULT_SHARDS."""
+    estimate = estimated_output_bytes(loaded, plan, seed_files)
+    return max(DEFAULT_SHARDS, min(MAX_SHARDS, math.ceil(estimate / SHARD_TARGET)))
+
+
+def estimated_output_bytes(loaded: LoadedSchema, plan: Plan, seed_files: list[str]) -> float:
+    rows, row_bytes = {}, {}
+    for kind, name in _sets(loaded, plan):
+        rows[kind, name], row_bytes[kind, name] = _table_rows(loaded, kind, name)
+    seeds = (sum(_file_rows(f)[0] for f in seed_files) if seed_files
+             else rows.get(("nodes", plan.seed_set), (0, 0)) or 0)
+    node_bytes = {name: row_bytes.get(("nodes", name), 16.0) for name in plan.node_sets()}
+    reached = {plan.seed_op: 1.0}  # nodes per subgraph each op yields
+    per_subgraph = node_bytes.get(plan.seed_set, 16.0)
+    for op in plan.ops:
+        inputs = sum(reached.get(name, 0.0) for name in op.input_ops)
+        sources = rows.get(("nodes", op.source_set)) or 0
+        edges = rows.get(("edges", op.edge_set)) or 0
+        degree = edges / sources if sources else float(op.sample_size)
+        reached[op.name] = inputs * min(float(op.sample_size), degree)
+        # An edge costs its two indices (and its features, in its row's bytes).
+        edge_bytes = 16.0 + max(0.0, row_bytes.get(("edges", op.edge_set), 0.0) - 24.0)
+        per_subgraph += reached[op.name] * (node_bytes.get(op.target_set, 16.0) + edge_bytes)
+    return seeds * per_subgraph
+
+
+def _sets(loaded: LoadedSchema, plan: Plan):
+    for name in plan.node_sets():
+        if has_table(loaded.schema.node_sets[name].metadata):
+            yield "nodes", name
+    for name in plan.edge_sets():
+        yield "edges", name
+
+
+def _table_rows(loaded: LoadedSchema, kind: str, name: str) -> tuple[float, float]:
+    """(estimated rows, bytes per row) of a set's table."""
+    if bigquery_source(loaded, kind, name) is not None:
+        total = set_bytes(loaded, kind, name)
+        return total / FALLBACK_ROW_BYTES, float(FALLBACK_ROW_BYTES)
+    files = table_files(loaded, kind, name)
+    if not files:
+        return 0.0, float(FALLBACK_ROW_BYTES)
+    total = sum(paths.size(f) for f in files)
+    _, per_row = _file_rows(files[0])
+    return total / per_row, per_row
+
+
+def _file_rows(path: str) -> tuple[float, float]:
+    """(estimated rows, bytes per row) of one file, from its size and first PREFIX bytes."""
+    size = paths.size(path)
+    fmt = paths.file_format(path)
+    per_row = float(FALLBACK_ROW_BYTES)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        with paths.open_binary(path) as f:
+            count = pq.ParquetFile(f).metadata.num_rows
+        return float(count), (size / count if count else per_row)
+    with paths.open_binary(path) as f:
+        head = f.read(PREFIX)
+    if fmt in ("csv", "text"):
+        lines = head.count(b"\n")
+        if lines > 1 and not head.startswith((b"\x1f\x8b",)):
+            per_row = len(head) / lines
+    elif fmt == "tfrecord":
+        per_row = _tfrecord_row_bytes(head) or per_row
+    return size / per_row, per_row
+
+
+def _tfrecord_row_bytes(head: bytes) -> float | None:
+    """Mean framed record size over the whole records in `head` (uncompressed files)."""
+    at, records = 0, 0
+    while at + 12 <= len(head):
+        length = int.from_bytes(head[at:at + 8], "little")
+        if length > len(head):  # compressed, or not TFRecord framing
+            break
+        if at + 16 + length > len(head):
+            break
+        at += 16 + length
+        records += 1
+    return at / records if records else None
