@@ -23,6 +23,10 @@
      peak RSS   max over 50 ms polls of the RSS summed over the `sample` process
                 and all its descendants (pipelines/proc_stats.py says what that
                 does and does not count)
+     PSS        the same for the proportional set size, polled every 200 ms: a
+                page shared by n processes counts 1/n in each, so forked workers
+                sharing the in-memory engine's graph count it once (the tree's
+                physical memory; RSS sums count shared pages once per process)
    `--json` prints the same as one JSON line instead.
 Extra flags for `sample` go in one string: --extra-args="--direct_num_workers 2".
 """
@@ -51,7 +55,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
 STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED")
 COMPLETE = ".complete"
-METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb")
+METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb",
+           "peak_pss_mb")
 
 
 def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int) -> str:
@@ -154,6 +159,7 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
         "edges_per_s": round(edges / wall, 1),
         "output_mb_per_s": round(out_bytes / wall / 1e6, 3),
         "peak_rss_mb": round(stats.peak_rss_bytes / 2**20, 1),
+        "peak_pss_mb": round(stats.peak_pss_bytes / 2**20, 1),
         "max_processes": stats.max_processes,
         "pipeline_wall_s": report.get("wall_time_s"),
     }
@@ -167,7 +173,7 @@ def format_run(label: str, r: dict) -> str:
     return (f"{label}: wall {r['wall_s']:.2f} s (cpu {r['cpu_s']:.2f} s), "
             f"{r['seeds_per_s']:,.1f} seeds/s, "
             f"{r['edges_per_s']:,.0f} sampled edges/s, {r['output_mb_per_s']:.2f} MB/s out, "
-            f"peak RSS {r['peak_rss_mb']:,.0f} MB")
+            f"peak RSS {r['peak_rss_mb']:,.0f} MB (PSS {r['peak_pss_mb']:,.0f} MB)")
 
 
 def make_parser() -> argparse.ArgumentParser:
