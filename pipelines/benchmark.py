@@ -135,7 +135,9 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
     """One measured run; SampleFailed with the tail of its stderr if it fails."""
     if os.path.exists(output):
         shutil.rmtree(output)
-    stats = run_measured(cmd, cwd=REPO_ROOT, timeout=timeout)
+    # TF-GNN 1.0.3 imports only with Keras 2 (tf-keras) selected before TensorFlow loads.
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1") if tfgnn else None
+    stats = run_measured(cmd, cwd=REPO_ROOT, timeout=timeout, env=env)
     report_path = os.path.join(output, "sample_report.json")
     if stats.returncode != 0 or not (tfgnn or os.path.exists(report_path)):
         tail = "\n".join((stats.stderr or stats.stdout).strip().splitlines()[-5:])
