@@ -200,7 +200,7 @@ def make_parser() -> argparse.ArgumentParser:
                         help="what runs the job, comma-separated and interleaved run by run: "
                              "memory, beam (our engines), floor (a plain single-process numpy "
                              "program, pipelines/floor_sampler.py), tfgnn (TF-GNN's "
-                             "tfgnn_sampler; needs --format csv or tfrecord); the first is the "
+                             "tfgnn_sampler; needs --format tfrecord); the first is the "
                              "reference for the ratios (default memory)")
     parser.add_argument("--seed-fraction", type=float, metavar="F",
                         help="sample only about this fraction of the papers (chosen by a hash "
@@ -269,6 +269,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"benchmark: error: --engine {unknown[0]}: choose from {', '.join(CONTENDERS)}",
               file=sys.stderr)
+        return 2
+    if "tfgnn" in args.engine.split(",") and args.format != "tfrecord":
+        # TF-GNN reads Parquet not at all, and CSV with one value per cell: the graph's
+        # papers carry 128-float vectors.
+        print("benchmark: error: --engine tfgnn needs --format tfrecord", file=sys.stderr)
         return 2
     if args.seed_fraction is not None and not 0 < args.seed_fraction <= 1:
         print("benchmark: error: --seed-fraction must be in (0, 1]", file=sys.stderr)

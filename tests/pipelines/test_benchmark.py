@@ -133,3 +133,8 @@ def test_tiny_benchmark_end_to_end(tmp_path, capsys):
     # A Python process with numpy, pyarrow and the sampler holds well over 100 MB.
     assert run["peak_rss_mb"] > 100
     assert result["median"]["wall_s"] == run["wall_s"] > 0
+
+
+def test_tfgnn_needs_tfrecord_tables(capsys):
+    assert benchmark.main(["--engine", "memory,tfgnn", "--format", "csv"]) == 2
+    assert capsys.readouterr().err == "benchmark: error: --engine tfgnn needs --format tfrecord\n"
