@@ -14,7 +14,8 @@ from typing import Callable
 from sampler.plan import sampling_spec_pb2 as ss
 from unigraph.columns import set_columns
 from unigraph.errors import SpecError
-from unigraph.schema import WEIGHT_COLUMNS, LoadedSchema, has_table
+from unigraph.schema import (LINK_READOUT_EDGE_SETS, LINK_READOUT_NODE_SET, WEIGHT_COLUMNS,
+                             LoadedSchema, has_table, is_link_readout, link_node_set)
 
 OpName = str
 STRATEGY_NAMES = {v: k for k, v in ss.SamplingStrategy.items()}
@@ -41,11 +42,16 @@ class PlannedOp:
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """The seed op and the sampling ops in execution (= spec) order."""
+    """The seed op and the sampling ops in execution (= spec) order.
+
+    A link plan (`symmetric_link_seed_op`) seeds every sample with a pair of nodes of
+    `seed_set` (the schema's `_readout/source` start); everything after the seeds is
+    the same as for node seeds."""
 
     seed_op: OpName
     seed_set: str
     ops: tuple[PlannedOp, ...]
+    link: bool = False
 
     def node_sets(self) -> list[str]:
         """Node sets a subgraph can hold, seed set first."""
@@ -69,7 +75,8 @@ def edge_sets_to_read(plan: Plan, schema) -> list[str]:
     names = plan.edge_sets()
     if not has_table(schema.node_sets[plan.seed_set].metadata):
         names += [name for name, edge_set in sorted(schema.edge_sets.items())
-                  if name not in names and plan.seed_set in (edge_set.source, edge_set.target)]
+                  if name not in names and plan.seed_set in (edge_set.source, edge_set.target)
+                  and not is_link_readout("edge set", name)]
     return names
 
 
@@ -84,16 +91,30 @@ def build_plan(spec: ss.SamplingSpec, loaded: LoadedSchema, *, source: str,
     schema = loaded.schema
     has_weight = has_weight or (lambda name: edge_set_has_weight(loaded, name))
     where = f"sampling spec {source}"
-    if not spec.HasField("seed_op"):
-        raise SpecError(f"{where}: no seed_op")
-    seed = spec.seed_op
-    if not seed.op_name:
-        raise SpecError(f"{where}: seed_op has no op_name")
-    if seed.node_set_name not in schema.node_sets:
-        raise SpecError(
-            f"{where}: seed op '{seed.op_name}': node set '{seed.node_set_name}' does not "
-            f"exist (node sets: {', '.join(sorted(schema.node_sets))})")
-    yields: dict[OpName, str] = {seed.op_name: seed.node_set_name}
+    link = spec.HasField("symmetric_link_seed_op")
+    if link:
+        seed_op_name = spec.symmetric_link_seed_op.op_name
+        if not seed_op_name:
+            raise SpecError(f"{where}: symmetric_link_seed_op has no op_name")
+        seed_set = link_node_set(schema)
+        if seed_set is None:
+            raise SpecError(
+                f"{where}: symmetric_link_seed_op '{seed_op_name}' needs a graph schema with "
+                f"node set '{LINK_READOUT_NODE_SET}' and edge sets "
+                f"'{LINK_READOUT_EDGE_SETS[0]}' and '{LINK_READOUT_EDGE_SETS[1]}' from the "
+                f"paired node set to it (as TF-GNN's link sampler requires)")
+    else:
+        if not spec.HasField("seed_op"):
+            raise SpecError(f"{where}: no seed_op (nor symmetric_link_seed_op)")
+        seed = spec.seed_op
+        seed_op_name, seed_set = seed.op_name, seed.node_set_name
+        if not seed_op_name:
+            raise SpecError(f"{where}: seed_op has no op_name")
+        if seed_set not in schema.node_sets or is_link_readout("node set", seed_set):
+            raise SpecError(
+                f"{where}: seed op '{seed_op_name}': node set '{seed_set}' does not "
+                f"exist (node sets: {', '.join(sorted(schema.node_sets))})")
+    yields: dict[OpName, str] = {seed_op_name: seed_set}
     ops = []
     for index, op in enumerate(spec.sampling_ops):
         name = op.op_name
@@ -104,7 +125,8 @@ def build_plan(spec: ss.SamplingSpec, loaded: LoadedSchema, *, source: str,
             raise SpecError(f"{op_where}: op name is used twice")
         if not op.input_op_names:
             raise SpecError(f"{op_where}: no input_op_names")
-        if op.edge_set_name not in schema.edge_sets:
+        if op.edge_set_name not in schema.edge_sets or is_link_readout("edge set",
+                                                                          op.edge_set_name):
             raise SpecError(
                 f"{op_where}: edge set '{op.edge_set_name}' does not exist "
                 f"(edge sets: {', '.join(sorted(schema.edge_sets))})")
@@ -140,7 +162,7 @@ def build_plan(spec: ss.SamplingSpec, loaded: LoadedSchema, *, source: str,
         ops.append(PlannedOp(name, tuple(op.input_op_names), op.edge_set_name, edge_set.source,
                              edge_set.target, op.sample_size, op.strategy,
                              op.HasField("strategy")))
-    return Plan(seed.op_name, seed.node_set_name, tuple(ops))
+    return Plan(seed_op_name, seed_set, tuple(ops), link)
 
 
 def plan_warnings(plan: Plan, source: str) -> list[str]:
