@@ -34,7 +34,7 @@ from unigraph import bigquery, paths
 from unigraph.errors import SamplerError
 from unigraph.batches import describe_row
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
-from unigraph.tables import seed_files
+from unigraph.tables import pairs_layout, seed_files
 
 STATS_FILE = ".run_stats.json"  # the Beam engine's merged counts, in the staging folder
 MEMORY_SHARE = 0.7  # the in-memory engine is the default when its estimate fits in this
@@ -82,10 +82,14 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     seeds_list = seed_files(seeds) if seeds and not seeds_in_bigquery else []
     check_output_location(output, final, loaded, input_paths(loaded, plan, spec_path,
                                                               seeds_list))
+    layout = pairs_layout(loaded.schema) if plan.link else None
+    if plan.link and not seeds:
+        raise SamplerError(f"the spec seeds with pairs (symmetric_link_seed_op '{plan.seed_op}'): "
+                           f"give --seeds, a table with source and target columns")
     if seeds_in_bigquery:
-        check_bigquery_seeds(seeds, what=f"--seeds {seeds}")
+        check_bigquery_seeds(seeds, what=f"--seeds {seeds}", layout=layout)
     elif seeds:
-        check_seeds(seeds_list, what=f"--seeds {seeds}")
+        check_seeds(seeds_list, what=f"--seeds {seeds}", layout=layout)
     else:
         check_seed_set_has_nodes(loaded, plan)
     num_shards = final.num_shards or DEFAULT_SHARDS
@@ -124,6 +128,11 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
             report["graph_in_memory_mb"] = round(graph_bytes / 1e6, 1)
         if not report["seeds_read"]:
             raise SamplerError("the seeds table(s) held no seed rows; nothing to sample")
+        if not report["subgraphs_written"] and plan.link:
+            raise NothingSampled(
+                f"none of the {report.get('pairs_read', 0)} pairs has both endpoints in node "
+                f"set '{plan.seed_set}' (first missing: "
+                f"{', '.join(report['missing_seed_ids'][:3])}); nothing written", report)
         if not report["subgraphs_written"]:
             raise NothingSampled(
                 f"none of the {report['seeds_read']} seeds is a node of node set "

@@ -32,7 +32,7 @@ WEIGHT_COLUMNS = ("#weight", "weight")
 
 # Feature names the output encoding writes itself.
 RESERVED_FEATURES = {"#size", "#source", "#target", "#id"}
-RESERVED_CONTEXT_FEATURES = {"seed_id"}
+RESERVED_CONTEXT_FEATURES = {"seed_id", "source_id", "target_id"}
 READOUT_PREFIX = "_readout"
 # TF-GNN's link-prediction schemas declare these auxiliary sets themselves (for
 # `symmetric_link_seed_op`): the node set whose features the pairs table gives, and

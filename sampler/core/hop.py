@@ -31,6 +31,7 @@ class Draws:
     edges: EdgePiece
     draws: int      # distinct (sample, node) requests, each one draw of up to k edges
     at_cap: int     # draws that returned sample_size edges (the node had at least that many)
+    pairs: np.ndarray | None = None  # link samples: each edge's sample's pair (Requests.pairs)
 
     def stats(self, op: PlannedOp) -> RunStats:
         return RunStats(edges_sampled_per_op={op.name: len(self.edges)},
@@ -39,7 +40,8 @@ class Draws:
 
     def reached(self) -> Requests:
         """The sampled edges' targets as (sample, node) requests: the next ops' input."""
-        return Requests(self.edges.samples, self.edges.target_codes, self.edges.target_ids)
+        return Requests(self.edges.samples, self.edges.target_codes, self.edges.target_ids,
+                        self.pairs)
 
 
 def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
@@ -50,9 +52,11 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
     with_edges = np.flatnonzero(rows >= 0)
     samples, codes, rows = requests.samples[with_edges], requests.codes[with_edges], rows[
         with_edges]
+    pairs = None if requests.pairs is None else requests.pairs[with_edges]
     if not len(rows):  # no request's node has an edge here (an empty bucket, say)
         return Draws(EdgePiece.from_ids(op.edge_set, *[np.zeros(0, t) for t in (
-            np.int64, "S1", "S1", np.int32)], {}), len(requests), 0)
+            np.int64, "S1", "S1", np.int32)], {}), len(requests), 0,
+            None if pairs is None else pairs[:0])
     query_index, edge_position = sample_edges(
         op.strategy, row_splits=adjacency.row_splits, weights=adjacency.weights,
         query_rows=rows, query_samples=samples,
@@ -71,7 +75,8 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
         source_ids=source_ids, target_ids=target_ids,
         features={k: take(v, edge_position) for k, v in adjacency.features.items()})
     per_draw = np.bincount(query_index, minlength=len(rows))
-    return Draws(edges, len(requests), int((per_draw >= op.sample_size).sum()))
+    return Draws(edges, len(requests), int((per_draw >= op.sample_size).sum()),
+                 None if pairs is None else pairs[query_index])
 
 
 @dataclasses.dataclass(eq=False)

@@ -60,6 +60,10 @@ class RunStats:
     dangling_edge_examples: list[tuple] = dataclasses.field(default_factory=list)
     nodes_missing_from_tables: dict[str, int] = dataclasses.field(default_factory=dict)
     bytes_written: int = 0
+    # Link jobs: pairs read (positives and negatives), and those left out because an
+    # endpoint is not a node of the paired node set (seeds_missing counts the endpoints).
+    pairs_read: int = 0
+    pairs_dropped: int = 0
 
     def merge(self, other: "RunStats") -> "RunStats":
         self.seeds_read += other.seeds_read
@@ -82,6 +86,8 @@ class RunStats:
             for key, count in theirs.items():
                 mine[key] = mine.get(key, 0) + count
         self.bytes_written += other.bytes_written
+        self.pairs_read += other.pairs_read
+        self.pairs_dropped += other.pairs_dropped
         return self
 
     def as_dict(self) -> dict:
@@ -99,4 +105,6 @@ class RunStats:
             "dangling_edge_examples": [list(e) for e in self.dangling_edge_examples],
             "nodes_missing_from_tables": dict(sorted(self.nodes_missing_from_tables.items())),
             "bytes_written": self.bytes_written,
+            **({"pairs_read": self.pairs_read, "pairs_dropped": self.pairs_dropped}
+               if self.pairs_read else {}),
         }

@@ -19,6 +19,9 @@ def format_report(report: dict) -> str:
     lines = [f"seeds read: {report['seeds_read']}, subgraphs written: "
              f"{report['subgraphs_written']}, seeds missing from the graph: "
              f"{report['seeds_missing']}"]
+    if report.get("pairs_read"):
+        lines.append(f"pairs read: {report['pairs_read']}, left out for an endpoint missing from "
+                     f"the graph: {report['pairs_dropped']} (seeds above are pair endpoints)")
     if report["missing_seed_ids"]:
         shown = ", ".join(report["missing_seed_ids"][:10])
         more = report["seeds_missing"] - min(10, len(report["missing_seed_ids"]))
