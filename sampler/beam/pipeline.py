@@ -5,7 +5,7 @@ numpy batches for many nodes or samples, never one node or one sample.
 
     Read/nodes/<set>, Read/edges/<set>, Read/seeds    unigraph.beam_io
     NodeTable/<set>, Adjacency/<set>, SeedIds/...     beam/tables.py
-    Seeds                                             beam/seeds.py
+    Pairs (link seeds), Seeds                         beam/pairs.py, beam/seeds.py
     Hop/<op>, one per op in plan order                beam/hops.py
     Nodes/<set>                                       beam/nodes.py
     Assemble                                          beam/assemble.py
@@ -21,15 +21,16 @@ import apache_beam as beam
 from sampler.beam.assemble import WriteShards
 from sampler.beam.hops import SampleHop
 from sampler.beam.nodes import LookupNodes
+from sampler.beam.pairs import NumberPairs
 from sampler.beam.report import MergeReport
 from sampler.beam.seeds import JoinSeeds
 from sampler.beam.tables import BuildAdjacency, BuildNodeTable, IdsFromEdges
 from sampler.core.seeds import seeds_from_ids, seeds_from_nodes
 from sampler.job.job import SamplingJob
 from sampler.plan.plan import edge_sets_to_read
-from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadSeeds
+from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadPairs, ReadSeeds
 from unigraph.schema import has_table
-from unigraph.tables import table_locations
+from unigraph.tables import pairs_layout, table_locations
 
 
 class SampleSubgraphs(beam.PTransform):
@@ -53,8 +54,16 @@ class SampleSubgraphs(beam.PTransform):
                      for name in plan.edge_sets()}
         seed_table = node_tables.get(plan.seed_set) or self._ids_from_edges(edge_batches)
 
-        seeds = ({"table": seed_table, "seeds": self._seed_batches(p, seed_table)}
-                 | "Seeds" >> JoinSeeds(plan.seed_set, job.num_shards, job.node_buckets))
+        pairs = None
+        if plan.link:  # a pair is a sample of two seed requests; from there on, the same path
+            pairs = (p | "Read/seeds" >> ReadPairs(pairs_layout(job.loaded.schema),
+                                                   job.seeds_path)
+                     | "Pairs" >> NumberPairs(job.num_shards, job.node_buckets))
+            seed_input = {"table": seed_table, "requests": pairs["requests"]}
+        else:
+            seed_input = {"table": seed_table, "seeds": self._seed_batches(p, seed_table)}
+        seeds = seed_input | "Seeds" >> JoinSeeds(plan.seed_set, job.num_shards,
+                                                  job.node_buckets)
         stats, edge_pieces = [seeds["stats"]], []
         reached = {plan.seed_op: seeds["found"]}
         # An op's reached nodes feed later ops and its target set's feature lookup.
@@ -79,9 +88,12 @@ class SampleSubgraphs(beam.PTransform):
                     {"table": table, "requests": _flatten(arriving, p, f"Nodes/{name}/Reached")}
                     | f"Nodes/{name}" >> LookupNodes(name, job.num_shards))
 
-        stats.append({"seeds": seeds["seeds"],
-                      "features": _flatten(feature_pieces, p, "Assemble/Features"),
-                      "edges": _flatten(edge_pieces, p, "Assemble/Edges")}
+        shard_pieces = {"seeds": seeds["seeds"],
+                        "features": _flatten(feature_pieces, p, "Assemble/Features"),
+                        "edges": _flatten(edge_pieces, p, "Assemble/Edges")}
+        if pairs is not None:
+            shard_pieces["pairs"] = pairs["pairs"]
+        stats.append(shard_pieces
                      | "Assemble" >> WriteShards(job.loaded, plan, job.output, job.num_shards))
         return tuple(stats) | "Report" >> MergeReport(job.stats_path)
 
