@@ -21,7 +21,7 @@ import threading
 
 from sampler.output.report import format_report
 from sampler.plan.describe import describe_plan
-from sampler.plan.plan import Plan, build_plan, plan_warnings
+from sampler.plan.plan import Plan, build_plan, plan_warnings, with_target_edges
 from sampler.plan.spec import load_spec
 from unigraph.errors import SamplerError, one_line
 from unigraph.schema import LoadedSchema, check_schema, load_schema
@@ -88,6 +88,17 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--node-buckets", type=int, metavar="B",
                         help="number of node buckets each keyed join is split into (default: "
                              "from the size of the edge tables); e.g. --node-buckets 512")
+    link = parser.add_argument_group(
+        "link seeds (a spec with symmetric_link_seed_op; --seeds is then a table of pairs)")
+    link.add_argument("--no-exclude-target-edge", dest="exclude_target_edge",
+                      action="store_false",
+                      help="keep the edges between a pair's two nodes in its own subgraph "
+                           "(default: left out, in either direction, so a model cannot read "
+                           "the answer off the input)")
+    link.add_argument("--target-edge-sets", metavar="NAMES",
+                      help="comma-separated edge sets that hold the edges being predicted "
+                           "(default: every sampled edge set from the paired node set to "
+                           "itself); only these leave out a pair's edges")
     parser.add_argument("--dry-run", action="store_true",
                         help="run every check, print the plan and exit without sampling")
     parser.add_argument("--quiet", action="store_true",
@@ -102,6 +113,26 @@ def load_and_check(graph: str, spec_path: str,
     check_schema(loaded)
     plan = build_plan(load_spec(spec_path), loaded, source=spec_path)
     return loaded, plan
+
+
+def link_options(plan: Plan, args: argparse.Namespace) -> Plan:
+    """The link flags applied to the plan; refused for a node-seeded spec."""
+    given = [flag for flag, on in (("--no-exclude-target-edge", not args.exclude_target_edge),
+                                   ("--target-edge-sets", args.target_edge_sets is not None))
+             if on]
+    if not plan.link:
+        if given:
+            raise SamplerError(f"{given[0]} is for link seeds; the spec's seed op "
+                               f"'{plan.seed_op}' seeds nodes")
+        return plan
+    if not args.exclude_target_edge:
+        if args.target_edge_sets is not None:
+            raise SamplerError("--target-edge-sets and --no-exclude-target-edge contradict "
+                               "each other; give one")
+        return with_target_edges(plan, [])
+    names = None if args.target_edge_sets is None else [
+        n.strip() for n in args.target_edge_sets.split(",") if n.strip()]
+    return with_target_edges(plan, names, source="--target-edge-sets: ")
 
 
 def check_pipeline_flags(parser: argparse.ArgumentParser, extra: list[str]) -> None:
@@ -136,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SamplerError(f"--workers {args.workers}: give at least 1")
         check_pipeline_flags(parser, beam_args)
         loaded, plan = load_and_check(args.graph, args.spec, args.data_path)
+        plan = link_options(plan, args)
         for warning in plan_warnings(plan, args.spec):
             print(f"sample: warning: {warning}", file=sys.stderr)
         if args.dry_run:

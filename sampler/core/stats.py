@@ -64,6 +64,7 @@ class RunStats:
     # endpoint is not a node of the paired node set (seeds_missing counts the endpoints).
     pairs_read: int = 0
     pairs_dropped: int = 0
+    pair_edges_excluded: int = 0  # edges between a sample's pair that hops left out
 
     def merge(self, other: "RunStats") -> "RunStats":
         self.seeds_read += other.seeds_read
@@ -88,6 +89,7 @@ class RunStats:
         self.bytes_written += other.bytes_written
         self.pairs_read += other.pairs_read
         self.pairs_dropped += other.pairs_dropped
+        self.pair_edges_excluded += other.pair_edges_excluded
         return self
 
     def as_dict(self) -> dict:
@@ -105,6 +107,7 @@ class RunStats:
             "dangling_edge_examples": [list(e) for e in self.dangling_edge_examples],
             "nodes_missing_from_tables": dict(sorted(self.nodes_missing_from_tables.items())),
             "bytes_written": self.bytes_written,
-            **({"pairs_read": self.pairs_read, "pairs_dropped": self.pairs_dropped}
+            **({"pairs_read": self.pairs_read, "pairs_dropped": self.pairs_dropped,
+                "pair_edges_excluded": self.pair_edges_excluded}
                if self.pairs_read else {}),
         }

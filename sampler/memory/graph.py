@@ -113,7 +113,10 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
                           batch.rows, batch.weights, batch.features)
         if edge_set.source not in fingerprints:
             fingerprints[edge_set.source] = rng.fingerprint(names[edge_set.source])
-        return build_adjacency(name, [coded], fingerprints[edge_set.source].__getitem__)
+        built = build_adjacency(name, [coded], fingerprints[edge_set.source].__getitem__)
+        if edge_set.target == edge_set.source:  # the leakage check compares targets with ends
+            built.target_fingerprints = fingerprints[edge_set.source][built.target_ids]
+        return built
 
     coded_tables = {name: NodeTableBucket(name, np.searchsorted(names[name], table.ids),
                                           table.features) for name, table in tables.items()}

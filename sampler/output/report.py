@@ -21,7 +21,9 @@ def format_report(report: dict) -> str:
              f"{report['seeds_missing']}"]
     if report.get("pairs_read"):
         lines.append(f"pairs read: {report['pairs_read']}, left out for an endpoint missing from "
-                     f"the graph: {report['pairs_dropped']} (seeds above are pair endpoints)")
+                     f"the graph: {report['pairs_dropped']} (seeds above are pair endpoints); "
+                     f"edges between a pair left out of its subgraph: "
+                     f"{report.get('pair_edges_excluded', 0)}")
     if report["missing_seed_ids"]:
         shown = ", ".join(report["missing_seed_ids"][:10])
         more = report["seeds_missing"] - min(10, len(report["missing_seed_ids"]))

@@ -34,6 +34,9 @@ class PlannedOp:
     sample_size: int
     strategy: int    # a SamplingStrategy value
     strategy_given: bool = True  # False: the spec left it out, so the proto default (TOP_K)
+    # Link plans: never sample an edge between the sample's pair (source and target) here;
+    # on for every edge set from the paired node set to itself (with_target_edges).
+    exclude_pair_edges: bool = False
 
     @property
     def strategy_name(self) -> str:
@@ -161,8 +164,33 @@ def build_plan(spec: ss.SamplingSpec, loaded: LoadedSchema, *, source: str,
         yields[name] = edge_set.target
         ops.append(PlannedOp(name, tuple(op.input_op_names), op.edge_set_name, edge_set.source,
                              edge_set.target, op.sample_size, op.strategy,
-                             op.HasField("strategy")))
+                             op.HasField("strategy"),
+                             link and edge_set.source == edge_set.target == seed_set))
     return Plan(seed_op_name, seed_set, tuple(ops), link)
+
+
+def pair_edge_sets(plan: Plan) -> list[str]:
+    """The edge sets a link plan samples from the paired node set to itself: those that can
+    hold the edge a pair predicts (or its reverse)."""
+    return [name for name in plan.edge_sets() if any(
+        op.edge_set == name and op.source_set == op.target_set == plan.seed_set
+        for op in plan.ops)] if plan.link else []
+
+
+def with_target_edges(plan: Plan, excluded: list[str] | None, *, source: str = "") -> Plan:
+    """The plan leaving out each pair's own edges in the edge sets `excluded` (None: every
+    edge set of `pair_edge_sets`; []: none, the leakage check is off). SpecError for an
+    edge set that cannot hold the pair's edge."""
+    candidates = pair_edge_sets(plan)
+    chosen = candidates if excluded is None else excluded
+    for name in chosen:
+        if name not in candidates:
+            raise SpecError(
+                f"{source}edge set '{name}' cannot hold a pair's edge: the link plan samples "
+                f"these edge sets from node set '{plan.seed_set}' to itself: "
+                f"{', '.join(candidates) or 'none'}")
+    return dataclasses.replace(plan, ops=tuple(
+        dataclasses.replace(op, exclude_pair_edges=op.edge_set in chosen) for op in plan.ops))
 
 
 def plan_warnings(plan: Plan, source: str) -> list[str]:
