@@ -21,7 +21,8 @@ import threading
 
 from sampler.output.report import format_report
 from sampler.plan.describe import describe_plan
-from sampler.plan.plan import Plan, build_plan, plan_warnings, with_target_edges
+from sampler.plan.plan import (DEGREE, UNIFORM, Plan, build_plan, pair_edge_sets, plan_warnings,
+                               with_negatives, with_target_edges)
 from sampler.plan.spec import load_spec
 from unigraph.errors import SamplerError, one_line
 from unigraph.schema import LoadedSchema, check_schema, load_schema
@@ -99,6 +100,15 @@ def make_parser() -> argparse.ArgumentParser:
                       help="comma-separated edge sets that hold the edges being predicted "
                            "(default: every sampled edge set from the paired node set to "
                            "itself); only these leave out a pair's edges")
+    link.add_argument("--negatives", type=int, default=0, metavar="K",
+                      help="per pair of the table, K more pairs with its source and a random "
+                           "target (never a known positive of the source), each its own "
+                           "subgraph; the _readout feature 'label' is then 1 for the table's "
+                           "pairs and 0 for negatives (default 0)")
+    link.add_argument("--negative-sampling", choices=(UNIFORM, DEGREE), default=UNIFORM,
+                      help="how negatives' targets are drawn: uniform over the paired node "
+                           "set, or degree (in proportion to degree**0.75, as word2vec and "
+                           "PinSage do)")
     parser.add_argument("--dry-run", action="store_true",
                         help="run every check, print the plan and exit without sampling")
     parser.add_argument("--quiet", action="store_true",
@@ -115,16 +125,22 @@ def load_and_check(graph: str, spec_path: str,
     return loaded, plan
 
 
-def link_options(plan: Plan, args: argparse.Namespace) -> Plan:
+def link_options(plan: Plan, args: argparse.Namespace, loaded: LoadedSchema) -> Plan:
     """The link flags applied to the plan; refused for a node-seeded spec."""
     given = [flag for flag, on in (("--no-exclude-target-edge", not args.exclude_target_edge),
-                                   ("--target-edge-sets", args.target_edge_sets is not None))
+                                   ("--target-edge-sets", args.target_edge_sets is not None),
+                                   ("--negatives", args.negatives != 0),
+                                   ("--negative-sampling", args.negative_sampling != UNIFORM))
              if on]
     if not plan.link:
         if given:
             raise SamplerError(f"{given[0]} is for link seeds; the spec's seed op "
                                f"'{plan.seed_op}' seeds nodes")
         return plan
+    plan = with_negatives(plan, args.negatives, args.negative_sampling, loaded.schema)
+    if plan.negatives and plan.negatives.mode == DEGREE and not pair_edge_sets(plan):
+        raise SamplerError(f"--negative-sampling degree needs the spec to sample an edge set "
+                           f"from node set '{plan.seed_set}' to itself (degrees come from it)")
     if not args.exclude_target_edge:
         if args.target_edge_sets is not None:
             raise SamplerError("--target-edge-sets and --no-exclude-target-edge contradict "
@@ -167,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SamplerError(f"--workers {args.workers}: give at least 1")
         check_pipeline_flags(parser, beam_args)
         loaded, plan = load_and_check(args.graph, args.spec, args.data_path)
-        plan = link_options(plan, args)
+        plan = link_options(plan, args, loaded)
         for warning in plan_warnings(plan, args.spec):
             print(f"sample: warning: {warning}", file=sys.stderr)
         if args.dry_run:

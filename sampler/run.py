@@ -29,12 +29,12 @@ from sampler.output.commit import abort, begin, commit
 from sampler.output.files import REPORT_FILE, SCHEMA_FILE, parse_output, write_text
 from sampler.output.report import format_report
 from sampler.output.schema import sampled_schema, schema_text
-from sampler.plan.plan import Plan
+from sampler.plan.plan import Plan, pairs_table_layout
 from unigraph import bigquery, paths
 from unigraph.errors import SamplerError
 from unigraph.batches import describe_row
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
-from unigraph.tables import pairs_layout, seed_files
+from unigraph.tables import seed_files
 
 STATS_FILE = ".run_stats.json"  # the Beam engine's merged counts, in the staging folder
 MEMORY_SHARE = 0.7  # the in-memory engine is the default when its estimate fits in this
@@ -82,7 +82,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     seeds_list = seed_files(seeds) if seeds and not seeds_in_bigquery else []
     check_output_location(output, final, loaded, input_paths(loaded, plan, spec_path,
                                                               seeds_list))
-    layout = pairs_layout(loaded.schema) if plan.link else None
+    layout = pairs_table_layout(plan, loaded.schema) if plan.link else None
     if plan.link and not seeds:
         raise SamplerError(f"the spec seeds with pairs (symmetric_link_seed_op '{plan.seed_op}'): "
                            f"give --seeds, a table with source and target columns")

@@ -17,9 +17,11 @@ module only connects the stages' PCollections.
 from __future__ import annotations
 
 import apache_beam as beam
+import numpy as np
 
 from sampler.beam.assemble import WriteShards
 from sampler.beam.hops import SampleHop
+from sampler.beam.negatives import DrawNegatives
 from sampler.beam.nodes import LookupNodes
 from sampler.beam.pairs import NumberPairs
 from sampler.beam.report import MergeReport
@@ -27,10 +29,12 @@ from sampler.beam.seeds import JoinSeeds
 from sampler.beam.tables import BuildAdjacency, BuildNodeTable, IdsFromEdges
 from sampler.core.seeds import seeds_from_ids, seeds_from_nodes
 from sampler.job.job import SamplingJob
-from sampler.plan.plan import edge_sets_to_read
+from sampler.core.negatives import split_by_draw_group
+from sampler.plan.plan import (DEGREE, edge_sets_to_read, label_dtype, pair_edge_sets,
+                               pairs_table_layout)
 from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadPairs, ReadSeeds
 from unigraph.schema import has_table
-from unigraph.tables import pairs_layout, table_locations
+from unigraph.tables import table_locations
 
 
 class SampleSubgraphs(beam.PTransform):
@@ -56,15 +60,23 @@ class SampleSubgraphs(beam.PTransform):
 
         pairs = None
         if plan.link:  # a pair is a sample of two seed requests; from there on, the same path
-            pairs = (p | "Read/seeds" >> ReadPairs(pairs_layout(job.loaded.schema),
-                                                   job.seeds_path)
-                     | "Pairs" >> NumberPairs(job.num_shards, job.node_buckets))
+            rows = p | "Read/seeds" >> ReadPairs(pairs_table_layout(plan, job.loaded.schema),
+                                                 job.seeds_path)
+            if plan.negatives:
+                drawn = ({"pairs": rows, "candidates": self._candidates(seed_table, adjacency)}
+                         | "Negatives" >> DrawNegatives(plan.negatives, job.seed,
+                                                        job.node_buckets,
+                                                        label_dtype(job.loaded.schema)))
+                rows, negative_stats = drawn["pairs"], drawn["stats"]
+            pairs = rows | "Pairs" >> NumberPairs(job.num_shards, job.node_buckets)
             seed_input = {"table": seed_table, "requests": pairs["requests"]}
         else:
             seed_input = {"table": seed_table, "seeds": self._seed_batches(p, seed_table)}
         seeds = seed_input | "Seeds" >> JoinSeeds(plan.seed_set, job.num_shards,
                                                   job.node_buckets)
         stats, edge_pieces = [seeds["stats"]], []
+        if plan.negatives:
+            stats.append(negative_stats)
         reached = {plan.seed_op: seeds["found"]}
         # An op's reached nodes feed later ops and its target set's feature lookup.
         needed = {name for op in plan.ops for name in op.input_ops} | {
@@ -108,6 +120,18 @@ class SampleSubgraphs(beam.PTransform):
                                     name, job.node_buckets,
                                     table_locations(job.loaded, "nodes", name)))
         return tables
+
+    def _candidates(self, seed_table, adjacency):
+        """Negatives' candidate targets by draw group: the paired set's nodes, or (degree)
+        the sources of its edge sets to itself with their out-degrees."""
+        plan = self.job.plan
+        if plan.negatives.mode == DEGREE:
+            parts = tuple(adjacency[name] | f"Negatives/Candidates/{name}" >> beam.FlatMapTuple(
+                lambda _, adj: split_by_draw_group(adj.sources, np.diff(adj.row_splits)))
+                for name in pair_edge_sets(plan))
+            return parts | "Negatives/Candidates" >> beam.Flatten()
+        return seed_table | "Negatives/Candidates" >> beam.FlatMapTuple(
+            lambda _, table: split_by_draw_group(table.ids))
 
     def _ids_from_edges(self, edge_batches):
         """The table-less seed set's nodes: every id the edge sets read name in it."""

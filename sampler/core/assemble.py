@@ -23,13 +23,13 @@ import numpy as np
 from sampler.core.arrays import unique
 from sampler.core.pieces import EdgePiece, NodeFeatures, PairPiece, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS
-from sampler.plan.plan import Plan
+from sampler.plan.plan import LABEL, Plan, label_dtype, pairs_table_layout
 from unigraph import graph_schema_pb2 as gs
 from unigraph.batches import FeatureValues
 from unigraph.ragged import Ragged, concat, take
 from unigraph.schema import (ID_COLUMNS, LINK_READOUT_NODE_SET, feature_shape, has_table,
                              numpy_dtype)
-from unigraph.tables.layout import pairs_layout
+
 
 
 @dataclasses.dataclass
@@ -210,9 +210,11 @@ class ShardAssembler:
         were both found, by ascending sample id."""
         features = self.schema.node_sets[LINK_READOUT_NODE_SET].features
         if not pair_pieces:
-            wanted = pairs_layout(self.schema).features
-            return (np.zeros(0, np.int64), np.zeros(0, "S1"), np.zeros(0, "S1"),
-                    {f.name: empty_feature(features[f.name]) for f in wanted})
+            wanted = pairs_table_layout(self.plan, self.schema).features
+            empty = {f.name: empty_feature(features[f.name]) for f in wanted}
+            if self.plan.negatives:
+                empty[LABEL] = np.zeros(0, label_dtype(self.schema))
+            return np.zeros(0, np.int64), np.zeros(0, "S1"), np.zeros(0, "S1"), empty
         pairs = PairPiece.concat(pair_pieces)
         pairs = pairs.take(np.argsort(pairs.samples, kind="stable"))
         stats.pairs = len(pairs)

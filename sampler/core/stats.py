@@ -65,6 +65,12 @@ class RunStats:
     pairs_read: int = 0
     pairs_dropped: int = 0
     pair_edges_excluded: int = 0  # edges between a sample's pair that hops left out
+    # --negatives: pairs of the table, negatives made, draws rejected because they hit
+    # the source or a known positive of it, and negatives given up after too many.
+    positives: int = 0
+    negatives: int = 0
+    negatives_redrawn: int = 0
+    negatives_not_found: int = 0
 
     def merge(self, other: "RunStats") -> "RunStats":
         self.seeds_read += other.seeds_read
@@ -90,6 +96,10 @@ class RunStats:
         self.pairs_read += other.pairs_read
         self.pairs_dropped += other.pairs_dropped
         self.pair_edges_excluded += other.pair_edges_excluded
+        self.positives += other.positives
+        self.negatives += other.negatives
+        self.negatives_redrawn += other.negatives_redrawn
+        self.negatives_not_found += other.negatives_not_found
         return self
 
     def as_dict(self) -> dict:
@@ -110,4 +120,8 @@ class RunStats:
             **({"pairs_read": self.pairs_read, "pairs_dropped": self.pairs_dropped,
                 "pair_edges_excluded": self.pair_edges_excluded}
                if self.pairs_read else {}),
+            **({"positives": self.positives, "negatives": self.negatives,
+                "negatives_redrawn": self.negatives_redrawn,
+                "negatives_not_found": self.negatives_not_found}
+               if self.positives else {}),
         }

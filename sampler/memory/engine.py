@@ -25,7 +25,9 @@ from sampler.core.assemble import ShardAssembler
 from sampler.core.buckets import split_by_shard
 from sampler.core.hop import sample_hop
 from sampler.core.node_table import features_by_shard
+from sampler.core.negatives import negatives_in_memory
 from sampler.core.pairs import number_pairs, pair_requests
+from sampler.plan.plan import DEGREE, label_dtype, pair_edge_sets
 from sampler.core.pieces import PairPiece, Requests, SeedPiece
 from sampler.core.seeds import join_seeds, number_seeds
 from sampler.core.stats import RunStats
@@ -49,7 +51,8 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
     seed_set = job.plan.seed_set
     pairs = {}
     if job.plan.link:  # a pair is a sample of two seed requests; from there on, the same path
-        numbered_pairs = number_pairs(graph.pairs)
+        rows, negative_stats = _with_negatives(graph, job)
+        numbered_pairs = number_pairs(rows)
         numbered = pair_requests(numbered_pairs)
         pairs = {shard: graph.intern_pairs(seed_set, piece)
                  for shard, piece in split_by_shard(numbered_pairs, job.num_shards)}
@@ -63,6 +66,8 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
              for shard, requests in split_by_shard(join.found, job.num_shards)}
     seeds = {shard: graph.intern_seeds(seed_set, piece) for shard, piece in join.seeds_by_shard}
     stats = join.stats
+    if job.plan.link:
+        stats.merge(negative_stats)
     _SHARED.update(graph=graph, job=job, found=found, seeds=seeds, pairs=pairs)
     samples_of = pairs if job.plan.link else seeds
     try:
@@ -86,6 +91,25 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
         return stats
     finally:
         _SHARED.clear()
+
+
+def _with_negatives(graph: GraphInMemory, job: SamplingJob) -> tuple[list, RunStats]:
+    """The pairs table's rows, and with --negatives their negatives (core.negatives)."""
+    plan = job.plan
+    if not plan.negatives:
+        return graph.pairs, RunStats()
+    if plan.negatives.mode == DEGREE:
+        names = graph.names[plan.seed_set]
+        parts = [graph.adjacency[name] for name in pair_edge_sets(plan)]
+        candidates = np.concatenate([names[a.sources] for a in parts])
+        degrees = np.concatenate([np.diff(a.row_splits) for a in parts])
+    else:
+        candidates, degrees = graph.seed_table.ids, None
+    rows, counts = negatives_in_memory(graph.pairs, candidates, degrees, plan.negatives,
+                                       job.seed, label_dtype(job.loaded.schema))
+    return rows, RunStats(positives=counts.positives, negatives=counts.negatives,
+                          negatives_redrawn=counts.redrawn,
+                          negatives_not_found=counts.not_found)
 
 
 def _init_worker() -> None:

@@ -25,11 +25,11 @@ from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_
 from sampler.core.pieces import PairPiece, Requests, SeedPiece
 from sampler.core.seeds import seeds_from_ids
 from sampler.job.job import SamplingJob
-from sampler.plan.plan import edge_sets_to_read
+from sampler.plan.plan import edge_sets_to_read, pairs_table_layout
 from unigraph.batches import EdgeBatch, PairBatch, SeedBatch
 from unigraph.ragged import concat
 from unigraph.schema import has_table
-from unigraph.tables import pairs_layout, read_pair_set, read_seed_set, read_set, table_locations
+from unigraph.tables import read_pair_set, read_seed_set, read_set, table_locations
 
 
 @dataclasses.dataclass(eq=False)
@@ -167,7 +167,7 @@ def _one_batch(name: str, batches: list[EdgeBatch]) -> EdgeBatch:
 
 def _pair_rows(job: SamplingJob) -> list[PairBatch]:
     """The pairs table's rows (link seeds)."""
-    return list(read_pair_set(pairs_layout(job.loaded.schema), job.seeds_path))
+    return list(read_pair_set(pairs_table_layout(job.plan, job.loaded.schema), job.seeds_path))
 
 
 def _seed_rows(job: SamplingJob, seed_table: NodeTableBucket) -> list[SeedBatch]:

@@ -24,6 +24,10 @@ def format_report(report: dict) -> str:
                      f"the graph: {report['pairs_dropped']} (seeds above are pair endpoints); "
                      f"edges between a pair left out of its subgraph: "
                      f"{report.get('pair_edges_excluded', 0)}")
+    if report.get("positives"):
+        lines.append(f"negatives: {report['negatives']} for {report['positives']} positive "
+                     f"pairs; {report['negatives_redrawn']} draws redrawn (they hit the source "
+                     f"or a known positive), {report['negatives_not_found']} negatives given up")
     if report["missing_seed_ids"]:
         shown = ", ".join(report["missing_seed_ids"][:10])
         more = report["seeds_missing"] - min(10, len(report["missing_seed_ids"]))

@@ -14,7 +14,7 @@ from google.protobuf import text_format
 from sampler.graph_tensor import READOUT_NODE_SET
 from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_KEY,
                                   SEED_ID_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
-from sampler.plan.plan import Plan
+from sampler.plan.plan import LABEL, Plan
 from unigraph import graph_schema_pb2 as gs
 from unigraph.schema import ID_COLUMNS, SOURCE_COLUMNS, TARGET_COLUMNS
 
@@ -63,6 +63,10 @@ def _link_readout(out: gs.GraphSchema, schema: gs.GraphSchema, plan: Plan) -> No
         if column in readout.features:
             del readout.features[column]
     readout.description = "one node per subgraph: the pair, with the pairs table's features"
+    if plan.negatives and LABEL not in readout.features:
+        readout.features[LABEL].dtype = gs.DT_INT64
+    if plan.negatives:
+        readout.features[LABEL].description = "1: a pair of the pairs table; 0: a negative"
     for name, which in zip(LINK_READOUT_EDGE_SETS, ("source (node 0)", "target (node 1, or "
                                                     "node 0 when it is the source)")):
         edge_set = out.edge_sets[name]

@@ -11,11 +11,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+import numpy as np
+
 from sampler.plan import sampling_spec_pb2 as ss
 from unigraph.columns import set_columns
 from unigraph.errors import SpecError
-from unigraph.schema import (LINK_READOUT_EDGE_SETS, LINK_READOUT_NODE_SET, WEIGHT_COLUMNS,
-                             LoadedSchema, has_table, is_link_readout, link_node_set)
+from unigraph.schema import (LINK_READOUT_EDGE_SETS, LINK_READOUT_NODE_SET, NUMPY_DTYPES,
+                             WEIGHT_COLUMNS, LoadedSchema, feature_shape, has_table,
+                             is_link_readout, link_node_set)
+from unigraph.tables.layout import pairs_layout
 
 OpName = str
 STRATEGY_NAMES = {v: k for k, v in ss.SamplingStrategy.items()}
@@ -43,6 +47,19 @@ class PlannedOp:
         return STRATEGY_NAMES[self.strategy]
 
 
+UNIFORM, DEGREE = "uniform", "degree"  # how negatives' targets are drawn
+LABEL = "label"  # the `_readout` feature a run with negatives writes: 1 positive, 0 negative
+
+
+@dataclasses.dataclass(frozen=True)
+class NegativeSampling:
+    """Negatives of a link plan (`--negatives K`, `--negative-sampling MODE`): K pairs per
+    positive, same source, target drawn uniformly or by degree**0.75 (core.negatives)."""
+
+    per_positive: int
+    mode: str = UNIFORM
+
+
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """The seed op and the sampling ops in execution (= spec) order.
@@ -55,6 +72,7 @@ class Plan:
     seed_set: str
     ops: tuple[PlannedOp, ...]
     link: bool = False
+    negatives: NegativeSampling | None = None  # link plans only
 
     def node_sets(self) -> list[str]:
         """Node sets a subgraph can hold, seed set first."""
@@ -207,3 +225,35 @@ def edge_set_has_weight(loaded: LoadedSchema, edge_set_name: str) -> bool:
     if any(name in edge_set.features for name in WEIGHT_COLUMNS):
         return True
     return any(name in set_columns(loaded, "edges", edge_set_name) for name in WEIGHT_COLUMNS)
+
+
+def pairs_table_layout(plan: Plan, schema):
+    """The columns a link plan reads from its pairs table (with negatives, the label is
+    the sampler's, not the table's)."""
+    return pairs_layout(schema, (LABEL,) if plan.negatives else ())
+
+
+def with_negatives(plan: Plan, per_positive: int, mode: str, schema) -> Plan:
+    """The link plan drawing `per_positive` negatives per pair; SpecError if the schema's
+    `_readout` declares a label the sampler cannot write (0/1 need a numeric scalar)."""
+    if per_positive < 0:
+        raise SpecError(f"--negatives {per_positive}: give 0 or more")
+    if mode not in (UNIFORM, DEGREE):
+        raise SpecError(f"--negative-sampling {mode}: give {UNIFORM} or {DEGREE}")
+    if per_positive == 0:
+        return plan
+    declared = schema.node_sets[LINK_READOUT_NODE_SET].features.get(LABEL)
+    if declared is not None:
+        dtype = NUMPY_DTYPES.get(declared.dtype)
+        if dtype is None or dtype.kind not in "biuf" or feature_shape(declared):
+            raise SpecError(f"--negatives: node set '{LINK_READOUT_NODE_SET}' declares feature "
+                            f"'{LABEL}', which the sampler writes (1 positive, 0 negative): "
+                            f"it must be a numeric scalar")
+    return dataclasses.replace(plan, negatives=NegativeSampling(per_positive, mode))
+
+
+def label_dtype(schema) -> np.dtype:
+    """The numpy dtype of the label a run with negatives writes: the schema's `_readout`
+    label's, else int64."""
+    declared = schema.node_sets[LINK_READOUT_NODE_SET].features.get(LABEL)
+    return NUMPY_DTYPES[declared.dtype] if declared is not None else np.dtype(np.int64)

@@ -147,3 +147,51 @@ def test_link_spec_without_seeds_is_one_line(tmp_path, capsys):
     code = sample.main(["--graph", LINK, "--spec", SPEC, "--output", f"{tmp_path}/out/"])
     assert code == sample.EXIT_ERROR
     assert "give --seeds, a table with source and target columns" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", ["uniform", "degree"])
+def test_negatives_are_the_same_on_both_engines_and_never_known_positives(tmp_path, mode):
+    flags = ["--negatives", "3", "--negative-sampling", mode]
+    memory = run(tmp_path / "memory", "--engine", "memory", *flags)
+    beam = run(tmp_path / "beam", "--engine", "beam", "--node-buckets", "3", *flags)
+    assert shards(beam) == shards(memory)
+    report = read_report(memory)
+    assert report["positives"] == 5 and report["negatives"] + report[
+        "negatives_not_found"] == 15
+    assert report["subgraphs_written"] == 5 + report["negatives"]
+    assert sample_check.check_folder(memory).ok
+    from sampler.graph_tensor import parse_example
+    schema = load_schema(os.path.join(memory, "graph_schema.pbtxt")).schema
+    known = {("u0", "u1"), ("u2", "u3"), ("u4", "u0"), ("u3", "u3"), ("u5", "u2")}
+    labels = []
+    for record in read_records(memory):
+        g = parse_example(schema, record)
+        pair = (g.context["source_id"][0].decode(), g.context["target_id"][0].decode())
+        label = int(g.node_sets["_readout"]["label"][0])
+        labels.append(label)
+        assert (pair in known) == (label == 1) and pair[0] != pair[1] or label == 1
+    assert labels.count(1) == 5
+
+
+def test_a_different_seed_draws_different_negatives(tmp_path):
+    a = run(tmp_path / "a", "--negatives", "3", "--seed", "1")
+    b = run(tmp_path / "b", "--negatives", "3", "--seed", "2")
+    assert shards(a) != shards(b)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--negatives", "-1"], "--negatives -1: give 0 or more"),
+    (["--target-edge-sets", "follows", "--no-exclude-target-edge"], "contradict"),
+])
+def test_bad_link_flags_are_one_line(tmp_path, capsys, flags, message):
+    code = sample.main(["--graph", LINK, "--spec", SPEC, "--seeds", PAIRS,
+                        "--output", f"{tmp_path}/out/", *flags])
+    assert code == sample.EXIT_ERROR and message in capsys.readouterr().err
+
+
+def test_link_flags_on_a_node_spec_are_refused(tmp_path, capsys):
+    mag = os.path.join(os.path.dirname(TESTDATA), "..", "examples", "mag_tiny")
+    code = sample.main(["--graph", mag, "--spec", os.path.join(mag, "sampling_spec.pbtxt"),
+                        "--output", f"{tmp_path}/out/", "--negatives", "2"])
+    assert code == sample.EXIT_ERROR
+    assert "--negatives is for link seeds" in capsys.readouterr().err

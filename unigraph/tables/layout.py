@@ -101,16 +101,17 @@ def seeds_layout() -> TableLayout:
     return TableLayout(SEEDS, "seeds", ())
 
 
-def pairs_layout(schema: gs.GraphSchema) -> TableLayout:
+def pairs_layout(schema: gs.GraphSchema, generated: tuple[str, ...] = ()) -> TableLayout:
     """The layout of a pairs table (link seeds): `source`, `target`, and one column per
     feature of the schema's auxiliary `_readout` node set (as TF-GNN's link sampler reads
     it). Other columns are not read.
 
     Hook (issue 15): a `timestamp` column for temporal cut-offs would be one more
-    FeatureSpec here and one more field of PairBatch."""
+    FeatureSpec here and one more field of PairBatch. `generated`: features the sampler
+    writes itself (the label, with negatives), not read from the table."""
     readout = schema.node_sets[LINK_READOUT_NODE_SET]
     features = tuple(feature_spec(n, f) for n, f in sorted(readout.features.items())
-                     if n not in SOURCE_COLUMNS + TARGET_COLUMNS)
+                     if n not in SOURCE_COLUMNS + TARGET_COLUMNS + generated)
     return TableLayout(PAIRS, "pairs", features)
 
 
