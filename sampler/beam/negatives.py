@@ -1,7 +1,8 @@
 """Stage: negatives for link seeds, drawn before the pairs are numbered (core.negatives).
 
     Negatives/Groups:  candidate targets by draw group (ids, degrees) -> DrawGroup
-    Negatives/Totals:  every group's total weight, one small side input
+    Negatives/Totals:  every group's total weight (a few KB), sent to every source bucket
+                       (a keyed join, not a side input: docs/architecture.md, Beam rules)
     Negatives/BySource: the pairs by source bucket (all rows of a source together)
     Negatives/Draw:    each row's draws, keyed by the draw group they land in
     Negatives/Resolve: draws ⋈ their group -> target ids, back to their source bucket
@@ -41,21 +42,28 @@ class DrawNegatives(beam.PTransform):
                   | "Groups/Gather" >> beam.GroupByKey()
                   | "Groups/Build" >> beam.MapTuple(
                       lambda g, parts: (g, build_draw_group(g, list(parts), sampling.mode))))
-        totals = (groups
-                  | "Totals/Key" >> beam.MapTuple(lambda g, group: (0, (g, group.total)))
+        keyed_totals = groups | "Totals/Key" >> beam.MapTuple(
+            lambda g, group: (0, (g, group.total)))
+        # One neutral element, so that the totals exist without any candidate.
+        neutral = groups.pipeline | "Totals/None" >> beam.Create([(0, None)])
+        totals = ((keyed_totals, neutral)
+                  | "Totals/Flatten" >> beam.Flatten()
                   | "Totals/Gather" >> beam.GroupByKey()
-                  | "Totals/Sum" >> beam.MapTuple(
-                      lambda _, pairs: GroupTotals.of(list(pairs), sampling.mode)))
+                  | "Totals/Sum" >> beam.MapTuple(lambda _, pairs: GroupTotals.of(
+                      [p for p in pairs if p is not None], sampling.mode))
+                  | "Totals/ToBuckets" >> beam.FlatMap(
+                      lambda t: ((bucket, t) for bucket in range(node_buckets))))
         by_source = (inputs["pairs"]
                      | "BySource/Split" >> beam.FlatMap(split_batch, "sources", node_buckets)
                      | "BySource/Gather" >> beam.GroupByKey()
                      | "BySource/Join" >> beam.MapTuple(lambda b, parts: (b, _concat(parts))))
 
-        def draw(element, totals):
-            bucket, batch = element
-            draws = draw_negatives(batch, sampling, totals, seed)
-            for group, positions in split_by_bucket(draws.group):
-                yield group, (bucket, draws.take(positions))
+        def draw(element):
+            bucket, grouped = element
+            for batch in grouped["rows"]:  # one per bucket that has rows
+                draws = draw_negatives(batch, sampling, list(grouped["totals"])[0], seed)
+                for group, positions in split_by_bucket(draws.group):
+                    yield group, (bucket, draws.take(positions))
 
         def resolve(element):
             group_index, grouped = element
@@ -74,9 +82,9 @@ class DrawNegatives(beam.PTransform):
                                    negatives_redrawn=counts.redrawn,
                                    negatives_not_found=counts.not_found)
 
-        empty_totals = GroupTotals.of([], sampling.mode)
-        draws = by_source | "Draw" >> beam.FlatMap(
-            draw, totals=beam.pvalue.AsSingleton(totals, default_value=empty_totals))
+        draws = ({"rows": by_source, "totals": totals}
+                 | "Draw/Join" >> beam.CoGroupByKey()
+                 | "Draw/Draws" >> beam.FlatMap(draw))
         resolved = ({"group": groups, "draws": draws}
                     | "Resolve/Join" >> beam.CoGroupByKey()
                     | "Resolve/Targets" >> beam.FlatMap(resolve))
