@@ -22,7 +22,7 @@ import threading
 from sampler.output.report import format_report
 from sampler.plan.describe import describe_plan
 from sampler.plan.plan import (DEGREE, UNIFORM, Plan, build_plan, pair_edge_sets, plan_warnings,
-                               with_negatives, with_target_edges)
+                               with_edge_aggregation, with_negatives, with_target_edges)
 from sampler.plan.spec import load_spec
 from unigraph.errors import SamplerError, one_line
 from unigraph.schema import LoadedSchema, check_schema, load_schema
@@ -89,6 +89,11 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--node-buckets", type=int, metavar="B",
                         help="number of node buckets each keyed join is split into (default: "
                              "from the size of the edge tables); e.g. --node-buckets 512")
+    parser.add_argument("--edge-aggregation", default="edge", metavar="MODE",
+                        help="edge (default): a subgraph holds the edges its ops sampled; "
+                             "node: also every other edge between two of its nodes, in every "
+                             "edge set the spec samples (an induced subgraph, TF-GNN v1's "
+                             "name); node:E1,E2: in those edge sets only")
     link = parser.add_argument_group(
         "link seeds (a spec with symmetric_link_seed_op; --seeds is then a table of pairs)")
     link.add_argument("--no-exclude-target-edge", dest="exclude_target_edge",
@@ -183,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SamplerError(f"--workers {args.workers}: give at least 1")
         check_pipeline_flags(parser, beam_args)
         loaded, plan = load_and_check(args.graph, args.spec, args.data_path)
-        plan = link_options(plan, args, loaded)
+        plan = with_edge_aggregation(link_options(plan, args, loaded), args.edge_aggregation)
         for warning in plan_warnings(plan, args.spec):
             print(f"sample: warning: {warning}", file=sys.stderr)
         if args.dry_run:

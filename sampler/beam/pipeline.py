@@ -21,6 +21,7 @@ import numpy as np
 
 from sampler.beam.assemble import WriteShards
 from sampler.beam.hops import SampleHop
+from sampler.beam.induced import InducedEdges
 from sampler.beam.negatives import DrawNegatives
 from sampler.beam.nodes import LookupNodes
 from sampler.beam.pairs import NumberPairs
@@ -30,8 +31,9 @@ from sampler.beam.tables import BuildAdjacency, BuildNodeTable, IdsFromEdges
 from sampler.core.seeds import seeds_from_ids, seeds_from_nodes
 from sampler.job.job import SamplingJob
 from sampler.core.negatives import split_by_draw_group
-from sampler.plan.plan import (DEGREE, edge_sets_to_read, label_dtype, pair_edge_sets,
-                               pairs_table_layout)
+from sampler.beam.report import STATS
+from sampler.plan.plan import (DEGREE, edge_sets_to_read, excludes_pair_edges, label_dtype,
+                               members_ops, pair_edge_sets, pairs_table_layout)
 from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadPairs, ReadSeeds
 from unigraph.schema import has_table
 from unigraph.tables import table_locations
@@ -80,7 +82,9 @@ class SampleSubgraphs(beam.PTransform):
         reached = {plan.seed_op: seeds["found"]}
         # An op's reached nodes feed later ops and its target set's feature lookup.
         needed = {name for op in plan.ops for name in op.input_ops} | {
-            op.name for op in plan.ops if op.target_set in node_tables}
+            op.name for op in plan.ops if op.target_set in node_tables} | {
+            name for e in plan.induced_edge_sets for end in self._ends(e)
+            for name in members_ops(plan, end)}
         for op in plan.ops:
             hop = ({"adjacency": adjacency[op.edge_set],
                     "requests": _flatten([reached[name] for name in op.input_ops], p,
@@ -90,6 +94,19 @@ class SampleSubgraphs(beam.PTransform):
             stats.append(hop["stats"])
             edge_pieces.append(hop["edges"])
             reached[op.name] = hop["reached"]
+
+        for name in plan.induced_edge_sets:  # every edge among a subgraph's nodes
+            source, target = self._ends(name)
+            members = {end: _flatten([reached[op] for op in members_ops(plan, end)], p,
+                                     f"Induced/{name}/{role}")
+                       for end, role in ((source, "Sources"), (target, "Targets"))}
+            induced = ({"adjacency": adjacency[name], "sources": members[source],
+                        "targets": members[target]}
+                       | f"Induced/{name}" >> InducedEdges(name, job.num_shards,
+                                                         job.node_buckets,
+                                                         excludes_pair_edges(plan, name)))
+            edge_pieces.append(induced["edges"])
+            stats.append(induced[STATS])
 
         # Table-less sets need no lookup: their nodes are the targets of sampled edges.
         feature_pieces = [seeds["features"]]
@@ -120,6 +137,10 @@ class SampleSubgraphs(beam.PTransform):
                                     name, job.node_buckets,
                                     table_locations(job.loaded, "nodes", name)))
         return tables
+
+    def _ends(self, edge_set: str) -> tuple[str, str]:
+        ends = self.job.loaded.schema.edge_sets[edge_set]
+        return ends.source, ends.target
 
     def _candidates(self, seed_table, adjacency):
         """Negatives' candidate targets by draw group: the paired set's nodes, or (degree)

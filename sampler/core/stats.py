@@ -67,6 +67,7 @@ class RunStats:
     pair_edges_excluded: int = 0  # edges between a sample's pair that hops left out
     # --negatives: pairs of the table, negatives made, draws rejected because they hit
     # the source or a known positive of it, and negatives given up after too many.
+    induced_edges: dict[str, int] = dataclasses.field(default_factory=dict)  # per edge set
     positives: int = 0
     negatives: int = 0
     negatives_redrawn: int = 0
@@ -89,7 +90,8 @@ class RunStats:
                              (self.draws_per_op, other.draws_per_op),
                              (self.draws_at_cap_per_op, other.draws_at_cap_per_op),
                              (self.dangling_edges_dropped, other.dangling_edges_dropped),
-                             (self.nodes_missing_from_tables, other.nodes_missing_from_tables)):
+                             (self.nodes_missing_from_tables, other.nodes_missing_from_tables),
+                             (self.induced_edges, other.induced_edges)):
             for key, count in theirs.items():
                 mine[key] = mine.get(key, 0) + count
         self.bytes_written += other.bytes_written
@@ -117,6 +119,8 @@ class RunStats:
             "dangling_edge_examples": [list(e) for e in self.dangling_edge_examples],
             "nodes_missing_from_tables": dict(sorted(self.nodes_missing_from_tables.items())),
             "bytes_written": self.bytes_written,
+            **({"induced_edges": dict(sorted(self.induced_edges.items()))}
+               if self.induced_edges else {}),
             **({"pairs_read": self.pairs_read, "pairs_dropped": self.pairs_dropped,
                 "pair_edges_excluded": self.pair_edges_excluded}
                if self.pairs_read else {}),

@@ -27,7 +27,9 @@ from sampler.core.hop import sample_hop
 from sampler.core.node_table import features_by_shard
 from sampler.core.negatives import negatives_in_memory
 from sampler.core.pairs import number_pairs, pair_requests
-from sampler.plan.plan import DEGREE, label_dtype, pair_edge_sets
+from sampler.core.induced import candidate_edges, keep_induced
+from sampler.plan.plan import (DEGREE, excludes_pair_edges, label_dtype, members_ops,
+                               pair_edge_sets)
 from sampler.core.pieces import PairPiece, Requests, SeedPiece
 from sampler.core.seeds import join_seeds, number_seeds
 from sampler.core.stats import RunStats
@@ -191,6 +193,15 @@ def _sample_chunk(graph: GraphInMemory, job: SamplingJob, found: Requests,
         stats.merge(drawn.stats(op))
         edges.append(drawn.edges)
         reached[op.name] = drawn.reached()
+    for name in plan.induced_edge_sets:
+        edge_set = job.loaded.schema.edge_sets[name]
+        members = {end: Requests.concat([reached[op] for op in members_ops(plan, end)])
+                   for end in (edge_set.source, edge_set.target)}
+        candidates, _ = candidate_edges(graph.adjacency[name], members[edge_set.source],
+                                        exclude_pair_edges=excludes_pair_edges(plan, name))
+        induced = keep_induced(candidates, members[edge_set.target])
+        stats.merge(RunStats(induced_edges={name: len(induced)}))
+        edges.append(induced)
     features = []
     for name, table in graph.node_tables.items():
         arriving = [found] if name == plan.seed_set else []

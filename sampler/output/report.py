@@ -24,6 +24,9 @@ def format_report(report: dict) -> str:
                      f"the graph: {report['pairs_dropped']} (seeds above are pair endpoints); "
                      f"edges between a pair left out of its subgraph: "
                      f"{report.get('pair_edges_excluded', 0)}")
+    for name, count in report.get("induced_edges", {}).items():
+        lines.append(f"edge set '{name}': {count} edges among subgraph nodes found (induced; "
+                     f"those also sampled appear once)")
     if report.get("positives"):
         lines.append(f"negatives: {report['negatives']} for {report['positives']} positive "
                      f"pairs; {report['negatives_redrawn']} draws redrawn (they hit the source "

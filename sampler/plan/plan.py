@@ -73,6 +73,9 @@ class Plan:
     ops: tuple[PlannedOp, ...]
     link: bool = False
     negatives: NegativeSampling | None = None  # link plans only
+    # Edge sets whose every edge between two nodes of a subgraph is added to it
+    # (--edge-aggregation node; core.induced); the others keep only sampled edges.
+    induced_edge_sets: tuple[str, ...] = ()
 
     def node_sets(self) -> list[str]:
         """Node sets a subgraph can hold, seed set first."""
@@ -257,3 +260,34 @@ def label_dtype(schema) -> np.dtype:
     label's, else int64."""
     declared = schema.node_sets[LINK_READOUT_NODE_SET].features.get(LABEL)
     return NUMPY_DTYPES[declared.dtype] if declared is not None else np.dtype(np.int64)
+
+
+EDGE_AGGREGATIONS = ("edge", "node")  # TF-GNN v1's names: sampled edges only, or induced
+
+
+def with_edge_aggregation(plan: Plan, value: str) -> Plan:
+    """`--edge-aggregation edge` (default: the sampled edges only), `node` (every edge set
+    the plan samples gets all edges among a subgraph's nodes) or `node:E1,E2` (those)."""
+    mode, _, names = value.partition(":")
+    if mode not in EDGE_AGGREGATIONS or (mode == "edge" and names):
+        raise SpecError(f"--edge-aggregation {value}: give edge, node, or node:EDGE_SET,...")
+    if mode == "edge":
+        return dataclasses.replace(plan, induced_edge_sets=())
+    chosen = [n.strip() for n in names.split(",") if n.strip()] if names else plan.edge_sets()
+    for name in chosen:
+        if name not in plan.edge_sets():
+            raise SpecError(f"--edge-aggregation {value}: edge set '{name}' is not sampled by "
+                            f"the spec (it samples: {', '.join(plan.edge_sets())})")
+    return dataclasses.replace(plan, induced_edge_sets=tuple(
+        n for n in plan.edge_sets() if n in chosen))
+
+
+def members_ops(plan: Plan, node_set: str) -> list[OpName]:
+    """The ops whose reached nodes are a subgraph's nodes of `node_set` (the seed op's
+    found seeds first, for the seed set)."""
+    ops = [plan.seed_op] if node_set == plan.seed_set else []
+    return ops + [op.name for op in plan.ops if op.target_set == node_set]
+
+
+def excludes_pair_edges(plan: Plan, edge_set: str) -> bool:
+    return any(op.exclude_pair_edges for op in plan.ops if op.edge_set == edge_set)

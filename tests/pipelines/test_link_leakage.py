@@ -48,7 +48,7 @@ def graph(tmp_path_factory):
 def sampled_edges(graph, out, *extra):
     code = sample.main(["--graph", str(graph), "--spec", str(graph / "spec.pbtxt"),
                         "--seeds", str(graph / "pairs.csv"), "--output", f"{out}/", "--quiet",
-                        *extra])
+                        "--workers", "1", *extra])
     assert code == 0
     schema = load_schema(os.path.join(out, "graph_schema.pbtxt")).schema
     result = {}

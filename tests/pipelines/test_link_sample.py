@@ -22,7 +22,7 @@ PAIRS = os.path.join(LINK, "pairs.csv")
 
 def run(out, *extra, seeds=PAIRS, graph=LINK, spec=SPEC):
     code = sample.main(["--graph", graph, "--spec", spec, "--seeds", seeds,
-                        "--output", f"{out}/", "--quiet", *extra])
+                        "--output", f"{out}/", "--quiet", "--workers", "1", *extra])
     assert code == 0
     return str(out)
 
