@@ -23,7 +23,16 @@
      peak RSS   max over 50 ms polls of the RSS summed over the `sample` process
                 and all its descendants (pipelines/proc_stats.py says what that
                 does and does not count)
+     PSS        the same for the proportional set size, polled every 200 ms: a
+                page shared by n processes counts 1/n in each, so forked workers
+                sharing the in-memory engine's graph count it once (the tree's
+                physical memory; RSS sums count shared pages once per process)
    `--json` prints the same as one JSON line instead.
+4. `--link`: link prediction. N pairs (the `cites` edges whose source is in the seed
+   fraction) run as a link job (symmetric_link_seed_op on paper, the graph's schema
+   with TF-GNN's `_readout` link sets, the benchmark spec's ops), interleaved with a
+   node job over the pairs' 2N endpoints as seeds, per engine; the ratio of the two
+   wall times is the issue's measure (a link job should cost no more).
 Extra flags for `sample` go in one string: --extra-args="--direct_num_workers 2".
 """
 from __future__ import annotations
@@ -51,7 +60,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
 STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED")
 COMPLETE = ".complete"
-METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb")
+METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb",
+           "peak_pss_mb")
 
 
 def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int) -> str:
@@ -130,7 +140,9 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
     """One measured run; SampleFailed with the tail of its stderr if it fails."""
     if os.path.exists(output):
         shutil.rmtree(output)
-    stats = run_measured(cmd, cwd=REPO_ROOT, timeout=timeout)
+    # TF-GNN 1.0.3 imports only with Keras 2 (tf-keras) selected before TensorFlow loads.
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1") if tfgnn else None
+    stats = run_measured(cmd, cwd=REPO_ROOT, timeout=timeout, env=env)
     report_path = os.path.join(output, "sample_report.json")
     if stats.returncode != 0 or not (tfgnn or os.path.exists(report_path)):
         tail = "\n".join((stats.stderr or stats.stdout).strip().splitlines()[-5:])
@@ -154,6 +166,7 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
         "edges_per_s": round(edges / wall, 1),
         "output_mb_per_s": round(out_bytes / wall / 1e6, 3),
         "peak_rss_mb": round(stats.peak_rss_bytes / 2**20, 1),
+        "peak_pss_mb": round(stats.peak_pss_bytes / 2**20, 1),
         "max_processes": stats.max_processes,
         "pipeline_wall_s": report.get("wall_time_s"),
     }
@@ -167,7 +180,7 @@ def format_run(label: str, r: dict) -> str:
     return (f"{label}: wall {r['wall_s']:.2f} s (cpu {r['cpu_s']:.2f} s), "
             f"{r['seeds_per_s']:,.1f} seeds/s, "
             f"{r['edges_per_s']:,.0f} sampled edges/s, {r['output_mb_per_s']:.2f} MB/s out, "
-            f"peak RSS {r['peak_rss_mb']:,.0f} MB")
+            f"peak RSS {r['peak_rss_mb']:,.0f} MB (PSS {r['peak_pss_mb']:,.0f} MB)")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -192,7 +205,7 @@ def make_parser() -> argparse.ArgumentParser:
                         help="what runs the job, comma-separated and interleaved run by run: "
                              "memory, beam (our engines), floor (a plain single-process numpy "
                              "program, pipelines/floor_sampler.py), tfgnn (TF-GNN's "
-                             "tfgnn_sampler; needs --format csv or tfrecord); the first is the "
+                             "tfgnn_sampler; needs --format tfrecord); the first is the "
                              "reference for the ratios (default memory)")
     parser.add_argument("--seed-fraction", type=float, metavar="F",
                         help="sample only about this fraction of the papers (chosen by a hash "
@@ -202,10 +215,16 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--extra-args", default="", metavar="ARGS",
                         help="one string of extra flags for `sample`; write it with '=': "
                              "--extra-args='--direct_num_workers 2'")
+    parser.add_argument("--keep-output", action="store_true",
+                        help="keep every run's output under CACHE_DIR/runs/ (default: "
+                             "deleted once measured)")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, metavar="DIR",
                         help="where graphs and run outputs go (default benchmarks/cache)")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per run before it "
                         "is killed (default: none)")
+    parser.add_argument("--link", action="store_true",
+                        help="time a link job over N pairs against a node job over their 2N "
+                             "endpoints (see the module docstring)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON line (config, runs, median) instead of text")
     return parser
@@ -262,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmark: error: --engine {unknown[0]}: choose from {', '.join(CONTENDERS)}",
               file=sys.stderr)
         return 2
+    if "tfgnn" in args.engine.split(",") and args.format != "tfrecord":
+        # TF-GNN reads Parquet not at all, and CSV with one value per cell: the graph's
+        # papers carry 128-float vectors.
+        print("benchmark: error: --engine tfgnn needs --format tfrecord", file=sys.stderr)
+        return 2
     if args.seed_fraction is not None and not 0 < args.seed_fraction <= 1:
         print("benchmark: error: --seed-fraction must be in (0, 1]", file=sys.stderr)
         return 2
@@ -276,18 +300,40 @@ def main(argv: list[str] | None = None) -> int:
         seeds = os.path.join(folder, manifest["seeds"]["hub" if args.hub_edges else "all"])
     extra = shlex.split(args.extra_args)
     contenders = args.engine.split(",")
+    if args.link:
+        if any(c not in ("memory", "beam") for c in contenders):
+            print("benchmark: error: --link runs our engines only (memory, beam)",
+                  file=sys.stderr)
+            return 2
+        link_schema, link_spec, pairs, endpoints = link_inputs(
+            folder, spec, args.strategy, args.seed_fraction or 1.0)
+        variants = {}
+        for name in contenders:
+            variants[f"{name}/link"] = sample_command(link_schema, link_spec, pairs, "", [
+                "--engine", name, *extra])
+            variants[f"{name}/node"] = sample_command(
+                os.path.join(folder, "graph_schema.pbtxt"), spec, endpoints, "",
+                ["--engine", name, *extra])
+        contenders = list(variants)
+    runs = {name: [] for name in contenders}
     runs = {name: [] for name in contenders}
     for i in range(args.repeat):
         for name in contenders:  # interleaved: the same machine state for every contender
             output = os.path.join(args.cache_dir, "runs", os.path.basename(folder),
-                                  args.strategy, name, str(i))
-            cmd = contender_command(name, folder, spec, seeds, output, extra)
+                                  args.strategy, name.replace("/", "-"), str(i))
+            if args.link:
+                cmd = variants[name]
+                cmd[cmd.index("--output") + 1] = output.rstrip("/") + "/"
+            else:
+                cmd = contender_command(name, folder, spec, seeds, output, extra)
             try:
                 run = run_once(cmd, output, args.timeout, tfgnn=(name == "tfgnn"))
             except SampleFailed as e:
                 print(f"benchmark: error: {name} run {i + 1}: {e}", file=sys.stderr)
                 print(f"benchmark: command: {shlex.join(cmd)}", file=sys.stderr)
                 return 1
+            if not args.keep_output:  # a scale-0.25 run writes about 10 GB
+                shutil.rmtree(output, ignore_errors=True)
             run["engine"] = name
             runs[name].append(run)
             if not args.json:
@@ -307,6 +353,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"graph: {sum(manifest['nodes'].values()):,} nodes, "
               f"{sum(manifest['edges'].values()):,} edges ({args.format}); "
               f"{config['seeds']:,} seeds; strategy {args.strategy}")
+        if args.link:
+            for name in args.engine.split(","):
+                link, node = medians[f"{name}/link"], medians[f"{name}/node"]
+                print(f"{name}: link job over {runs[f'{name}/link'][0]['seeds']:,} pairs / node "
+                      f"job over their endpoints: wall {link['wall_s'] / node['wall_s']:.2f}x, "
+                      f"cpu {link['cpu_s'] / node['cpu_s']:.2f}x, peak RSS "
+                      f"{link['peak_rss_mb'] / node['peak_rss_mb']:.2f}x")
         for name in contenders:
             ratio = medians[name]["wall_s"] / medians[contenders[0]]["wall_s"]
             print(format_run(f"{name}: median of {args.repeat}", medians[name])
@@ -317,3 +370,59 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+LINK_READOUT = """
+node_sets { key: "_readout" value { } }
+edge_sets { key: "_readout/source" value { source: "paper" target: "_readout" } }
+edge_sets { key: "_readout/target" value { source: "paper" target: "_readout" } }
+"""
+
+
+def link_inputs(folder: str, spec_path: str, strategy: str, fraction: float
+                ) -> tuple[str, str, str, str]:
+    """(schema, spec, pairs, endpoint seeds) of the link benchmark, written once into the
+    graph's folder: the schema with TF-GNN's link sets, the spec seeded by pairs of
+    papers, the `cites` edges whose source is in the fraction as pairs, and their 2N
+    endpoints as node seeds (in pair order, repeats kept)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sampler.core.rng import fingerprint
+    from unigraph.schema import load_schema
+    from unigraph.tables import read_set
+
+    schema = os.path.join(folder, "graph_schema_link.pbtxt")
+    if not os.path.exists(schema):
+        with open(os.path.join(folder, "graph_schema.pbtxt")) as f:
+            text = f.read()
+        with open(schema + ".tmp", "w") as f:
+            f.write(text + LINK_READOUT)
+        os.replace(schema + ".tmp", schema)
+    spec = load_spec(spec_path)
+    link_spec = ss.SamplingSpec()
+    link_spec.symmetric_link_seed_op.op_name = spec.seed_op.op_name
+    link_spec.sampling_ops.extend(spec.sampling_ops)
+    spec_out = os.path.join(folder, f"spec_link_{strategy}.pbtxt")
+    with open(spec_out, "w") as f:
+        f.write(f"# spec_{strategy}.pbtxt seeded by pairs of papers (pipelines/benchmark.py)\n")
+        f.write(text_format.MessageToString(link_spec))
+    pairs = os.path.join(folder, f"pairs_fraction{fraction:g}.parquet")
+    endpoints = os.path.join(folder, f"pair_endpoints_fraction{fraction:g}.parquet")
+    if not os.path.exists(endpoints):
+        batches = list(read_set(load_schema(os.path.join(folder, "graph_schema.pbtxt")),
+                                "edges", "cites"))
+        sources = np.concatenate([b.sources for b in batches])
+        targets = np.concatenate([b.targets for b in batches])
+        keep = (fingerprint(sources) % np.uint64(1_000_000)) < np.uint64(int(fraction * 1e6))
+        sources, targets = sources[keep], targets[keep]
+        table = pa.table({"source": pa.array(sources.tolist(), pa.binary()),
+                          "target": pa.array(targets.tolist(), pa.binary())})
+        pq.write_table(table, pairs + ".tmp")
+        os.replace(pairs + ".tmp", pairs)
+        ends = np.stack([sources, targets], axis=1).reshape(-1)
+        pq.write_table(pa.table({"id": pa.array(ends.tolist(), pa.binary())}),
+                       endpoints + ".tmp")
+        os.replace(endpoints + ".tmp", endpoints)
+    return schema, spec_out, pairs, endpoints

@@ -23,14 +23,14 @@ from sampler.job.job import SamplingJob, choose_node_buckets
 from sampler.job.sizing import output_shards
 from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
                                    check_seed_set_has_nodes, check_seeds, input_paths)
-from sampler.job.progress import SeedBar, enable_console
+from sampler.job.progress import SeedBar, beam_progress, end_beam_progress
 from sampler.job.resources import available_memory, cores, memory_needed
 from sampler.memory.engine import run_in_memory
 from sampler.output.commit import abort, begin, commit
 from sampler.output.files import REPORT_FILE, SCHEMA_FILE, parse_output, write_text
 from sampler.output.report import format_report
 from sampler.output.schema import sampled_schema, schema_text
-from sampler.plan.plan import Plan
+from sampler.plan.plan import Plan, pairs_table_layout
 from unigraph import bigquery, paths
 from unigraph.errors import SamplerError
 from unigraph.batches import describe_row
@@ -83,10 +83,14 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     seeds_list = seed_files(seeds) if seeds and not seeds_in_bigquery else []
     check_output_location(output, final, loaded, input_paths(loaded, plan, spec_path,
                                                               seeds_list))
+    layout = pairs_table_layout(plan, loaded.schema) if plan.link else None
+    if plan.link and not seeds:
+        raise SamplerError(f"the spec seeds with pairs (symmetric_link_seed_op '{plan.seed_op}'): "
+                           f"give --seeds, a table with source and target columns")
     if seeds_in_bigquery:
-        check_bigquery_seeds(seeds, what=f"--seeds {seeds}")
+        check_bigquery_seeds(seeds, what=f"--seeds {seeds}", layout=layout)
     elif seeds:
-        check_seeds(seeds_list, what=f"--seeds {seeds}")
+        check_seeds(seeds_list, what=f"--seeds {seeds}", layout=layout)
     else:
         check_seed_set_has_nodes(loaded, plan)
     # Shards of about 200 MB for the output this job should write (job/sizing.py).
@@ -132,6 +136,11 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
             report["graph_in_memory_mb"] = round(graph_bytes / 1e6, 1)
         if not report["seeds_read"]:
             raise SamplerError("the seeds table(s) held no seed rows; nothing to sample")
+        if not report["subgraphs_written"] and plan.link:
+            raise NothingSampled(
+                f"none of the {report.get('pairs_read', 0)} pairs has both endpoints in node "
+                f"set '{plan.seed_set}' (first missing: "
+                f"{', '.join(report['missing_seed_ids'][:3])}); nothing written", report)
         if not report["subgraphs_written"]:
             raise NothingSampled(
                 f"none of the {report['seeds_read']} seeds is a node of node set "
@@ -201,10 +210,13 @@ def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool):
     # it into a SamplerError); Beam would log its traceback first. Other errors still
     # propagate with their traceback.
     logging.getLogger("apache_beam.runners.common").setLevel(logging.CRITICAL)
-    enable_console(verbose)
-    pipeline = make_pipeline(beam_args)
-    _ = pipeline | "Sample" >> SampleSubgraphs(job)
-    return run_pipeline(pipeline)
+    bar = beam_progress(verbose, job.num_shards)
+    try:
+        pipeline = make_pipeline(beam_args)
+        _ = pipeline | "Sample" >> SampleSubgraphs(job)
+        return run_pipeline(pipeline)
+    finally:
+        end_beam_progress(bar)
 
 
 def _name_rows(examples: list, loaded: LoadedSchema) -> list[dict]:
