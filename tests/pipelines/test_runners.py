@@ -8,7 +8,9 @@
 
 Each writes the same files as the in-memory engine.
 """
+import glob
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -78,13 +80,19 @@ def test_the_released_dask_runner_on_two_worker_processes_writes_the_same_files(
 
 
 def test_a_bad_input_on_the_dask_cluster_is_one_line(tmp_path, dask_cluster, capsys):
-    seeds = tmp_path / "seeds.csv"
-    seeds.write_text("id\n")
-    rc = sample.main(["--graph", DEMO, "--spec", SPEC, "--seeds", str(seeds), "--output",
-                      f"{tmp_path}/out/", "--quiet", "--runner", "DaskRunner",
+    # A duplicate node id is found inside the pipeline, on a worker: the error crosses
+    # the cluster and reaches the user as one line, and nothing is written.
+    graph = tmp_path / "graph"
+    shutil.copytree(DEMO, graph)
+    with open(graph / "author.csv", "a", encoding="utf-8") as f:
+        f.write(open(graph / "author.csv", encoding="utf-8").read().splitlines()[1] + "\n")
+    rc = sample.main(["--graph", str(graph), "--spec", SPEC, "--output", f"{tmp_path}/out/",
+                      "--quiet", "--runner", "DaskRunner",
                       "--dask_client_address", dask_cluster.scheduler_address])
     err = capsys.readouterr().err
-    assert rc != 0 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert rc != 0 and "duplicate node id" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not glob.glob(f"{tmp_path}/out/*.tfrecord")
 
 
 def _free_port() -> int:
