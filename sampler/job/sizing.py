@@ -55,8 +55,14 @@ def estimated_output_bytes(loaded: LoadedSchema, plan: Plan, seed_files: list[st
     rows, row_bytes = {}, {}
     for kind, name in _sets(loaded, plan):
         rows[kind, name], row_bytes[kind, name] = _table_rows(loaded, kind, name)
-    seeds = (sum(_file_rows(f)[0] for f in seed_files) if seed_files
-             else rows.get(("nodes", plan.seed_set), (0, 0)) or 0)
+    if seed_files:
+        seeds = sum(_file_rows(f)[0] for f in seed_files)
+    elif ("nodes", plan.seed_set) in rows:
+        seeds = rows["nodes", plan.seed_set]
+    else:  # a table-less seed set: at most as many nodes as its edge sets have rows
+        seeds = max([_table_rows(loaded, "edges", name)[0]
+                     for name, edge_set in loaded.schema.edge_sets.items()
+                     if plan.seed_set in (edge_set.source, edge_set.target)] or [0.0])
     node_bytes = {name: row_bytes.get(("nodes", name), 16.0) for name in plan.node_sets()}
     reached = {plan.seed_op: 1.0}  # nodes per subgraph each op yields
     per_subgraph = node_bytes.get(plan.seed_set, 16.0)

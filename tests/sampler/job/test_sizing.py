@@ -74,3 +74,13 @@ def test_tfrecord_rows_are_counted_from_the_framing(tmp_path):
             f.write(tfrecord.encode_record(b"x" * (10 + i % 5)))
     rows, per_row = sizing._file_rows(str(path))
     assert rows == pytest.approx(100) and per_row == pytest.approx(28)
+
+
+def test_a_seed_set_without_a_table_is_estimated_from_its_edges(tmp_path):
+    # 'tag' has no table: its nodes are the ids the 'tagged' edges name.
+    topk = os.path.join(REPO_ROOT, "tests", "testdata", "topk")
+    spec = tmp_path / "spec.pbtxt"
+    spec.write_text('seed_op { op_name: "seed" node_set_name: "tag" }')
+    loaded, plan = load_and_check(os.path.join(topk, "graph_schema.pbtxt"), str(spec))
+    assert sizing.estimated_output_bytes(loaded, plan, []) > 0
+    assert sizing.output_shards(loaded, plan, []) == sizing.DEFAULT_SHARDS
