@@ -304,46 +304,75 @@ def _walk(view: np.ndarray, pos: int, limit: int) -> tuple[list[int] | np.ndarra
     """(offsets of the whole records from `pos` on, at most `limit`; the offset after them)."""
     if len(view) - pos >= 4096 and limit > 64:
         first_length = _LENGTH.unpack_from(view, pos)[0]
-        if first_length < _SMALL_RECORD:
+        # Many records in view: find them all at once (else the loop is as quick).
+        if first_length < _VECTOR_WALK_RECORD and (len(view) - pos) > 64 * first_length:
             found = _walk_vectorized(view, pos, limit)
             if found is not None:
                 return found
     return _walk_loop(view, pos, limit)
 
 
-_SMALL_RECORD = 240  # below this many bytes a record, finding headers by their bytes is faster
+_VECTOR_WALK_RECORD = 1 << 14  # records shorter than this are found by their header bytes
 
 
 def _walk_vectorized(view: np.ndarray, pos: int, limit: int) -> tuple[np.ndarray, int] | None:
-    """_walk for small records, without a loop over them; None when it cannot tell.
+    """_walk without a loop over records, for records under 16 KB; None when it cannot tell.
 
-    Every plain tf.train.Example record starts with the Example's tag 0x0a
-    right after its 12-byte header, and a length below 2**24 leaves the high 5
-    bytes of the length field zero. Positions with both, whose length checksum
-    holds, are header candidates; they are the records exactly when each one's
-    length leads to the next. Anything else (an empty record, a record that is
-    no Example, a chance match) returns None and the loop walks instead.
+    A header of a record shorter than 2**24 bytes has its length's bytes 3 to 7
+    zero, and a plain tf.train.Example record starts with the Example's tag
+    0x0a right after the 12-byte header, then the varint length of the rest
+    of the record. Two zero 2-byte pairs in a row (at even offsets: one scan of
+    half as many elements as bytes) mark about one or two candidates per
+    record; positions also showing the tag and a consistent Example length
+    are the records exactly when each one's length leads to the next. Chance
+    matches inside data are thrown out by the length checksums; anything else
+    (an empty record, a record that is no Example) returns None and the loop
+    walks instead. The checksums of what is found are checked with the chunk.
     """
-    data = view
-    end = len(data)
-    # The Example tag 12 bytes after the header's start, and the length's top
-    # two bytes zero: about one candidate per record instead of every 0x0a.
-    # (Byte compares: faster here than one unaligned uint32 view.)
-    zero = data[pos:] == 0
-    marks = data[pos + HEADER_BYTES:] == 0x0A
-    marks &= zero[6:len(zero) - 6]
-    marks &= zero[7:len(zero) - 5]
-    heads = np.flatnonzero(marks).astype(np.int64) + pos
-    heads = heads[heads <= end - FRAME_BYTES]
-    words = np.ndarray((end - 7,), dtype="<u8", buffer=view, strides=(1,))
-    fields = words[heads]
-    heads, fields = heads[(fields >> np.uint64(24)) == 0], fields[(fields >> np.uint64(24)) == 0]
-    stored = words[heads + 8] & np.uint64(0xFFFFFFFF)
-    holds = _mask(crc32c.of_u64(fields)) == stored
-    heads, fields = heads[holds], fields[holds]
-    if not len(heads) or heads[0] != pos:
+    data = view[pos:]
+    size = len(data) - len(data) % 2
+    zero_pairs = data[:size].view("<u2") == 0
+    # Pairs j and j+1 zero: bytes 2j..2j+3. A head p has zero bytes p+3..p+7, so
+    # j = p/2 + 2 for an even p, (p-1)/2 + 2 for an odd one.
+    both = zero_pairs[:-1]
+    both &= zero_pairs[1:]
+    j = np.flatnonzero(both)
+    heads = np.empty(2 * len(j), dtype=np.int64)
+    heads[0::2] = 2 * j - 4
+    heads[1::2] = 2 * j - 3
+    heads = heads[(heads >= 0) & (heads <= len(data) - FRAME_BYTES)]
+    heads = heads[data[heads + HEADER_BYTES] == 0x0A]
+    words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    lengths = words[heads]
+    heads, lengths = heads[lengths < np.uint64(1 << 14)], lengths[lengths < np.uint64(1 << 14)]
+    lengths = lengths.astype(np.int64)
+    # The Example's varint length: the rest of the record after its tag and itself.
+    inner = words[heads + HEADER_BYTES + 1] & np.uint64(0xFFFF)
+    one_byte = np.where(lengths - 2 < 0x80, lengths - 2, -1)
+    two_bytes = np.where(lengths - 3 >= 0x80, ((lengths - 3) & 0x7F | 0x80)
+                         | ((lengths - 3) >> 7 << 8), -1)
+    holds = ((inner & np.uint64(0xFF)).astype(np.int64) == one_byte) | (
+        inner.astype(np.int64) == two_bytes)
+    heads, lengths = heads[holds], lengths[holds]
+    found = _chain(heads, lengths, len(data), limit)
+    if found is None and len(heads):
+        # Chance matches inside the data: keep the candidates whose length checksum holds.
+        stored = words[heads + 8] & np.uint64(0xFFFFFFFF)
+        holds = _mask(crc32c.of_u64(lengths.astype(np.uint64))) == stored
+        found = _chain(heads[holds], lengths[holds], len(data), limit)
+    if found is None:
         return None
-    following = heads + FRAME_BYTES + fields.astype(np.int64)
+    heads, end = found
+    return heads + pos, end + pos
+
+
+def _chain(heads: np.ndarray, lengths: np.ndarray, end: int,
+           limit: int) -> tuple[np.ndarray, int] | None:
+    """(the first records, at most `limit`, offset after them) if `heads` are exactly the
+    records from offset 0 on, each one's length leading to the next; else None."""
+    if not len(heads) or heads[0] != 0:
+        return None
+    following = heads + FRAME_BYTES + lengths
     if not (following[:-1] == heads[1:]).all():
         return None
     whole = int(np.searchsorted(following, end, side="right"))
@@ -395,23 +424,40 @@ def _damage(view: np.ndarray, index: int, offset: int, name: str) -> TableError:
 
 def _checked_chunk(buffer: np.ndarray, heads: np.ndarray, end: int, index: int, name: str,
                    offset: int, check_crc: bool) -> tuple[RecordChunk, TableError | None]:
-    """The chunk of the records at `heads` in buffer[:end], cut before the first bad one."""
-    error = None
+    """The chunk of the records at `heads` in buffer[:end], cut before the first bad one.
+
+    All checksums are checked with one google_crc32c pass (unigraph.crc32c.seal):
+    over buffer[:end] in place, which overwrites the stored checksums (the
+    records' data stay as they are), or, without data checksums, over a copy
+    of the headers side by side. Only when that fails are the records checked
+    one by one, to name the first bad one.
+    """
     words = windows(buffer)
     lengths = words[heads].astype(np.int64)
-    stored = words[heads + 8] & np.uint64(0xFFFFFFFF)
-    bad = np.flatnonzero(_mask(crc32c.of_u64(lengths.astype(np.uint64))) != stored)
+    length_crcs = _unmask(words[heads + 8] & np.uint64(0xFFFFFFFF))
+    starts = heads + HEADER_BYTES
+    n = len(heads)
+    if check_crc:
+        data_crcs = _unmask(words[starts + lengths] & np.uint64(0xFFFFFFFF))
+        whole = buffer[:end]
+        crc32c.seal(whole, heads + 8, np.full(n, 8), length_crcs)
+        crc32c.seal(whole, starts + lengths, lengths, data_crcs)
+    else:
+        whole = gather_rows(buffer, heads, HEADER_BYTES).reshape(-1)
+        crc32c.seal(whole, np.arange(n, dtype=np.int64) * HEADER_BYTES + 8, np.full(n, 8),
+                    length_crcs)
+    if crc32c.all_sealed(whole):
+        return RecordChunk(buffer, starts, lengths, index), None
+    error = None
+    bad = np.flatnonzero(crc32c.of_u64(lengths.astype(np.uint64)) != length_crcs)
     if len(bad):
         first_bad = int(bad[0])
         error = TableError(f"{name}: record {index + first_bad} at byte "
                            f"{offset + int(heads[first_bad])}: bad length checksum "
                            f"(not a TFRecord file, or corrupt)")
-        heads, lengths = heads[:first_bad], lengths[:first_bad]
-    starts = heads + HEADER_BYTES
-    if check_crc and len(heads):
-        footers = gather_rows(buffer, starts + lengths, FOOTER_BYTES)
-        expected = _unmask(footers.view("<u4").reshape(-1).astype(np.uint64))
-        first_bad = crc32c.first_mismatch(buffer[:end], starts, lengths, expected)
+        heads, starts, lengths = heads[:first_bad], starts[:first_bad], lengths[:first_bad]
+    if check_crc:
+        first_bad = crc32c.first_bad(buffer[:end], starts, lengths, data_crcs[:len(starts)])
         if first_bad >= 0:
             error = TableError(f"{name}: record {index + first_bad} at byte "
                                f"{offset + int(heads[first_bad])}: bad data checksum")
