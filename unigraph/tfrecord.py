@@ -331,17 +331,20 @@ def _walk_vectorized(view: np.ndarray, pos: int, limit: int) -> tuple[np.ndarray
     """
     data = view[pos:]
     size = len(data) - len(data) % 2
-    zero_pairs = data[:size].view("<u2") == 0
-    # Pairs j and j+1 zero: bytes 2j..2j+3. A head p has zero bytes p+3..p+7, so
-    # j = p/2 + 2 for an even p, (p-1)/2 + 2 for an odd one.
-    both = zero_pairs[:-1]
-    both &= zero_pairs[1:]
-    j = np.flatnonzero(both)
-    heads = np.empty(2 * len(j), dtype=np.int64)
-    heads[0::2] = 2 * j - 4
-    heads[1::2] = 2 * j - 3
+    pairs = data[:size].view("<u2")
+    # Pairs j and j+1 zero (bytes 2j..2j+3) and the tag in pair j+4: a head p has
+    # zero bytes p+3..p+7 and the tag at p+12, so j = p/2 + 2 and the tag is the
+    # pair's low byte for an even p, j = (p+3)/2 and its high byte for an odd one.
+    zero = pairs == 0
+    both = zero[:-5]
+    both &= zero[1:-4]
+    tags = pairs[4:-1]
+    even = both & ((tags & 0xFF) == 0x0A)
+    odd = both & ((tags >> 8) == 0x0A)
+    j = np.flatnonzero(even | odd)
+    heads = np.stack([np.where(even[j], 2 * j - 4, -1), np.where(odd[j], 2 * j - 3, -1)],
+                     axis=1).reshape(-1)  # in order: both may hold for one j
     heads = heads[(heads >= 0) & (heads <= len(data) - FRAME_BYTES)]
-    heads = heads[data[heads + HEADER_BYTES] == 0x0A]
     words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
     lengths = words[heads]
     heads, lengths = heads[lengths < np.uint64(1 << 14)], lengths[lengths < np.uint64(1 << 14)]

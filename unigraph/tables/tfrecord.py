@@ -193,6 +193,7 @@ def read_tfrecord(layout: TableLayout, path: str, file_index: int, batch_rows: i
     try:
         chunks = tfrecord.read_chunks(stream, path, check_crc=check_crc, records=batch_rows)
         columns = roles = None
+        layouts: dict = {}  # the records' layout, kept from chunk to chunk
         for chunk in chunks:
             if columns is None:
                 names = sorted(_parse(chunk.record(0), path, 0).features.feature)
@@ -200,7 +201,8 @@ def read_tfrecord(layout: TableLayout, path: str, file_index: int, batch_rows: i
                 roles = _roles(layout, columns)
             if len(chunk) < batch_rows:
                 _finish(chunks, chunk, path)
-            parsed = examples.parse_chunk(chunk.buffer, chunk.starts, chunk.lengths, roles)
+            parsed = examples.parse_chunk(chunk.buffer, chunk.starts, chunk.lengths, roles,
+                                          layouts)
             if parsed is None:
                 yield _decode_exact(layout, columns, path, chunk, file_index)
             else:
