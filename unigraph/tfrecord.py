@@ -261,6 +261,7 @@ def read_chunks(stream, name: str, *, check_crc: bool = True,
     then TableError names the file, the record index and its byte offset.
     """
     pending = _Pending(stream, chunk_bytes)
+    scratch = _Scratch()
     offset = 0             # file offset of pending's first byte
     index = 0              # record index of the first record in pending
     heads: list = []       # offsets in pending of the records walked so far, in runs
@@ -269,7 +270,7 @@ def read_chunks(stream, name: str, *, check_crc: bool = True,
     wanted = records or (1 << 62)
     capacity = chunk_bytes
     while True:
-        found, walked = _walk(pending.data, walked, wanted - count)
+        found, walked = _walk(pending.data, walked, wanted - count, scratch)
         heads.append(found)
         count += len(found)
         enough = count >= wanted or (records is None and count and pending.filled >= chunk_bytes)
@@ -300,13 +301,33 @@ def read_chunks(stream, name: str, *, check_crc: bool = True,
         raise _damage(pending.data, index, offset, name)
 
 
-def _walk(view: np.ndarray, pos: int, limit: int) -> tuple[list[int] | np.ndarray, int]:
+class _Scratch:
+    """Work arrays kept from one call to the next.
+
+    Fresh arrays of megabytes each cost page faults as the allocator hands
+    them out and back to the system; reused ones don't (a third of the walk's
+    time when measured).
+    """
+
+    def __init__(self):
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, size: int, dtype) -> np.ndarray:
+        array = self._arrays.get(name)
+        if array is None or len(array) < size:
+            array = np.empty(size + size // 4, dtype=dtype)
+            self._arrays[name] = array
+        return array[:size]
+
+
+def _walk(view: np.ndarray, pos: int, limit: int,
+          scratch: _Scratch | None = None) -> tuple[list[int] | np.ndarray, int]:
     """(offsets of the whole records from `pos` on, at most `limit`; the offset after them)."""
     if len(view) - pos >= 4096 and limit > 64:
         first_length = _LENGTH.unpack_from(view, pos)[0]
         # Many records in view: find them all at once (else the loop is as quick).
         if first_length < _VECTOR_WALK_RECORD and (len(view) - pos) > 64 * first_length:
-            found = _walk_vectorized(view, pos, limit)
+            found = _walk_vectorized(view, pos, limit, scratch or _Scratch())
             if found is not None:
                 return found
     return _walk_loop(view, pos, limit)
@@ -315,7 +336,8 @@ def _walk(view: np.ndarray, pos: int, limit: int) -> tuple[list[int] | np.ndarra
 _VECTOR_WALK_RECORD = 1 << 14  # records shorter than this are found by their header bytes
 
 
-def _walk_vectorized(view: np.ndarray, pos: int, limit: int) -> tuple[np.ndarray, int] | None:
+def _walk_vectorized(view: np.ndarray, pos: int, limit: int,
+                     scratch: _Scratch) -> tuple[np.ndarray, int] | None:
     """_walk without a loop over records, for records under 16 KB; None when it cannot tell.
 
     A header of a record shorter than 2**24 bytes has its length's bytes 3 to 7
@@ -335,13 +357,25 @@ def _walk_vectorized(view: np.ndarray, pos: int, limit: int) -> tuple[np.ndarray
     # Pairs j and j+1 zero (bytes 2j..2j+3) and the tag in pair j+4: a head p has
     # zero bytes p+3..p+7 and the tag at p+12, so j = p/2 + 2 and the tag is the
     # pair's low byte for an even p, j = (p+3)/2 and its high byte for an odd one.
-    zero = pairs == 0
-    both = zero[:-5]
-    both &= zero[1:-4]
+    count = len(pairs) - 5
+    if count <= 0:
+        return None
+    zero = scratch.get("zero", len(pairs), bool)
+    np.equal(pairs, 0, out=zero)
+    both = scratch.get("both", count, bool)
+    np.logical_and(zero[:-5], zero[1:-4], out=both)
     tags = pairs[4:-1]
-    even = both & ((tags & 0xFF) == 0x0A)
-    odd = both & ((tags >> 8) == 0x0A)
-    j = np.flatnonzero(even | odd)
+    byte = scratch.get("byte", count, np.uint16)
+    even = scratch.get("even", count, bool)
+    np.bitwise_and(tags, 0xFF, out=byte)
+    np.equal(byte, 0x0A, out=even)
+    np.logical_and(even, both, out=even)
+    odd = scratch.get("odd", count, bool)
+    np.right_shift(tags, 8, out=byte)
+    np.equal(byte, 0x0A, out=odd)
+    np.logical_and(odd, both, out=odd)
+    np.logical_or(even, odd, out=both)
+    j = np.flatnonzero(both)
     heads = np.stack([np.where(even[j], 2 * j - 4, -1), np.where(odd[j], 2 * j - 3, -1)],
                      axis=1).reshape(-1)  # in order: both may hold for one j
     heads = heads[(heads >= 0) & (heads <= len(data) - FRAME_BYTES)]
