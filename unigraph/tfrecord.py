@@ -326,7 +326,7 @@ def _walk(view: np.ndarray, pos: int, limit: int,
     if len(view) - pos >= 4096 and limit > 64:
         first_length = _LENGTH.unpack_from(view, pos)[0]
         # Many records in view: find them all at once (else the loop is as quick).
-        if first_length < _VECTOR_WALK_RECORD and (len(view) - pos) > 64 * first_length:
+        if first_length < _VECTOR_WALK_RECORD and (len(view) - pos) > 16 * first_length:
             found = _walk_vectorized(view, pos, limit, scratch or _Scratch())
             if found is not None:
                 return found
@@ -343,15 +343,37 @@ def _walk_vectorized(view: np.ndarray, pos: int, limit: int,
     A header of a record shorter than 2**24 bytes has its length's bytes 3 to 7
     zero, and a plain tf.train.Example record starts with the Example's tag
     0x0a right after the 12-byte header, then the varint length of the rest
-    of the record. Two zero 2-byte pairs in a row (at even offsets: one scan of
-    half as many elements as bytes) mark about one or two candidates per
-    record; positions also showing the tag and a consistent Example length
-    are the records exactly when each one's length leads to the next. Chance
+    of the record. Two zero 2-byte pairs in a row followed by the tag (scans
+    of 2-byte pairs: half as many elements as bytes) mark about one
+    candidate per record; those whose Example length is consistent are the
+    records exactly when each one's length leads to the next. Chance
     matches inside data are thrown out by the length checksums; anything else
     (an empty record, a record that is no Example) returns None and the loop
     walks instead. The checksums of what is found are checked with the chunk.
+
+    The view is scanned a span of _WALK_SPAN bytes at a time, each span from
+    the end of the last whole record found, so the work arrays stay small.
     """
-    data = view[pos:]
+    found = []
+    while limit > 0 and len(view) - pos >= FRAME_BYTES:
+        span = _walk_span(view[pos:pos + _WALK_SPAN], limit, scratch)
+        if span is None:
+            break
+        heads, end = span
+        found.append(heads + pos)
+        limit -= len(heads)
+        pos += end
+    if not found:
+        return None
+    return np.concatenate(found) if len(found) > 1 else found[0], pos
+
+
+_WALK_SPAN = 1 << 20
+
+
+def _walk_span(data: np.ndarray, limit: int,
+               scratch: _Scratch) -> tuple[np.ndarray, int] | None:
+    """(heads, offset after them) of the whole records from the start of `data`, or None."""
     size = len(data) - len(data) % 2
     pairs = data[:size].view("<u2")
     # Pairs j and j+1 zero (bytes 2j..2j+3) and the tag in pair j+4: a head p has
@@ -378,7 +400,7 @@ def _walk_vectorized(view: np.ndarray, pos: int, limit: int,
     j = np.flatnonzero(both)
     heads = np.stack([np.where(even[j], 2 * j - 4, -1), np.where(odd[j], 2 * j - 3, -1)],
                      axis=1).reshape(-1)  # in order: both may hold for one j
-    heads = heads[(heads >= 0) & (heads <= len(data) - FRAME_BYTES)]
+    heads = heads[(heads >= 0) & (heads <= len(data) - 24)]  # 8 bytes from byte 13 on
     words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
     lengths = words[heads]
     heads, lengths = heads[lengths < np.uint64(1 << 14)], lengths[lengths < np.uint64(1 << 14)]
@@ -397,10 +419,7 @@ def _walk_vectorized(view: np.ndarray, pos: int, limit: int,
         stored = words[heads + 8] & np.uint64(0xFFFFFFFF)
         holds = _mask(crc32c.of_u64(lengths.astype(np.uint64))) == stored
         found = _chain(heads[holds], lengths[holds], len(data), limit)
-    if found is None:
-        return None
-    heads, end = found
-    return heads + pos, end + pos
+    return found
 
 
 def _chain(heads: np.ndarray, lengths: np.ndarray, end: int,

@@ -130,18 +130,48 @@ def ids_from_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, lo
     if n and (lengths == 0).any():
         raise TableError(f"{locate(int(np.argmin(lengths)))}: column '{name}': empty id")
     width = int(lengths.max()) if n else 1
-    # Every id's bytes in its row of a fixed-width matrix, zeros after its end.
-    out = wire.gather_rows(data, starts, width)
-    if n and int(lengths.min()) < width:
-        out *= np.arange(width)[None, :] < lengths[:, None]
-    if n:
-        last_bytes = out[np.arange(n), lengths - 1]
-        if (last_bytes == 0).any():
-            bad = int(np.flatnonzero(last_bytes == 0)[0])
-            value = data[starts[bad]:starts[bad] + lengths[bad]].tobytes()
-            raise TableError(f"{locate(bad)}: column '{name}': id {show(value)} "
-                             f"ends with a NUL byte")
+    if n and width <= _WORD_IDS_UP_TO:
+        out, last_bytes = _ids_by_words(data, starts, lengths, width)
+    else:
+        # Every id's bytes in its row of a fixed-width matrix, zeros after its end.
+        out = wire.gather_rows(data, starts, width)
+        if n and int(lengths.min()) < width:
+            out *= np.arange(width)[None, :] < lengths[:, None]
+        last_bytes = out[np.arange(n), lengths - 1] if n else np.zeros(0, np.uint8)
+    if n and not last_bytes.all():
+        bad = int(np.flatnonzero(last_bytes == 0)[0])
+        value = data[starts[bad]:starts[bad] + lengths[bad]].tobytes()
+        raise TableError(f"{locate(bad)}: column '{name}': id {show(value)} "
+                         f"ends with a NUL byte")
     return out.view(f"S{width}").reshape(n)
+
+
+_WORD_IDS_UP_TO = 16  # ids up to this many bytes are read as one or two uint64 windows
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1],
+                      dtype=np.uint64)
+
+
+def _ids_by_words(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                  width: int) -> tuple[np.ndarray, np.ndarray]:
+    """([n, width] uint8 ids zero-padded, each id's last byte) through 8-byte windows."""
+    n = len(starts)
+    reach = int(starts.max()) + 8 * ((width + 7) // 8)  # the last window read ends before
+    if reach > len(data) - wire.WINDOW_BYTES:  # not padded enough (Arrow's buffers): a copy
+        padded = np.zeros(reach + wire.WINDOW_BYTES, dtype=np.uint8)
+        padded[:len(data)] = data
+        data = padded
+    words = wire.windows(data)
+    blocks, lasts = [], None
+    for at in range(0, width, 8):
+        left = np.clip(lengths - at, 0, 8)
+        block = words[starts + at] & _LOW_BYTES[left]
+        # The id's last byte, from the block that holds it.
+        last = (block >> ((left - 1).clip(0) * 8).astype(np.uint64)) & np.uint64(0xFF)
+        lasts = last if lasts is None else np.where(left > 0, last, lasts)
+        blocks.append(block)
+    words_out = blocks[0] if len(blocks) == 1 else np.stack(blocks, axis=1)
+    rows = words_out.view(np.uint8).reshape(n, 8 * len(blocks))
+    return np.ascontiguousarray(rows[:, :width]), lasts
 
 
 # ---- weights -----------------------------------------------------------------
