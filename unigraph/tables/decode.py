@@ -204,13 +204,32 @@ def _cast(values: pa.Array, target: pa.DataType, locate: Locate,
     """`values` cast to `target` as numpy; a TableError names the first value that does
     not convert (found only on the error path, so the happy path is one cast)."""
     def convert(part):
-        return pc.cast(part, target, safe=True)
+        return part if part.type == target else pc.cast(part, target, safe=True)
 
     try:
-        return convert(values).to_numpy(zero_copy_only=False)
+        return _numbers_to_numpy(convert(values))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         bad = _first_failing(values, convert)
         raise TableError(f"{locate(bad)}: {problem(bad)}") from None
+
+
+_NUMPY_NUMBERS = {pa.from_numpy_dtype(np.dtype(t)): np.dtype(t) for t in (
+    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float16, np.float32, np.float64)}
+
+
+def _numbers_to_numpy(array: pa.Array) -> np.ndarray:
+    """An Arrow array as numpy; numbers without nulls as a view of Arrow's memory.
+
+    (Arrow's conversion that may copy imports pandas on first use: half a second.)
+    """
+    dtype = _NUMPY_NUMBERS.get(array.type)
+    if dtype is not None and array.null_count == 0:
+        data = array.buffers()[1]
+        if data is None:
+            return np.zeros(0, dtype=dtype)
+        return np.frombuffer(data, dtype=dtype)[array.offset:array.offset + len(array)]
+    return array.to_numpy(zero_copy_only=False)
 
 
 def _all_finite(weights: np.ndarray, locate: Locate, name: str,

@@ -75,6 +75,16 @@ def _roles(layout: TableLayout, columns: ColumnMap) -> dict[str, str]:
     return roles
 
 
+def _arrow_numbers(numbers: np.ndarray) -> pa.Array:
+    """A numpy array of numbers as an Arrow array, sharing its memory.
+
+    (pa.array would do, but its first call imports pandas: half a second.)
+    """
+    numbers = np.ascontiguousarray(numbers)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(numbers.dtype), len(numbers),
+                                 [None, pa.py_buffer(numbers)])
+
+
 def _decode_fast(layout: TableLayout, columns: ColumnMap, path: str,
                  chunk: tfrecord.RecordChunk, parsed: dict, file_index: int) -> Batch:
     start = chunk.first_index
@@ -87,7 +97,7 @@ def _decode_fast(layout: TableLayout, columns: ColumnMap, path: str,
     for name in columns.keys:
         values = parsed[name]
         if values.numbers is not None:  # int64 ids, named by their decimal text
-            keys.append(decode.ids_from_arrow(pa.array(values.numbers), locate, name))
+            keys.append(decode.ids_from_arrow(_arrow_numbers(values.numbers), locate, name))
         else:
             keys.append(decode.ids_from_spans(buffer, values.starts, values.lengths, locate,
                                               name))
@@ -97,7 +107,7 @@ def _decode_fast(layout: TableLayout, columns: ColumnMap, path: str,
     for spec in layout.features:
         values = parsed[spec.name]
         if values.numbers is not None:
-            flat = pa.array(values.numbers)
+            flat = _arrow_numbers(values.numbers)
         else:
             data, offsets = wire.gather_spans(buffer, values.starts, values.lengths)
             flat = pa.LargeBinaryArray.from_buffers(
