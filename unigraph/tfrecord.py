@@ -279,7 +279,13 @@ def read_chunks(stream, name: str, *, check_crc: bool = True,
             error, need = _next_record(pending.data, walked, index + count, offset + walked,
                                        name)
             if error is None:
-                pending.read(max(need, 1 if pending.filled < capacity else chunk_bytes))
+                more = 1 if pending.filled < capacity else chunk_bytes
+                if records is not None and count:
+                    # The rest of the chunk in one read, its size guessed from the records
+                    # so far (not by doubling: every doubling copies what was read).
+                    more = max(more, (wanted - count) * walked // count * 17 // 16
+                               - (pending.filled - walked))
+                pending.read(max(need, more))
                 continue
         if count:
             starts = np.concatenate([np.asarray(run, dtype=np.int64) for run in heads])
@@ -333,7 +339,8 @@ def _walk(view: np.ndarray, pos: int, limit: int,
     return _walk_loop(view, pos, limit)
 
 
-_VECTOR_WALK_RECORD = 1 << 14  # records shorter than this are found by their header bytes
+_VECTOR_WALK_RECORD = 384  # shorter records are found by their header bytes (longer: the loop is
+#                          as fast, at about 0.2 µs a record against 0.5 ms a MB)
 
 
 def _walk_vectorized(view: np.ndarray, pos: int, limit: int,
