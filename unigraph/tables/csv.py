@@ -148,6 +148,11 @@ def _typed(layout: TableLayout, columns) -> dict[str, pa.DataType]:
     return typed
 
 
+# "" and "\n" as Arrow scalars, taken from an array: pa.scalar() imports pandas (half a second).
+_EMPTY, _NEWLINE = pa.StringArray.from_buffers(
+    2, pa.py_buffer(np.array([0, 0, 1], dtype=np.int32)), pa.py_buffer(b"\n"))
+
+
 def _vectors(spec: FeatureSpec, column) -> FeatureValues:
     """Fixed-length numeric vectors from cells of space-separated values, by Arrow's parser.
 
@@ -159,7 +164,7 @@ def _vectors(spec: FeatureSpec, column) -> FeatureValues:
     n = len(column)
     if n == 0 or size == 0 or any(d < 0 for d in spec.shape):
         raise _Declined
-    lines = pc.binary_join_element_wise(column, pa.nulls(n, pa.string()).fill_null(""), "\n")
+    lines = pc.binary_join_element_wise(column, _EMPTY, _NEWLINE)
     lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
     data = lines.buffers()[2]
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
@@ -179,7 +184,10 @@ def _vectors(spec: FeatureSpec, column) -> FeatureValues:
         raise _Declined from None
     if table.num_rows != n:
         raise _Declined
-    values = np.stack([table.column(i).to_numpy() for i in range(size)], axis=1)
+    columns = [decode.numbers_to_numpy(table.column(i)) for i in range(size)]
+    values = np.empty((n, size), dtype=columns[0].dtype)
+    for i, column_values in enumerate(columns):
+        values[:, i] = column_values
     return values.astype(spec.dtype, copy=False).reshape((n,) + spec.shape)
 
 

@@ -163,7 +163,7 @@ def _ids_by_words(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
     words = wire.windows(data)
     blocks, lasts = [], None
     for at in range(0, width, 8):
-        left = np.clip(lengths - at, 0, 8)
+        left = lengths if width <= 8 else np.clip(lengths - at, 0, 8)
         block = words[starts + at] & _LOW_BYTES[left]
         # The id's last byte, from the block that holds it.
         last = (block >> ((left - 1).clip(0) * 8).astype(np.uint64)) & np.uint64(0xFF)
@@ -216,6 +216,17 @@ def _cast(values: pa.Array, target: pa.DataType, locate: Locate,
 _NUMPY_NUMBERS = {pa.from_numpy_dtype(np.dtype(t)): np.dtype(t) for t in (
     np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
     np.float16, np.float32, np.float64)}
+
+
+def numbers_to_numpy(column) -> np.ndarray:
+    """An Arrow array or chunked array as numpy (see _numbers_to_numpy)."""
+    if isinstance(column, pa.ChunkedArray):
+        if column.num_chunks == 1:
+            return _numbers_to_numpy(column.chunk(0))
+        if column.num_chunks > 1:
+            return np.concatenate([_numbers_to_numpy(chunk) for chunk in column.chunks])
+        column = column.combine_chunks()
+    return _numbers_to_numpy(column)
 
 
 def _numbers_to_numpy(array: pa.Array) -> np.ndarray:
