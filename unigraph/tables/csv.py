@@ -22,6 +22,7 @@ are read as before.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import sys
@@ -35,6 +36,7 @@ import pyarrow.csv as pa_csv
 from unigraph import paths
 from unigraph.batches import FeatureValues
 from unigraph.errors import TableError, one_line
+from unigraph.read_ahead import read_ahead
 from unigraph.tables import decode
 from unigraph.tables.build import Batch, make_batch, resolve_columns
 from unigraph.tables.layout import FeatureSpec, TableLayout
@@ -231,16 +233,19 @@ def read_csv(layout: TableLayout, path: str, file_index: int, batch_rows: int) -
         return lambda i: f"{path}: line {line_of_row(path, start + i)}"
 
     first_row = 0
+    # Arrow parses the next batch in a thread while this one is decoded here.
+    tables = read_ahead(_rebatched(_arrow_batches(path, header, needed,
+                                                  _typed(layout, columns)), batch_rows))
     try:
-        for table in _rebatched(_arrow_batches(path, header, needed, _typed(layout, columns)),
-                                batch_rows):
-            try:
-                batch = _decode(layout, columns, table, locator(first_row), file_index,
-                                first_row, fast=True)
-            except TableError:
-                raise _Declined from None
-            yield batch
-            first_row += table.num_rows
+        with contextlib.closing(tables):
+            for table in tables:
+                try:
+                    batch = _decode(layout, columns, table, locator(first_row), file_index,
+                                    first_row, fast=True)
+                except TableError:
+                    raise _Declined from None
+                yield batch
+                first_row += table.num_rows
         return
     except _Declined:
         pass  # the precise way, from the first row not yet delivered
