@@ -13,3 +13,15 @@ def test_every_table_and_format_is_measured(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         f"{table}{suffix}" for table in ("edges", "nodes")
         for suffix in {s for _, s, _ in read_benchmark.FORMATS})
+
+
+def test_a_subset_of_tables_and_formats(tmp_path, capsys):
+    assert read_benchmark.main(["--edges", "300", "--nodes", "40", "--features", "4",
+                                "--repeat", "1", "--dir", str(tmp_path), "--tables", "nodes",
+                                "--formats", "tfrecord-gz", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[:2] for line in lines[2:]] == [["nodes", "csv"],
+                                                       ["nodes", "tfrecord.gz"]]
+    assert all(len(line.split()) == 7 for line in lines[2:])  # ... read MB/s, CPU rows/s
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "nodes.csv", "nodes.tfrecord", "nodes.tfrecord.gz"]
