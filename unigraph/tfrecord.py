@@ -11,11 +11,12 @@ on many records at once. Finding the records is a chain (each length says where
 the next record starts): for small records it is found without a loop, from
 the bytes every header of a tf.train.Example record has, and verified link by
 link (`_walk_vectorized`); otherwise, or when that cannot tell, a tight loop
-over the length fields walks it. The length checksums are computed for all
-records at once, the data checksums in one pass of google_crc32c over all
-records laid side by side, or, for long records of many different lengths, one
-C call per record (unigraph.crc32c). `check_crc=False` skips the data
-checksums only.
+over the length fields walks it. All checksums of a chunk, length and data,
+are checked by one google_crc32c pass over the chunk's bytes in place
+(unigraph.crc32c.seal: the stored checksums are overwritten so that intact
+records add up to a known CRC); only when that fails are records checked one
+by one, to name the first bad one. `check_crc=False` skips the data checksums
+only (the length checksums: one pass over a copy of the headers).
 
 Writing (`frame_records`) frames many records at once the same way.
 
@@ -104,7 +105,9 @@ def frame_records(bodies: RowPieces) -> np.ndarray:
 class RecordChunk:
     """Whole records of a file, side by side in one buffer."""
 
-    buffer: np.ndarray    # uint8: the chunk's bytes, then at least _PAD more (any values)
+    buffer: np.ndarray    # uint8: the chunk's bytes, then at least _PAD more (any values);
+    #                       only the records' data are kept: the checks overwrite the
+    #                       framing (lengths' and data checksums) between them
     starts: np.ndarray    # int64 offset in `buffer` of each record's data
     lengths: np.ndarray   # int64 length of each record's data
     first_index: int      # record index (in the file) of the first record here

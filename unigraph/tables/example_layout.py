@@ -7,14 +7,16 @@ hold, and every length field of a map entry is its payload's length plus a
 constant. So the first record is read in Python into a layout: per entry,
 its header bytes up to the payload, as constant bytes (tags, key) and varint
 lengths (payload length + a constant, each with its byte count). Then each
-entry of all records is checked and read at once: one 8-byte window per few
-header bytes, compared with what the layout says given the payload length.
+entry of all records is checked and read at once: its header bytes in one
+gather, compared 8 bytes at a time with what the layout says given the
+payload length (which the header's last varint holds).
 
-That is a handful of array operations per entry instead of one pass per
+That is a handful of array operations per entry instead of several per
 protobuf level (examples.py's general path, which takes any chunk this
-declines: entries in another order, lists of other lengths, a length field of
-another byte count, an empty list...). It declines (returns None), never
-raises: what is wrong is named by the exact path.
+declines: entries in another order or other features, a bytes list of more
+or fewer than one value, a length field of another byte count, an empty
+list...). It declines (returns None), never raises: what is wrong is named
+by the exact path.
 """
 from __future__ import annotations
 
