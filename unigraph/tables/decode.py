@@ -110,9 +110,13 @@ def ids_from_arrow(column, locate: Locate, name: str) -> np.ndarray:
     elif not is_text(column.type):
         raise TableError(f"{locate(0)}: id column '{name}' has type {column.type}, "
                          f"expected text")
-    column = pc.cast(column, pa.large_binary())
+    if not (pa.types.is_string(column.type) or pa.types.is_binary(column.type)):
+        column = pc.cast(column, pa.large_binary())
     n = len(column)
-    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[column.offset:column.offset + n + 1]
+    offset_type = np.int32 if pa.types.is_string(column.type) or pa.types.is_binary(
+        column.type) else np.int64
+    offsets = np.frombuffer(column.buffers()[1], dtype=offset_type)[
+        column.offset:column.offset + n + 1].astype(np.int64)
     data_buffer = column.buffers()[2]
     data = (np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None
             else np.zeros(0, np.uint8))
@@ -166,12 +170,13 @@ def _ids_by_words(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
         left = lengths if width <= 8 else np.clip(lengths - at, 0, 8)
         block = words[starts + at] & _LOW_BYTES[left]
         # The id's last byte, from the block that holds it.
-        last = (block >> ((left - 1).clip(0) * 8).astype(np.uint64)) & np.uint64(0xFF)
+        shift = (left - 1 if width <= 8 else (left - 1).clip(0)) * 8
+        last = (block >> shift.astype(np.uint64)) & np.uint64(0xFF)
         lasts = last if lasts is None else np.where(left > 0, last, lasts)
         blocks.append(block)
     words_out = blocks[0] if len(blocks) == 1 else np.stack(blocks, axis=1)
     rows = words_out.view(np.uint8).reshape(n, 8 * len(blocks))
-    return np.ascontiguousarray(rows[:, :width]), lasts
+    return (rows if width == rows.shape[1] else np.ascontiguousarray(rows[:, :width])), lasts
 
 
 # ---- weights -----------------------------------------------------------------
