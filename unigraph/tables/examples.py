@@ -1,5 +1,9 @@
 """tf.train.Example records of a table, parsed a whole chunk at a time.
 
+A chunk whose records are all laid out like its first (the same features in
+the same order, as every writer writes them) is read by example_layout: a few
+array operations per feature. Any other is parsed here, the general way.
+
 Every record of a chunk is parsed at once, one protobuf level at a time: the
 k-th map entry of every record in one set of array operations (so the loops
 run over entries per record and values per list, never over records), every
