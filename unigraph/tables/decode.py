@@ -226,11 +226,7 @@ _NUMPY_NUMBERS = {pa.from_numpy_dtype(np.dtype(t)): np.dtype(t) for t in (
 def numbers_to_numpy(column) -> np.ndarray:
     """An Arrow array or chunked array as numpy (see _numbers_to_numpy)."""
     if isinstance(column, pa.ChunkedArray):
-        if column.num_chunks == 1:
-            return _numbers_to_numpy(column.chunk(0))
-        if column.num_chunks > 1:
-            return np.concatenate([_numbers_to_numpy(chunk) for chunk in column.chunks])
-        column = column.combine_chunks()
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     return _numbers_to_numpy(column)
 
 
