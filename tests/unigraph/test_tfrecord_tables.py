@@ -294,3 +294,23 @@ def test_records_alike_or_not_read_as_protobuf_does(tmp_path_factory, rows, orde
     assert declined == 0
     graphs.assert_same_batch(graphs.merged(fast), graphs.merged(exact))
     assert graphs.merged(fast).ids.tolist() == [r[0] for r in rows]
+
+
+@pytest.mark.parametrize("floats, id_lengths", [(128, (130, 300)), (5000, (1, 9))])
+def test_multi_byte_length_fields_take_the_one_pass_path(tmp_path, floats, id_lengths):
+    """Two-byte length fields (128 floats, ids over 127 bytes) and three-byte ones
+    (5000 floats: 20,000-byte lists) keep one layout for every record."""
+    rng = np.random.default_rng(floats)
+    n = 40
+    layout = TableLayout(NODES, "n", (FeatureSpec("wide", np.dtype(np.float32), (floats,),
+                                                  "DT_FLOAT"),))
+    batch = NodeBatch("n", np.array([b"i" * int(k) for k in rng.integers(*id_lengths, n)]),
+                      row_ids(0, 0, n),
+                      {"wide": rng.standard_normal((n, floats)).astype(np.float32)})
+    path = str(tmp_path / "n.tfrecord")
+    write_table(path, layout, [batch])
+    assert _alike(layout, path) is not None
+    fast, exact, declined = both_ways(layout, path, batch_rows=64)
+    assert declined == 0
+    graphs.assert_same_batch(graphs.merged(fast), graphs.merged(exact))
+    graphs.assert_same_batch(batch, graphs.merged(fast))
