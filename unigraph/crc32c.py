@@ -13,6 +13,8 @@ span a failed check is about (first_bad).
 """
 from __future__ import annotations
 
+import threading
+
 import google_crc32c
 import numpy as np
 
@@ -137,19 +139,23 @@ def _zeros_crcs_distinct(counts: np.ndarray) -> np.ndarray:
 
 
 _ZERO_SHIFTS: list[np.ndarray] = []
+_ZERO_SHIFTS_LOCK = threading.Lock()
 _BASIS = np.array([1 << j for j in range(32)], dtype=np.uint64)
 
 
 def _zero_shift_tables(k: int) -> np.ndarray:
     """Byte tables of shift_{2**k}: the raw register fed 2**k zero bytes."""
-    if not _ZERO_SHIFTS:
-        # One zero byte: the table-driven CRC step with a zero input byte.
-        images = (_BASIS >> np.uint64(8)) ^ _TABLES[0][_BASIS & np.uint64(0xFF)]
-        _ZERO_SHIFTS.append(_shift_tables(images))
-    while len(_ZERO_SHIFTS) <= k:
-        # shifting twice as far is the map composed with itself
-        previous = _ZERO_SHIFTS[-1]
-        _ZERO_SHIFTS.append(_shift_tables(_apply(previous, _apply(previous, _BASIS))))
+    if len(_ZERO_SHIFTS) > k:
+        return _ZERO_SHIFTS[k]
+    with _ZERO_SHIFTS_LOCK:  # readers in threads (Beam's) must not append a level twice
+        if not _ZERO_SHIFTS:
+            # One zero byte: the table-driven CRC step with a zero input byte.
+            images = (_BASIS >> np.uint64(8)) ^ _TABLES[0][_BASIS & np.uint64(0xFF)]
+            _ZERO_SHIFTS.append(_shift_tables(images))
+        while len(_ZERO_SHIFTS) <= k:
+            # shifting twice as far is the map composed with itself
+            previous = _ZERO_SHIFTS[-1]
+            _ZERO_SHIFTS.append(_shift_tables(_apply(previous, _apply(previous, _BASIS))))
     return _ZERO_SHIFTS[k]
 
 
