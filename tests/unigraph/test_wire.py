@@ -73,4 +73,3 @@ def test_gathers(data, draw):
         data[s:s + k] for s, k in zip(starts, lengths)]
     rows = wire.gather_rows(buffer, starts, 4)
     assert [r.tobytes() for r in rows] == [(data[s:s + 4] + bytes(12))[:4] for s in starts]
-
