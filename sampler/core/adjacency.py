@@ -32,6 +32,15 @@ class AdjacencyBucket:
     # uint64 fingerprint of each source's id (its random streams), computed once here
     # rather than on every hop that reaches it.
     source_fingerprints: np.ndarray | None = None
+    # uint64 fingerprint of each target id (aligned with target_ids), for engines whose ids
+    # are codes (sampler/memory); None: hashed from target_ids when needed.
+    target_fingerprints: np.ndarray | None = None
+
+    def target_fingerprints_of(self, codes: np.ndarray) -> np.ndarray:
+        """Fingerprints of the targets with these codes (link samples' leakage check)."""
+        if self.target_fingerprints is not None:
+            return self.target_fingerprints[codes]
+        return rng.fingerprint(self.target_ids[codes])
 
     @property
     def targets(self) -> np.ndarray:
