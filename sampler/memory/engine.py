@@ -96,6 +96,11 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
                     pending.wait(0.05)
             for shard_stats in pending.get():
                 stats.merge(shard_stats)
+            # Let the workers end on their own (task queue closed) before the `with`
+            # terminates the pool: a SIGTERM that reaches a worker between its fork and
+            # Python's after-fork reset is lost, and joining that worker then hangs.
+            pool.close()
+            pool.join()
         return stats
     finally:
         _SHARED.clear()
