@@ -101,11 +101,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                           num_shards=num_shards, node_buckets=buckets, seed=seed,
                           stats_path=stats_path)
         if engine == "memory":
-            workers = workers or cores()
-            if verbose:
-                say(f"sampling {len(plan.ops)} op(s) into {num_shards} shard(s) with "
-                    f"{workers} worker process(es)")
-            stats, graph_bytes = _run_memory(job, workers, verbose)
+            stats, graph_bytes = _run_memory(job, workers or cores(), verbose, say)
             stats = stats.as_dict()
         else:
             if verbose:
@@ -153,14 +149,21 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     return report
 
 
-def _run_memory(job: SamplingJob, workers: int, verbose: bool) -> tuple[RunStats, int]:
+def _run_memory(job: SamplingJob, workers: int, verbose: bool,
+                say: Callable[[str], None]) -> tuple[RunStats, int]:
     """The merged counts and the bytes of the loaded graph's arrays."""
     bar = SeedBar(verbose)
     graph_bytes = 0
 
-    def start(seeds: int, loaded_bytes: int) -> None:
+    def start(seeds: int, loaded_bytes: int, processes: int) -> None:
         nonlocal graph_bytes
         graph_bytes = loaded_bytes
+        if processes < min(workers, job.num_shards):
+            say("sampling in this one process: gRPC is loaded here (Beam or the BigQuery "
+                "client ran in it), and processes forked after it can hang")
+        if verbose:
+            say(f"sampling {len(job.plan.ops)} op(s) into {job.num_shards} shard(s) with "
+                f"{processes} worker process(es), graph loaded ({loaded_bytes / 1e6:,.0f} MB)")
         bar.start(seeds)
 
     try:
