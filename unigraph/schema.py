@@ -200,6 +200,13 @@ def check_schema(loaded: LoadedSchema, *, check_files: bool = True) -> None:
             _check_feature(where, name, feature, RESERVED_FEATURES)
         if not has_table(edge_set.metadata):
             raise SchemaError(f"{where}: no table (metadata.filename or metadata.bigquery)")
+    from unigraph.timestamps import check_declared_timestamp  # it imports this module
+    for kind, name in [("nodes", n) for n in schema.node_sets] + [
+            ("edges", n) for n in schema.edge_sets]:
+        problem = check_declared_timestamp(
+            loaded, kind, name, f"graph schema {source}: {kind[:-1]} set '{name}'")
+        if problem:
+            raise SchemaError(problem)
     for kind, name in set_names(schema):
         # A BigQuery source is checked here for its form; whether the table exists and
         # holds the columns is checked when it is opened for reading (or by --dry-run).
