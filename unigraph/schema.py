@@ -20,6 +20,7 @@ from unigraph import bigquery
 from unigraph import graph_schema_pb2 as gs
 from unigraph import paths
 from unigraph.errors import SchemaError, TableError, one_line, text_format_message
+from unigraph.timestamps import check_declared_timestamp
 
 SCHEMA_FILE_NAME = "graph_schema.pbtxt"
 
@@ -200,7 +201,6 @@ def check_schema(loaded: LoadedSchema, *, check_files: bool = True) -> None:
             _check_feature(where, name, feature, RESERVED_FEATURES)
         if not has_table(edge_set.metadata):
             raise SchemaError(f"{where}: no table (metadata.filename or metadata.bigquery)")
-    from unigraph.timestamps import check_declared_timestamp  # it imports this module
     for kind, name in [("nodes", n) for n in schema.node_sets] + [
             ("edges", n) for n in schema.edge_sets]:
         problem = check_declared_timestamp(

@@ -17,10 +17,14 @@ the largest float64 not above it among float times.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from unigraph import graph_schema_pb2 as gs
-from unigraph.schema import LoadedSchema
+
+if TYPE_CHECKING:  # unigraph.schema's checks use this module
+    from unigraph.schema import LoadedSchema
 
 TIMESTAMP_COLUMNS = ("#timestamp", "timestamp")   # defaults, the canonical first
 SEED_TIMESTAMP_COLUMNS = ("timestamp", "#timestamp")
