@@ -15,7 +15,8 @@ from typing import Iterable, Union
 
 import numpy as np
 
-from unigraph.batches import EdgeBatch, FeatureValues, NodeBatch, SeedBatch, row_ids
+from unigraph.batches import (EdgeBatch, FeatureValues, NodeBatch, SeedBatch, describe_row,
+                              row_ids)
 from unigraph.errors import TableError
 from unigraph.schema import WEIGHT_COLUMNS
 from unigraph.tables import decode
@@ -84,11 +85,31 @@ def make_batch(layout: TableLayout, keys: list[np.ndarray], weights: np.ndarray 
     n = len(keys[0])
     if rows is None:
         rows = row_ids(file_index, first_row, n)
+    times = None
+    if layout.timestamp is not None:
+        times = _timestamps(layout, features, rows)
+        if layout.timestamp_hidden:
+            features = {k: v for k, v in features.items() if k != layout.timestamp.name}
     if layout.kind == NODES:
-        return NodeBatch(layout.set_name, keys[0], rows, features)
+        return NodeBatch(layout.set_name, keys[0], rows, features, times)
     if layout.kind == EDGES:
         sources, targets = keys
         if layout.reversed:  # the table is stored the other way round
             sources, targets = targets, sources
-        return EdgeBatch(layout.set_name, sources, targets, rows, weights, features)
-    return SeedBatch(keys[0], rows)
+        return EdgeBatch(layout.set_name, sources, targets, rows, weights, features, times)
+    return SeedBatch(keys[0], rows, times)
+
+
+def _timestamps(layout: TableLayout, features: dict[str, FeatureValues],
+                rows: np.ndarray) -> np.ndarray:
+    """The timestamp column in the job's time type; TableError for a NaN or infinity."""
+    column = layout.timestamp
+    values = np.asarray(features[column.name]).reshape(-1)
+    if values.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            file_index, row = describe_row(rows[bad[0]])
+            raise TableError(f"{layout.what}: timestamp column '{column.name}': "
+                             f"{values[bad[0]]} in file #{file_index} row {row} is not a "
+                             f"finite time")
+    return values.astype(column.dtype, copy=False)
