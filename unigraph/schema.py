@@ -33,7 +33,7 @@ WEIGHT_COLUMNS = ("#weight", "weight")
 
 # Feature names the output encoding writes itself.
 RESERVED_FEATURES = {"#size", "#source", "#target", "#id"}
-RESERVED_CONTEXT_FEATURES = {"seed_id"}
+RESERVED_CONTEXT_FEATURES = {"seed_id", "seed_timestamp"}
 READOUT_PREFIX = "_readout"
 _RAGGED_SUFFIX = re.compile(r"\.d\d+$")
 

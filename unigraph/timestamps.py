@@ -11,9 +11,8 @@ type (`time_dtype`): int64, unless a timed set declares its timestamp column as 
 float feature in the schema (DT_FLOAT / DT_DOUBLE), then float64. A column that is not
 declared is read as int64; a value that is not an integer is then a one-line error
 naming the file and line (declare the column as a DT_DOUBLE feature to use floats).
-Converting a cut-off into the job's type keeps `time <= cut-off` exact
-(`cutoffs_as`): a float cut-off becomes its floor among int64 times, an integer one
-the largest float64 not above it among float times.
+Seed cut-offs are read in the same type, so every comparison `time <= cut-off` is
+exact within one number type (int64 times beyond 2**53 in a float64 job round).
 """
 from __future__ import annotations
 
@@ -92,27 +91,3 @@ def time_dtype(loaded: LoadedSchema, timed_sets: list[tuple[str, str]]) -> np.dt
                 gs.DT_FLOAT, gs.DT_DOUBLE):
             return FLOAT_TIMES
     return INT_TIMES
-
-
-def cutoffs_as(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """Cut-offs in the job's time type, so that `time <= cut-off` keeps its exact answer
-    for every time of that type (see the module docstring)."""
-    values = np.asarray(values)
-    dtype = np.dtype(dtype)
-    if values.dtype == dtype:
-        return values
-    if dtype == INT_TIMES:  # float cut-offs (finite, checked on reading) over int64 times
-        floor = np.floor(values)
-        out = np.clip(floor, -2.0**63, np.nextafter(2.0**63, 0)).astype(np.int64)
-        out[floor >= 2.0**63] = np.iinfo(np.int64).max
-        return out
-    # Integer cut-offs over float64 times: round down to a float64 <= the integer.
-    values = values.astype(np.int64)
-    out = values.astype(np.float64)
-    # Whether the rounded value lies above the integer, compared exactly in integers
-    # (2**63 itself does not fit in int64, and it lies above every int64).
-    above = out >= 2.0**63
-    fits = ~above
-    above[fits] = out[fits].astype(np.int64) > values[fits]
-    out[above] = np.nextafter(out[above], -np.inf)
-    return out

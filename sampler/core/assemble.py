@@ -97,6 +97,7 @@ class AssembledShard:
     seed_ids: np.ndarray    # 'S'
     nodes: dict[str, _Layout]
     edges: dict[str, _Layout]
+    seed_timestamps: np.ndarray | None = None  # each sample's cut-off, if the seeds had one
 
     def __len__(self) -> int:
         return len(self.sample_ids)
@@ -176,7 +177,9 @@ class ShardAssembler:
         stats.nodes = {s: np.diff(l.offsets).tolist() for s, l in nodes.items()}
         stats.edges = {e: np.diff(l.offsets).tolist() for e, l in edges.items()}
         return AssembledShard(self.schema, self.plan.seed_set, sample_ids,
-                              self._named(self.plan.seed_set, seed_ids), nodes, edges), stats
+                              self._named(self.plan.seed_set, seed_ids), nodes, edges,
+                              None if seeds.timestamps is None else seeds.timestamps[order]
+                              ), stats
 
     def _named(self, node_set: str, ids: np.ndarray) -> np.ndarray:
         """The ids as the output writes them: codes become their names (a set nothing

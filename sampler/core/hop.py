@@ -20,6 +20,7 @@ from sampler.core.buckets import split_by_shard, split_requests
 from sampler.core.pieces import EdgePiece, Requests, prune
 from sampler.core.stats import RunStats
 from sampler.core.strategies import sample_edges
+from sampler.core.temporal import eligible_prefix
 from sampler.plan.plan import PlannedOp
 from unigraph.ragged import take
 
@@ -31,6 +32,7 @@ class Draws:
     edges: EdgePiece
     draws: int      # distinct (sample, node) requests, each one draw of up to k edges
     at_cap: int     # draws that returned sample_size edges (the node had at least that many)
+    cutoffs: np.ndarray | None = None  # per sampled edge: its sample's cut-off
 
     def stats(self, op: PlannedOp) -> RunStats:
         return RunStats(edges_sampled_per_op={op.name: len(self.edges)},
@@ -39,7 +41,8 @@ class Draws:
 
     def reached(self) -> Requests:
         """The sampled edges' targets as (sample, node) requests: the next ops' input."""
-        return Requests(self.edges.samples, self.edges.target_codes, self.edges.target_ids)
+        return Requests(self.edges.samples, self.edges.target_codes, self.edges.target_ids,
+                        self.cutoffs)
 
 
 def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
@@ -50,14 +53,19 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
     with_edges = np.flatnonzero(rows >= 0)
     samples, codes, rows = requests.samples[with_edges], requests.codes[with_edges], rows[
         with_edges]
+    cutoffs = None if requests.cutoffs is None else requests.cutoffs[with_edges]
     if not len(rows):  # no request's node has an edge here (an empty bucket, say)
         return Draws(EdgePiece.from_ids(op.edge_set, *[np.zeros(0, t) for t in (
-            np.int64, "S1", "S1", np.int32)], {}), len(requests), 0)
+            np.int64, "S1", "S1", np.int32)], {}), len(requests), 0,
+            None if cutoffs is None else cutoffs[:0])
+    # A cut-off over a time-ordered row is an eligible prefix; timeless rows are whole.
+    limit = (eligible_prefix(adjacency.row_splits, adjacency.times, rows, cutoffs)
+             if cutoffs is not None and adjacency.times is not None else None)
     query_index, edge_position = sample_edges(
         op.strategy, row_splits=adjacency.row_splits, weights=adjacency.weights,
         query_rows=rows, query_samples=samples,
         query_nodes=adjacency.source_fingerprints[rows],
-        k=op.sample_size, seed=seed, op_salt=rng.name_salt(op.name))
+        k=op.sample_size, seed=seed, op_salt=rng.name_salt(op.name), limit=limit)
     # Sources are coded by their CSR row (adjacency.sources is sorted and distinct), and
     # requests come sorted by sample, so every dictionary here is cheap to build.
     sample_ids, sample_codes = unique_inverse(samples[query_index])
@@ -71,7 +79,8 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
         source_ids=source_ids, target_ids=target_ids,
         features={k: take(v, edge_position) for k, v in adjacency.features.items()})
     per_draw = np.bincount(query_index, minlength=len(rows))
-    return Draws(edges, len(requests), int((per_draw >= op.sample_size).sum()))
+    return Draws(edges, len(requests), int((per_draw >= op.sample_size).sum()),
+                 None if cutoffs is None else cutoffs[query_index])
 
 
 @dataclasses.dataclass(eq=False)

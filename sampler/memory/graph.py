@@ -24,6 +24,7 @@ from sampler.core.arrays import unique, unique_inverse
 from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
 from sampler.core.pieces import Requests, SeedPiece
 from sampler.core.seeds import seeds_from_ids
+from sampler.core.temporal import effective_times, lowest_time
 from sampler.job.job import SamplingJob
 from sampler.plan.plan import edge_sets_to_read
 from unigraph.batches import EdgeBatch, SeedBatch
@@ -49,26 +50,31 @@ class GraphInMemory:
     def intern_requests(self, node_set: str, requests: Requests) -> Requests:
         """Requests of named nodes (all in the graph) as requests of codes."""
         return Requests(requests.samples, requests.codes,
-                        np.searchsorted(self.names[node_set], requests.ids))
+                        np.searchsorted(self.names[node_set], requests.ids), requests.cutoffs)
 
     def intern_seeds(self, node_set: str, seeds: SeedPiece) -> SeedPiece:
-        return SeedPiece(seeds.samples, np.searchsorted(self.names[node_set], seeds.ids))
+        return SeedPiece(seeds.samples, np.searchsorted(self.names[node_set], seeds.ids),
+                         seeds.timestamps)
 
 
 def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     """Reads the tables (several at once: Arrow and numpy release the GIL) and builds
     the indexes; a bad row or a duplicate id raises the readers' one-line TableError."""
-    loaded, plan = job.loaded, job.plan
+    loaded, plan, time = job.loaded, job.plan, job.time
     schema = loaded.schema
     with_table = [n for n in plan.node_sets() if has_table(schema.node_sets[n].metadata)]
     edge_sets = edge_sets_to_read(plan, schema)
+    node_times = time.node_columns if time is not None else {}
+    edge_times = time.edge_columns if time is not None else {}
 
     def node_table(name):
-        return build_node_table(name, list(read_set(loaded, "nodes", name)),
+        return build_node_table(name, list(read_set(loaded, "nodes", name,
+                                                    timestamp=node_times.get(name))),
                                 table_locations(loaded, "nodes", name))
 
     def edges(name):
-        return _one_batch(name, list(read_set(loaded, "edges", name)))
+        return _one_batch(name, list(read_set(loaded, "edges", name,
+                                              timestamp=edge_times.get(name))))
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         tables = dict(zip(with_table, pool.map(node_table, with_table)))
@@ -95,12 +101,24 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
         batch = batches[name]
         source_ids, source_index = ends[(name, "sources")]
         target_ids, target_index = ends[(name, "targets")]
+        target_codes = np.searchsorted(names[edge_set.target], target_ids)[target_index]
+        times = batch.timestamps
+        if time is not None and name in time.node_targets:
+            # Effective times: the later of the edge's and its target node's (core.temporal).
+            times = effective_times(times, times_by_code(edge_set.target)[target_codes],
+                                    time.dtype)
         coded = EdgeBatch(name, np.searchsorted(names[edge_set.source], source_ids)[source_index],
-                          np.searchsorted(names[edge_set.target], target_ids)[target_index],
-                          batch.rows, batch.weights, batch.features)
+                          target_codes, batch.rows, batch.weights, batch.features, times)
         if edge_set.source not in fingerprints:
             fingerprints[edge_set.source] = rng.fingerprint(names[edge_set.source])
         return build_adjacency(name, [coded], fingerprints[edge_set.source].__getitem__)
+
+    def times_by_code(node_set):
+        """Every node's timestamp by code; nodes absent from the table add nothing."""
+        table = tables[node_set]
+        times = np.full(len(names[node_set]), lowest_time(time.dtype), dtype=time.dtype)
+        times[np.searchsorted(names[node_set], table.ids)] = table.timestamps
+        return times
 
     coded_tables = {name: NodeTableBucket(name, np.searchsorted(names[name], table.ids),
                                           table.features) for name, table in tables.items()}
@@ -141,16 +159,19 @@ def _one_batch(name: str, batches: list[EdgeBatch]) -> EdgeBatch:
     if len(batches) == 1:
         return batches[0]
     has_weights = all(b.weights is not None for b in batches)
+    has_times = all(b.timestamps is not None for b in batches)
     return EdgeBatch(name, np.concatenate([b.sources for b in batches]),
                      np.concatenate([b.targets for b in batches]),
                      np.concatenate([b.rows for b in batches]),
                      np.concatenate([b.weights for b in batches]) if has_weights else None,
-                     {k: concat([b.features[k] for b in batches]) for k in batches[0].features})
+                     {k: concat([b.features[k] for b in batches]) for k in batches[0].features},
+                     np.concatenate([b.timestamps for b in batches]) if has_times else None)
 
 
 def _seed_rows(job: SamplingJob, seed_table: NodeTableBucket) -> list[SeedBatch]:
     """The seeds table's rows; without one, every node of the seed set (a sample's id
     depends on its row's content only, so the table need not be read twice)."""
     if job.seeds_path:
-        return list(read_seed_set(job.seeds_path))  # files, or a BigQuery table
+        column = job.time.seed_column if job.time is not None else None
+        return list(read_seed_set(job.seeds_path, timestamp=column))  # files, or BigQuery
     return [seeds_from_ids(seed_table.ids)]

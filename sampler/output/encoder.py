@@ -28,7 +28,7 @@ from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
 from sampler.graph_tensor.codec import flatten_field, flush_subnormals
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
-from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
+from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE, SEED_TIMESTAMP_FEATURE
 from unigraph import graph_schema_pb2 as gs
 from unigraph.ragged import Ragged, take
 
@@ -242,6 +242,10 @@ def _encode_samples(shard: AssembledShard, first: int, end: int) -> Iterator[byt
                              np.arange(count + 1, dtype=np.int64)),
                constant_column(k.node_key(READOUT_NODE_SET, k.SIZE_NAME),
                                wire.encode_feature(wire.INT64, np.ones(1, np.int64)))]
+    if shard.seed_timestamps is not None:
+        columns.append(values_column(k.context_key(SEED_TIMESTAMP_FEATURE),
+                                     shard.seed_timestamps[first:end],
+                                     np.arange(count + 1, dtype=np.int64)))
     readout = f"{READOUT_NODE_SET}/{READOUT_KEY}"
     for field, value in ((k.SIZE_NAME, 1), (k.SOURCE_NAME, 0), (k.TARGET_NAME, 0)):
         columns.append(constant_column(k.edge_key(readout, field), wire.encode_feature(

@@ -13,7 +13,7 @@ import numpy as np
 from sampler.core.assemble import AssembledShard
 from sampler.graph_tensor.model import Adjacency, Context, EdgeSet, GraphTensor, NodeSet
 from sampler.graph_tensor.structured_readout import add_readout
-from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE
+from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE, SEED_TIMESTAMP_FEATURE
 
 
 def shard_graphs(shard: AssembledShard) -> Iterator[tuple[int, GraphTensor]]:
@@ -34,8 +34,10 @@ def shard_graphs(shard: AssembledShard) -> Iterator[tuple[int, GraphTensor]]:
                 adjacency=Adjacency.from_indices(source=(proto.source, layout.sources[lo:hi]),
                                                  target=(proto.target, layout.targets[lo:hi])),
                 features=layout.features(lo, hi))
-        context = Context.from_fields(
-            features={SEED_ID_FEATURE: np.array([bytes(seed_id)], dtype=object)}, sizes=[1])
+        context_features = {SEED_ID_FEATURE: np.array([bytes(seed_id)], dtype=object)}
+        if shard.seed_timestamps is not None:
+            context_features[SEED_TIMESTAMP_FEATURE] = shard.seed_timestamps[i:i + 1]
+        context = Context.from_fields(features=context_features, sizes=[1])
         graph = GraphTensor.from_pieces(context=context, node_sets=node_sets,
                                         edge_sets=edge_sets, validate=False)
         yield sample_id, add_readout(graph, READOUT_KEY, shard.seed_set, [0], validate=False)

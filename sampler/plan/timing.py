@@ -34,17 +34,12 @@ class TimePlan:
     edge_columns: dict[str, TimeColumn]       # time-ordered edge set -> its column, if it has one
     node_columns: dict[str, TimeColumn]       # node set -> its column, read for effective times
     ordered_edge_sets: tuple[str, ...]        # edge sets whose rows are in time order
+    node_targets: tuple[str, ...] = ()        # ordered edge sets whose targets have times
 
     @property
     def has_cutoffs(self) -> bool:
         return self.seed_column is not None
 
-    def target_times(self, loaded: LoadedSchema, edge_set: str) -> str | None:
-        """The node set whose timestamps an edge set's effective times take, if any."""
-        if edge_set not in self.ordered_edge_sets:
-            return None
-        target = loaded.schema.edge_sets[edge_set].target
-        return target if target in self.node_columns else None
 
 
 def seed_timestamp_column(seeds_path: str | None) -> str | None:
@@ -96,4 +91,17 @@ def time_plan(loaded: LoadedSchema, plan: Plan, seeds_path: str | None) -> TimeP
         seed_column=TimeColumn(seed_column, dtype) if seed_column else None,
         edge_columns={n: TimeColumn(edge_names[n], dtype) for n in ordered if edge_names[n]},
         node_columns={n: TimeColumn(c, dtype) for n, c in node_names.items()},
-        ordered_edge_sets=tuple(ordered))
+        ordered_edge_sets=tuple(ordered),
+        node_targets=tuple(n for n in ordered
+                           if loaded.schema.edge_sets[n].target in node_names))
+
+
+def describe_time_plan(timing: TimePlan) -> str:
+    """One line for the run's log: what time does in this job."""
+    cutoff = (f"cut-offs from the seeds' '{timing.seed_column.name}' column"
+              if timing.has_cutoffs else "no cut-offs")
+    ordered = ", ".join(
+        f"{name} ({timing.edge_columns[name].name if name in timing.edge_columns else 'timeless'}"
+        f"{' + target node times' if name in timing.node_targets else ''})"
+        for name in timing.ordered_edge_sets) or "none"
+    return f"time: {cutoff}; {timing.dtype} times; time-ordered edge sets: {ordered}"
