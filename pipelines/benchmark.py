@@ -49,26 +49,29 @@ from sampler.plan.spec import load_spec
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
-STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED")
+STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED", "LATEST_K")
 COMPLETE = ".complete"
 METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb")
 
 
-def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int) -> str:
-    return f"mag_scale{scale:g}_seed{seed}_{fmt}_shards{shards}_hub{hub_edges}"
+def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int,
+              timestamps: bool = False) -> str:
+    return (f"mag_scale{scale:g}_seed{seed}_{fmt}_shards{shards}_hub{hub_edges}"
+            + ("_timed" if timestamps else ""))
 
 
 def ensure_graph(cache_dir: str, *, scale: float, seed: int, fmt: str, shards: int,
-                 hub_edges: int, log=print) -> tuple[str, dict]:
+                 hub_edges: int, timestamps: bool = False, log=print) -> tuple[str, dict]:
     """The folder of a generated graph, generating it unless complete; (folder, manifest)."""
-    folder = os.path.join(cache_dir, graph_key(scale, seed, fmt, shards, hub_edges))
+    folder = os.path.join(cache_dir, graph_key(scale, seed, fmt, shards, hub_edges,
+                                               timestamps))
     marker = os.path.join(folder, COMPLETE)
     if not os.path.exists(marker):
         if os.path.exists(folder):
             shutil.rmtree(folder)
         started = time.perf_counter()
         graph = synthetic.generate(scale, seed, hub_edges=hub_edges)
-        manifest = synthetic.write_graph(graph, folder, fmt, shards)
+        manifest = synthetic.write_graph(graph, folder, fmt, shards, timestamps=timestamps)
         manifest["total_seconds"] = round(time.perf_counter() - started, 3)
         with open(os.path.join(folder, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=2)
@@ -190,10 +193,15 @@ def make_parser() -> argparse.ArgumentParser:
                         help="add a hub author with N writes edges and use its papers as seeds")
     parser.add_argument("--engine", default="memory", metavar="NAMES",
                         help="what runs the job, comma-separated and interleaved run by run: "
-                             "memory, beam (our engines), floor (a plain single-process numpy "
+                             "memory, beam (our engines), memory-timed, beam-timed (the same "
+                             "with every paper's year as its cut-off; needs --timestamps), floor (a plain single-process numpy "
                              "program, pipelines/floor_sampler.py), tfgnn (TF-GNN's "
                              "tfgnn_sampler; needs --format csv or tfrecord); the first is the "
                              "reference for the ratios (default memory)")
+    parser.add_argument("--timestamps", action="store_true",
+                        help="generate the graph with synthetic-graph --timestamps (years on "
+                             "papers and edges); needed by --strategy LATEST_K and the "
+                             "memory-timed and beam-timed engines")
     parser.add_argument("--seed-fraction", type=float, metavar="F",
                         help="sample only about this fraction of the papers (chosen by a hash "
                              "of the id), e.g. 0.1")
@@ -211,7 +219,8 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-CONTENDERS = ("memory", "beam", "floor", "tfgnn")
+CONTENDERS = ("memory", "beam", "memory-timed", "beam-timed", "floor", "tfgnn")
+TIMED = "-timed"  # an engine of ours over the seeds with cut-offs (timed_seeds)
 
 
 def contender_command(name: str, folder: str, spec: str, seeds: str, output: str,
@@ -221,6 +230,10 @@ def contender_command(name: str, folder: str, spec: str, seeds: str, output: str
     schema = os.path.join(folder, "graph_schema.pbtxt")
     if name in ("memory", "beam"):
         return sample_command(schema, spec, seeds, output, ["--engine", name, *extra])
+    if name.endswith(TIMED):  # every paper, its own year as its cut-off
+        timed = glob.glob(os.path.join(folder, "timed_seeds.*"))[0]
+        return sample_command(schema, spec, timed, output,
+                              ["--engine", name[:-len(TIMED)], *extra])
     if name == "floor":
         return [sys.executable, "-m", "pipelines.floor_sampler", "--graph", schema,
                 "--spec", spec, "--seeds", seeds, "--output", output]
@@ -262,13 +275,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmark: error: --engine {unknown[0]}: choose from {', '.join(CONTENDERS)}",
               file=sys.stderr)
         return 2
+    needs_time = args.strategy == "LATEST_K" or any(e.endswith(TIMED) for e in
+                                                    args.engine.split(","))
+    if needs_time and not args.timestamps:
+        print("benchmark: error: LATEST_K and the -timed engines need --timestamps",
+              file=sys.stderr)
+        return 2
     if args.seed_fraction is not None and not 0 < args.seed_fraction <= 1:
         print("benchmark: error: --seed-fraction must be in (0, 1]", file=sys.stderr)
         return 2
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     folder, manifest = ensure_graph(args.cache_dir, scale=args.scale, seed=args.seed,
                                     fmt=args.format, shards=args.shards,
-                                    hub_edges=args.hub_edges, log=log)
+                                    hub_edges=args.hub_edges, timestamps=args.timestamps,
+                                    log=log)
     spec = write_spec(folder, args.strategy)
     if args.seed_fraction is not None:
         seeds = seed_subset(folder, manifest, args.seed_fraction)
@@ -295,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     medians = {name: median_of(r) for name, r in runs.items()}
     first = runs[contenders[0]][0]
     config = {"scale": args.scale, "seed": args.seed, "strategy": args.strategy,
+              "timestamps": args.timestamps,
               "format": args.format, "shards": args.shards, "hub_edges": args.hub_edges,
               "seed_fraction": args.seed_fraction, "engines": contenders,
               "extra_args": args.extra_args, "graph": folder,
