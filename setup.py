@@ -42,6 +42,10 @@ setup(
             # TF-GNN interop tests; it imports only with tf-keras and TF_USE_LEGACY_KERAS=1.
             "tensorflow-gnn==1.0.3",
             "tf-keras>=2.18,<2.22",
+            # A dask.distributed cluster on 127.0.0.1 runs the pipeline through Beam's
+            # DaskRunner (tests/pipelines/test_dask.py); versions Beam's own [dask] allows.
+            "dask[distributed]>=2024.4.2",
+            "distributed>=2024.4.2",
         ],
     },
     entry_points={

@@ -23,6 +23,10 @@
      peak RSS   max over 50 ms polls of the RSS summed over the `sample` process
                 and all its descendants (pipelines/proc_stats.py says what that
                 does and does not count)
+     PSS        the same for the proportional set size, polled every 200 ms: a
+                page shared by n processes counts 1/n in each, so forked workers
+                sharing the in-memory engine's graph count it once (the tree's
+                physical memory; RSS sums count shared pages once per process)
    `--json` prints the same as one JSON line instead.
 Extra flags for `sample` go in one string: --extra-args="--direct_num_workers 2".
 """
@@ -51,7 +55,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
 STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED", "LATEST_K")
 COMPLETE = ".complete"
-METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb")
+METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb",
+           "peak_pss_mb")
 
 
 def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int,
@@ -133,7 +138,9 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
     """One measured run; SampleFailed with the tail of its stderr if it fails."""
     if os.path.exists(output):
         shutil.rmtree(output)
-    stats = run_measured(cmd, cwd=REPO_ROOT, timeout=timeout)
+    # TF-GNN 1.0.3 imports only with Keras 2 (tf-keras) selected before TensorFlow loads.
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1") if tfgnn else None
+    stats = run_measured(cmd, cwd=REPO_ROOT, timeout=timeout, env=env)
     report_path = os.path.join(output, "sample_report.json")
     if stats.returncode != 0 or not (tfgnn or os.path.exists(report_path)):
         tail = "\n".join((stats.stderr or stats.stdout).strip().splitlines()[-5:])
@@ -157,6 +164,7 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
         "edges_per_s": round(edges / wall, 1),
         "output_mb_per_s": round(out_bytes / wall / 1e6, 3),
         "peak_rss_mb": round(stats.peak_rss_bytes / 2**20, 1),
+        "peak_pss_mb": round(stats.peak_pss_bytes / 2**20, 1),
         "max_processes": stats.max_processes,
         "pipeline_wall_s": report.get("wall_time_s"),
     }
@@ -170,7 +178,7 @@ def format_run(label: str, r: dict) -> str:
     return (f"{label}: wall {r['wall_s']:.2f} s (cpu {r['cpu_s']:.2f} s), "
             f"{r['seeds_per_s']:,.1f} seeds/s, "
             f"{r['edges_per_s']:,.0f} sampled edges/s, {r['output_mb_per_s']:.2f} MB/s out, "
-            f"peak RSS {r['peak_rss_mb']:,.0f} MB")
+            f"peak RSS {r['peak_rss_mb']:,.0f} MB (PSS {r['peak_pss_mb']:,.0f} MB)")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -194,9 +202,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--engine", default="memory", metavar="NAMES",
                         help="what runs the job, comma-separated and interleaved run by run: "
                              "memory, beam (our engines), memory-timed, beam-timed (the same "
-                             "with every paper's year as its cut-off; needs --timestamps), floor (a plain single-process numpy "
-                             "program, pipelines/floor_sampler.py), tfgnn (TF-GNN's "
-                             "tfgnn_sampler; needs --format csv or tfrecord); the first is the "
+                             "with every paper's year as its cut-off; needs --timestamps), "
+                             "floor (a plain single-process numpy program, "
+                             "pipelines/floor_sampler.py), tfgnn (TF-GNN's "
+                             "tfgnn_sampler; needs --format tfrecord); the first is the "
                              "reference for the ratios (default memory)")
     parser.add_argument("--timestamps", action="store_true",
                         help="generate the graph with synthetic-graph --timestamps (years on "
@@ -280,6 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     if needs_time and not args.timestamps:
         print("benchmark: error: LATEST_K and the -timed engines need --timestamps",
               file=sys.stderr)
+        return 2
+    if "tfgnn" in args.engine.split(",") and args.format != "tfrecord":
+        # TF-GNN reads Parquet not at all, and CSV with one value per cell: the graph's
+        # papers carry 128-float vectors.
+        print("benchmark: error: --engine tfgnn needs --format tfrecord", file=sys.stderr)
         return 2
     if args.seed_fraction is not None and not 0 < args.seed_fraction <= 1:
         print("benchmark: error: --seed-fraction must be in (0, 1]", file=sys.stderr)

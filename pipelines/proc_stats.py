@@ -12,6 +12,12 @@ peak of that sum is the reported memory. Notes on what it measures:
   - a process that lives less than one interval may be missed, and a peak between
     two polls is not seen: the figure is a lower bound on the true peak sum;
   - processes that leave the tree (daemonise, get re-parented) stop being counted.
+The peak PSS (proportional set size, /proc/<pid>/smaps_rollup) is polled beside it,
+every PSS_EVERY-th poll since the kernel walks the page tables to compute it: a page
+shared by n processes counts 1/n in each, so the sum is the tree's physical memory,
+without the double counting of copy-on-write pages that forked workers share with
+their parent (the in-memory engine's graph). It is a lower bound on the true peak
+as well, sampled less often.
 CPU time comes from getrusage(RUSAGE_CHILDREN) before and after the run: it counts
 the child and every descendant that was waited for, and also any other child this
 process reaps meanwhile (run one measured command at a time). On a shared machine,
@@ -71,18 +77,29 @@ def rss_bytes(pid: int) -> int:
         return 0
 
 
-def tree_rss(root: int) -> tuple[int, int]:
-    """(sum of RSS over the tree of `root`, number of processes in it)."""
-    tree = process_tree(root)
-    return sum(rss_bytes(pid) for pid in tree), len(tree)
+def pss_bytes(pid: int) -> int:
+    """Proportional set size of one process; 0 if it is gone (or the kernel lacks it)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
+PSS_EVERY = 4  # polls per PSS reading
 
 
 class TreeMonitor:
-    """Polls the tree of `pid` in a thread; `stop()` returns (peak RSS sum, max process count)."""
+    """Polls the tree of `pid` in a thread; `stop()` returns (peak RSS sum, max process
+    count); `peak_pss` holds the peak PSS sum."""
 
     def __init__(self, pid: int, interval: float = 0.05):
         self.pid, self.interval = pid, interval
         self.peak_rss = 0
+        self.peak_pss = 0
         self.max_processes = 0
         self.polls = 0
         self._stop = threading.Event()
@@ -93,7 +110,10 @@ class TreeMonitor:
         return self
 
     def poll(self) -> None:
-        rss, count = tree_rss(self.pid)
+        tree = process_tree(self.pid)
+        rss, count = sum(rss_bytes(pid) for pid in tree), len(tree)
+        if self.polls % PSS_EVERY == 0:
+            self.peak_pss = max(self.peak_pss, sum(pss_bytes(pid) for pid in tree))
         self.peak_rss = max(self.peak_rss, rss)
         self.max_processes = max(self.max_processes, count)
         self.polls += 1
@@ -132,6 +152,7 @@ class RunStats:
     returncode: int
     wall_seconds: float      # from just before the process starts until it has exited
     peak_rss_bytes: int      # max over polls of the RSS summed over the process tree
+    peak_pss_bytes: int      # the same for PSS (shared pages divided among their sharers)
     max_processes: int       # the most processes seen in the tree at one poll
     cpu_seconds: float       # user + system CPU of the tree (processes that were waited for)
     polls: int
@@ -166,6 +187,6 @@ def run_measured(cmd: list[str], *, interval: float = 0.05, cwd: str | None = No
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         out.seek(0)
         err.seek(0)
-        return RunStats(returncode, wall, peak, processes, cpu, monitor.polls,
+        return RunStats(returncode, wall, peak, monitor.peak_pss, processes, cpu, monitor.polls,
                         out.read().decode("utf-8", "replace"),
                         err.read().decode("utf-8", "replace"))

@@ -15,7 +15,8 @@ has the diagram and the contract that makes the output byte-identical):
  10. write     sampler.output.shards.write_shard (files.py); schema.py; report.py
 
 Engines only move data between those steps: sampler.beam (the Beam pipeline, one
-module per stage); sampler.run drives a job end to end. Around them:
+module per stage) and sampler.memory (the whole graph in one machine's memory, worker
+processes over shards); sampler.run picks one and drives a job end to end. Around them:
 sampler.graph_tensor (the numpy GraphTensor core and its codec) and
 sampler.training (tf.data input and a small GNN on the output).
 """

@@ -22,7 +22,7 @@ from sampler.core.stats import RunStats
 from sampler.job.job import DEFAULT_SHARDS, SamplingJob, choose_node_buckets
 from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
                                    check_seed_set_has_nodes, check_seeds, input_paths)
-from sampler.job.progress import SeedBar, enable_console
+from sampler.job.progress import SeedBar, beam_progress, end_beam_progress
 from sampler.job.resources import available_memory, cores, memory_needed
 from sampler.memory.engine import run_in_memory
 from sampler.output.commit import abort, begin, commit
@@ -175,10 +175,13 @@ def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool) -> None:
     # it into a SamplerError); Beam would log its traceback first. Other errors still
     # propagate with their traceback.
     logging.getLogger("apache_beam.runners.common").setLevel(logging.CRITICAL)
-    enable_console(verbose)
-    pipeline = make_pipeline(beam_args)
-    _ = pipeline | "Sample" >> SampleSubgraphs(job)
-    run_pipeline(pipeline)
+    bar = beam_progress(verbose, job.num_shards)
+    try:
+        pipeline = make_pipeline(beam_args)
+        _ = pipeline | "Sample" >> SampleSubgraphs(job)
+        run_pipeline(pipeline)
+    finally:
+        end_beam_progress(bar)
 
 
 def _name_rows(examples: list, loaded: LoadedSchema) -> list[dict]:

@@ -54,7 +54,7 @@ class _ReadFiles(beam.PTransform):
                 | "Read" >> beam.ParDo(_ReadUnits(self._layout, self._batch_rows)))
 
 
-def _drop_temporary_table(opened, _rows_read):
+def _drop_temporary_table(opened):
     close_bigquery(opened)
 
 
@@ -72,12 +72,15 @@ class _ReadBigQuery(beam.PTransform):
             streams = streams | "SpreadStreams" >> beam.Reshuffle()
         batches = streams | "Read" >> beam.ParDo(_ReadUnits(self._layout, self._batch_rows))
         if opened.temporary:
-            # The side input is ready only once every stream has been read.
-            rows_read = (batches | "Cleanup/Rows" >> beam.Map(len)
-                         | "Cleanup/Sum" >> beam.CombineGlobally(sum))
-            _ = (pbegin | "Cleanup/Table" >> beam.Create([opened])
-                 | "Cleanup/Drop" >> beam.Map(_drop_temporary_table,
-                                              beam.pvalue.AsSingleton(rows_read)))
+            # The sum on one key is ready only once every stream has been read (the
+            # Create's zero makes it exist when there is no batch). A keyed combine, not
+            # CombineGlobally and a side input: see docs/architecture.md, "Beam rules".
+            rows_read = batches | "Cleanup/Rows" >> beam.Map(lambda batch: (0, len(batch)))
+            nothing = pbegin | "Cleanup/Zero" >> beam.Create([(0, 0)])
+            _ = ((rows_read, nothing) | "Cleanup/Gather" >> beam.Flatten()
+                 | "Cleanup/Sum" >> beam.CombinePerKey(sum)
+                 | "Cleanup/Drop" >> beam.Map(lambda _, table=opened:
+                                              _drop_temporary_table(table)))
         return batches
 
 

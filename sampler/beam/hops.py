@@ -1,7 +1,8 @@
 """Stage: one sampling op, Hop/<op>.
 
     Hop/<op>/Join:   (bucket, Requests) ⋈ (bucket, AdjacencyBucket) of the op's edge set
-    Hop/<op>/Sample: core.hop.hop_bucket on every joined bucket
+    Hop/<op>/Sample: core.hop.hop_bucket on every joined bucket, (tag, payload) pairs
+    Hop/<op>/Edges, /Reached, /Stats: the pairs split by tag (beam/tagged.py)
     -> edges:   (shard, EdgePiece)   to the assembly
        reached: (bucket, Requests)   to later ops and the feature lookup (only if needed)
        stats:   RunStats             edges sampled by the op
@@ -12,6 +13,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from sampler.beam.report import METRICS_NAMESPACE, STATS
+from sampler.beam.tagged import split_tagged
 from sampler.core.adjacency import build_adjacency
 from sampler.core.hop import hop_bucket
 from sampler.core.pieces import Requests
@@ -42,10 +44,11 @@ class _SampleBuckets(beam.DoFn):
         sampled = out.stats.edges_sampled_per_op[self.op.name]
         self.sampled.inc(sampled)
         self.progress.add(buckets=1, requests=len(requests), edges=sampled)
-        yield beam.pvalue.TaggedOutput(STATS, out.stats)
+        yield STATS, out.stats
         for shard_piece in out.edges_by_shard:
-            yield beam.pvalue.TaggedOutput("edges", shard_piece)
-        yield from out.reached_by_bucket
+            yield "edges", shard_piece
+        for bucket_piece in out.reached_by_bucket:
+            yield "reached", bucket_piece
 
 
 class SampleHop(beam.PTransform):
@@ -58,7 +61,7 @@ class SampleHop(beam.PTransform):
         self.sample = _SampleBuckets(op, seed, num_shards, node_buckets, emit_reached)
 
     def expand(self, inputs):
-        out = ({"adjacency": inputs["adjacency"], "requests": inputs["requests"]}
-               | "Join" >> beam.CoGroupByKey()
-               | "Sample" >> beam.ParDo(self.sample).with_outputs(STATS, "edges", main="reached"))
-        return {"edges": out.edges, "reached": out.reached, "stats": out[STATS]}
+        tagged = ({"adjacency": inputs["adjacency"], "requests": inputs["requests"]}
+                  | "Join" >> beam.CoGroupByKey()
+                  | "Sample" >> beam.ParDo(self.sample))
+        return split_tagged(tagged, ("edges", "reached", STATS))

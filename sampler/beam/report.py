@@ -1,7 +1,13 @@
 """Stage: every stage's RunStats merged into one report, written where the driver reads it.
 
-Stages emit their counts on a side output tagged STATS, and the same counts as
-Beam metrics in METRICS_NAMESPACE (they show on Dataflow's job page).
+Stages emit their counts as (STATS, RunStats) pairs split off their output
+(beam/tagged.py), and the same counts as Beam metrics in METRICS_NAMESPACE (they
+show on Dataflow's job page).
+
+The merge is a keyed combine on one constant key, not CombineGlobally: a global
+combine's default value is a side input, which Beam's released DaskRunner computes
+inside one task (the whole pipeline in one place). A RunStats() joins the inputs so
+the merge has one output even when no stage emitted counts.
 """
 from __future__ import annotations
 
@@ -12,7 +18,8 @@ from sampler.output.files import write_text
 from sampler.output.report import to_json
 
 METRICS_NAMESPACE = "sampler"
-STATS = "stats"  # the output tag of every stage's RunStats
+STATS = "stats"  # the tag of every stage's RunStats
+_ONE_KEY = 0  # an int: its hash is the same in every worker process (a str's is not)
 
 
 class _MergeStats(beam.CombineFn):
@@ -42,6 +49,9 @@ class MergeReport(beam.PTransform):
 
     def expand(self, stats):
         path = self.path
-        return (stats | "Flatten" >> beam.Flatten()
-                | "Merge" >> beam.CombineGlobally(_MergeStats())
-                | "Write" >> beam.Map(lambda merged: write_text(path, to_json(merged)) or merged))
+        empty = stats[0].pipeline | "Empty" >> beam.Create([(_ONE_KEY, RunStats())])
+        keyed = stats | "Flatten" >> beam.Flatten() | "Key" >> beam.Map(lambda s: (_ONE_KEY, s))
+        return ((keyed, empty) | "Gather" >> beam.Flatten()
+                | "Merge" >> beam.CombinePerKey(_MergeStats())
+                | "Write" >> beam.MapTuple(
+                    lambda _, merged: write_text(path, to_json(merged)) or merged))

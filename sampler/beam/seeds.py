@@ -3,6 +3,7 @@
     Seeds/Number: seed rows grouped, sorted and numbered     (core.seeds.number_seeds)
                   -> (bucket, Requests)                     (core.seeds.seed_requests)
     Seeds/Join:   ⋈ (bucket, NodeTableBucket) of the seed set (core.seeds.join_seeds)
+    Seeds/Check:  (tag, payload) pairs, split by tag into the four outputs (beam/tagged.py)
     -> found:    (bucket, Requests)       the first hops' input
        seeds:    (shard, SeedPiece)       to the assembly
        features: (shard, NodeFeatures)    the seeds' own features, to the assembly
@@ -14,6 +15,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from sampler.beam.report import METRICS_NAMESPACE, STATS
+from sampler.beam.tagged import split_tagged
 from sampler.core.node_table import ids_only_table
 from sampler.core.pieces import Requests
 from sampler.core.seeds import join_seeds, number_seeds, numbering_groups, seed_requests
@@ -35,13 +37,13 @@ class _JoinSeeds(beam.DoFn):
         join = join_seeds(table, requests, self.num_shards)
         self.read.inc(join.stats.seeds_read)
         self.missing.inc(join.stats.seeds_missing)
-        yield beam.pvalue.TaggedOutput(STATS, join.stats)
+        yield STATS, join.stats
         if len(join.found):
-            yield bucket, join.found
+            yield "found", (bucket, join.found)
         for shard_piece in join.seeds_by_shard:
-            yield beam.pvalue.TaggedOutput("seeds", shard_piece)
+            yield "seeds", shard_piece
         for shard_features in join.features_by_shard:
-            yield beam.pvalue.TaggedOutput("features", shard_features)
+            yield "features", shard_features
 
 
 class JoinSeeds(beam.PTransform):
@@ -59,9 +61,7 @@ class JoinSeeds(beam.PTransform):
                     | "Number/Gather" >> beam.GroupByKey()
                     | "Number/Split" >> beam.FlatMapTuple(
                         lambda _, parts: seed_requests(number_seeds(list(parts)), node_buckets)))
-        joined = ({"table": inputs["table"], "requests": requests}
+        tagged = ({"table": inputs["table"], "requests": requests}
                   | "Join" >> beam.CoGroupByKey()
-                  | "Check" >> beam.ParDo(_JoinSeeds(self.seed_set, self.num_shards))
-                  .with_outputs(STATS, "seeds", "features", main="found"))
-        return {"found": joined.found, "seeds": joined.seeds, "features": joined.features,
-                "stats": joined[STATS]}
+                  | "Check" >> beam.ParDo(_JoinSeeds(self.seed_set, self.num_shards)))
+        return split_tagged(tagged, ("found", "seeds", "features", STATS))

@@ -34,7 +34,7 @@ class Progress:
 
 def log_shard(index: int, count: int, subgraphs: int, megabytes: float) -> None:
     LOGGER.info("shard %d/%d written: %s subgraphs, %.1f MB", index + 1, count,
-                f"{subgraphs:,}", megabytes)
+                f"{subgraphs:,}", megabytes, extra={"shard_subgraphs": subgraphs})
 
 
 class _Stderr(logging.StreamHandler):
@@ -59,6 +59,51 @@ def enable_console(verbose: bool) -> None:
     LOGGER.addHandler(handler)
     LOGGER.setLevel(logging.INFO)
     LOGGER.propagate = False
+
+
+class ShardBar(logging.Handler):
+    """The Beam engine's progress bar: output shards written (with the seeds in them),
+    rate and ETA, advanced by the "shard written" lines of log_shard. It sees them
+    where the shards are written in this process (Beam's in-process runner); on a
+    remote runner they stay in the workers' logs and the bar stays at 0.
+    Installed on LOGGER instead of the console lines, which would break the bar."""
+
+    def __init__(self, shards: int):
+        super().__init__()
+        from tqdm import tqdm  # only when a terminal will show it
+
+        self.seeds = 0
+        self._bar = tqdm(total=shards, unit=" shards", file=sys.stderr, dynamic_ncols=True,
+                         desc="writing")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        subgraphs = getattr(record, "shard_subgraphs", None)
+        if subgraphs is not None:
+            self.seeds += subgraphs
+            self._bar.set_postfix_str(f"{self.seeds:,} seeds", refresh=False)
+            self._bar.update(1)
+
+    def close(self) -> None:
+        self._bar.close()
+        super().close()
+
+
+def beam_progress(verbose: bool, shards: int) -> ShardBar | None:
+    """A ShardBar on a terminal, else the throttled progress lines (when verbose)."""
+    if verbose and sys.stderr.isatty():
+        bar = ShardBar(shards)
+        LOGGER.addHandler(bar)
+        LOGGER.setLevel(logging.INFO)
+        LOGGER.propagate = False
+        return bar
+    enable_console(verbose)
+    return None
+
+
+def end_beam_progress(bar: ShardBar | None) -> None:
+    if bar is not None:
+        LOGGER.removeHandler(bar)
+        bar.close()
 
 
 class SeedBar:

@@ -32,7 +32,10 @@ from sampler.job.job import SamplingJob
 from sampler.memory.graph import GraphInMemory, load_graph
 from sampler.output.shards import ShardChunk, write_shard
 
-CHUNK_SAMPLES = 2048  # samples assembled at once: big enough to vectorize, small in memory
+# Samples assembled at once: big enough to vectorize, small in memory. On the MAG job
+# (about 50 KB of output per sample) 512 took the same CPU as 2048 and 256, and the
+# tree's peak PSS fell from about 470 to 385 MB with two workers at scale 0.01.
+CHUNK_SAMPLES = 512
 
 # What forked workers read: set in the parent just before the fork, so the children
 # share the loaded graph copy-on-write instead of receiving a pickled copy.

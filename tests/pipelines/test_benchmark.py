@@ -32,6 +32,19 @@ def test_peak_rss_sums_over_the_process_tree():
     assert 0.05 < stats.cpu_seconds < stats.wall_seconds + 1  # touching 200 MB costs CPU
 
 
+# A parent that touches 200 MB, then forks a child that only reads it: the pages stay
+# shared (copy-on-write), so the RSS sum counts them twice and the PSS sum once.
+FORKED = ("import os, time; b = b'x' * (200 << 20); pid = os.fork(); time.sleep(1.0); "
+          "os._exit(0) if pid == 0 else os.waitpid(pid, 0)")
+
+
+def test_pss_counts_pages_shared_after_fork_once():
+    stats = proc_stats.run_measured([sys.executable, "-c", FORKED])
+    assert stats.returncode == 0 and stats.max_processes == 2
+    assert stats.peak_rss_bytes >= 400 * MB, stats.peak_rss_bytes / MB
+    assert 200 * MB <= stats.peak_pss_bytes <= 260 * MB, stats.peak_pss_bytes / MB
+
+
 def test_process_tree_and_rss_of_this_process():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
     try:
@@ -101,9 +114,9 @@ def test_median_and_text_line():
     assert benchmark.median_of(runs) == {k: 2.0 for k in benchmark.METRICS}
     line = benchmark.format_run("median", {"wall_s": 2, "cpu_s": 3.5, "seeds_per_s": 1500,
                                            "edges_per_s": 2e5, "output_mb_per_s": 1.5,
-                                           "peak_rss_mb": 400})
+                                           "peak_rss_mb": 400, "peak_pss_mb": 250})
     assert line == ("median: wall 2.00 s (cpu 3.50 s), 1,500.0 seeds/s, 200,000 sampled "
-                    "edges/s, 1.50 MB/s out, peak RSS 400 MB")
+                    "edges/s, 1.50 MB/s out, peak RSS 400 MB (PSS 250 MB)")
 
 
 def test_tiny_benchmark_end_to_end(tmp_path, capsys):
@@ -120,3 +133,8 @@ def test_tiny_benchmark_end_to_end(tmp_path, capsys):
     # A Python process with numpy, pyarrow and the sampler holds well over 100 MB.
     assert run["peak_rss_mb"] > 100
     assert result["median"]["wall_s"] == run["wall_s"] > 0
+
+
+def test_tfgnn_needs_tfrecord_tables(capsys):
+    assert benchmark.main(["--engine", "memory,tfgnn", "--format", "csv"]) == 2
+    assert capsys.readouterr().err == "benchmark: error: --engine tfgnn needs --format tfrecord\n"
