@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from sampler.plan.plan import Plan, edge_sets_to_read
+from sampler.plan.timing import describe_time_plan, time_plan
 from unigraph import bigquery
 from unigraph.schema import LoadedSchema, bigquery_source, set_names, table_files
 from unigraph.tables import seeds_layout, seeds_source, table_layout
@@ -49,4 +50,7 @@ def describe_plan(loaded: LoadedSchema, plan: Plan, seeds: str | None = None) ->
         set(loaded.schema.edge_sets) - set(plan.edge_sets()))
     if unused:
         lines.append(f"not reached by the spec (omitted from the output): {', '.join(unused)}")
+    timing = time_plan(loaded, plan, seeds)
+    if timing is not None:
+        lines.append(describe_time_plan(timing))
     return "\n".join(lines)

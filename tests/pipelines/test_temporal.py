@@ -128,3 +128,29 @@ def test_beam_writes_the_same_bytes(temporal, memory_run, tmp_path):
                     open(os.path.join(beam, name), "rb") as g:
                 assert f.read() == g.read(), name
     assert read_report(beam)["subgraphs_written"] == 300
+
+
+def test_dry_run_says_what_time_does(temporal, capsys):
+    from pipelines import sample
+
+    _, folder, spec, seeds, _ = temporal
+    assert sample.main(["--graph", folder, "--spec", spec, "--seeds", seeds, "--dry-run"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("time: cut-offs from the seeds' 'timestamp' column; int64 times; "
+                           "time-ordered edge sets: cites (timestamp + target node times)")
+    assert sample.main(["--graph", folder, "--spec", spec, "--dry-run"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        "time: no cut-offs; int64 times; time-ordered edge sets: cites (timestamp + target "
+        "node times)")
+
+
+def test_a_bad_cutoff_is_one_line_naming_the_file(temporal, tmp_path, capsys):
+    from pipelines import sample
+
+    _, folder, spec, _, _ = temporal
+    seeds = tmp_path / "seeds.csv"
+    seeds.write_text("id,timestamp\npaper/1,2015\npaper/2,soon\n")
+    assert sample.main(["--graph", folder, "--spec", spec, "--seeds", str(seeds),
+                        "--output", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "seeds.csv: line 3" in err and "'soon'" in err, err
