@@ -154,3 +154,52 @@ def test_a_bad_cutoff_is_one_line_naming_the_file(temporal, tmp_path, capsys):
                         "--output", str(tmp_path / "out"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "seeds.csv: line 3" in err and "'soon'" in err, err
+
+
+def test_float_times_declared_in_the_schema(tmp_path):
+    """Float timestamps (declared DT_DOUBLE), float cut-offs, node times without edge
+    times on one edge set: both engines agree and nothing is later than the cut-off."""
+    folder = tmp_path / "g"
+    folder.mkdir()
+    (folder / "graph_schema.pbtxt").write_text("""
+node_sets { key: "u" value { features { key: "timestamp" value { dtype: DT_DOUBLE } }
+                              metadata { filename: "u.csv" } } }
+edge_sets { key: "follows" value { source: "u" target: "u"
+            features { key: "timestamp" value { dtype: DT_DOUBLE } }
+            metadata { filename: "follows.csv" } } }
+edge_sets { key: "knows" value { source: "u" target: "u" metadata { filename: "knows.csv" } } }
+""")
+    rng = np.random.default_rng(3)
+    n = 40
+    (folder / "u.csv").write_text("id,timestamp\n" + "".join(
+        f"u{i},{t:.3f}\n" for i, t in enumerate(rng.uniform(0, 10, n))))
+    for name, timed in (("follows", True), ("knows", False)):
+        rows = [(f"u{a}", f"u{b}", rng.uniform(0, 12)) for a, b in rng.integers(0, n, (300, 2))]
+        (folder / f"{name}.csv").write_text(
+            ("source,target,timestamp\n" if timed else "source,target\n") + "".join(
+                f"{a},{b},{t:.3f}\n" if timed else f"{a},{b}\n" for a, b, t in rows))
+    (tmp_path / "seeds.csv").write_text("id,timestamp\n" + "".join(
+        f"u{i},{c:.2f}\n" for i, c in zip(range(0, n, 2), rng.uniform(-1, 13, n // 2))))
+    spec = tmp_path / "spec.pbtxt"
+    spec.write_text("""
+seed_op { op_name: "s" node_set_name: "u" }
+sampling_ops { op_name: "f" input_op_names: "s" edge_set_name: "follows" sample_size: 3
+               strategy: LATEST_K }
+sampling_ops { op_name: "k" input_op_names: ["s", "f"] edge_set_name: "knows" sample_size: 3
+               strategy: RANDOM_UNIFORM }
+""")
+    seeds = str(tmp_path / "seeds.csv")
+    memory = run_sample(tmp_path / "m", folder, spec, "--seeds", seeds, "--engine", "memory")
+    beam = run_sample(tmp_path / "b", folder, spec, "--seeds", seeds, "--engine", "beam")
+    from tests.pipelines.sampled_output import read_records
+    assert read_records(memory) == read_records(beam)
+    graphs = read_graphs(memory)
+    assert len(graphs) == n // 2
+    edges = 0
+    for _, g in graphs:
+        cutoff = float(g.context["seed_timestamp"][0])   # float32 in the record
+        users = np.asarray(g.node_sets["u"]["timestamp"])[1:]
+        follows = np.asarray(g.edge_sets["follows"]["timestamp"])
+        assert (users <= cutoff + 1e-3).all() and (follows <= cutoff + 1e-3).all()
+        edges += len(follows) + int(g.edge_sets["knows"].sizes[0])
+    assert edges > 50
