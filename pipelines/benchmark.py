@@ -211,6 +211,10 @@ def make_parser() -> argparse.ArgumentParser:
                         help="generate the graph with synthetic-graph --timestamps (years on "
                              "papers and edges); needed by --strategy LATEST_K and the "
                              "memory-timed and beam-timed engines")
+    parser.add_argument("--cutoff", type=int, metavar="T",
+                        help="the -timed engines give every paper this cut-off instead of its "
+                             "own year (e.g. 9999: nothing excluded, the cost of the machinery "
+                             "alone)")
     parser.add_argument("--seed-fraction", type=float, metavar="F",
                         help="sample only about this fraction of the papers (chosen by a hash "
                              "of the id), e.g. 0.1")
@@ -233,14 +237,14 @@ TIMED = "-timed"  # an engine of ours over the seeds with cut-offs (timed_seeds)
 
 
 def contender_command(name: str, folder: str, spec: str, seeds: str, output: str,
-                      extra: list[str]) -> list[str]:
+                      extra: list[str], timed_seeds: str | None = None) -> list[str]:
     """The command that runs the job with `name`: one of our engines, the plain numpy
     floor (pipelines/floor_sampler.py) or TF-GNN's own sampler."""
     schema = os.path.join(folder, "graph_schema.pbtxt")
     if name in ("memory", "beam"):
         return sample_command(schema, spec, seeds, output, ["--engine", name, *extra])
-    if name.endswith(TIMED):  # every paper, its own year as its cut-off
-        timed = glob.glob(os.path.join(folder, "timed_seeds.*"))[0]
+    if name.endswith(TIMED):  # every paper, its own year (or --cutoff) as its cut-off
+        timed = timed_seeds or glob.glob(os.path.join(folder, "timed_seeds.*"))[0]
         return sample_command(schema, spec, timed, output,
                               ["--engine", name[:-len(TIMED)], *extra])
     if name == "floor":
@@ -270,6 +274,27 @@ def seed_subset(folder: str, manifest: dict, fraction: float) -> str:
         keep = (fingerprint(ids) % np.uint64(1_000_000)) < np.uint64(int(fraction * 1e6))
         temp = path + ".tmp"
         pq.write_table(pa.table({"id": pa.array(ids[keep].tolist(), pa.binary())}), temp)
+        os.replace(temp, path)
+    return path
+
+
+def constant_cutoff_seeds(folder: str, manifest: dict, cutoff: int) -> str:
+    """Every paper with the same cut-off, written once into the graph's folder."""
+    import numpy as np
+
+    from unigraph.batches import NodeBatch
+    from unigraph.tables import read_seeds
+    from unigraph.tables.layout import TimeColumn, seeds_layout
+    from unigraph.writers import write_table
+
+    path = os.path.join(folder, f"seeds_cutoff{cutoff}.parquet")
+    if not os.path.exists(path):
+        ids = np.concatenate([b.ids for b in read_seeds(
+            os.path.join(folder, manifest["seeds"]["all"]))])
+        temp = path + ".tmp.parquet"
+        write_table(temp, seeds_layout(TimeColumn("timestamp", "int64")),
+                    [NodeBatch("seeds", ids, np.arange(len(ids), dtype=np.int64),
+                               {"timestamp": np.full(len(ids), cutoff, np.int64)})])
         os.replace(temp, path)
     return path
 
@@ -309,13 +334,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         seeds = os.path.join(folder, manifest["seeds"]["hub" if args.hub_edges else "all"])
     extra = shlex.split(args.extra_args)
+    timed_seeds = (constant_cutoff_seeds(folder, manifest, args.cutoff)
+                   if args.cutoff is not None and args.timestamps else None)
     contenders = args.engine.split(",")
     runs = {name: [] for name in contenders}
     for i in range(args.repeat):
         for name in contenders:  # interleaved: the same machine state for every contender
             output = os.path.join(args.cache_dir, "runs", os.path.basename(folder),
                                   args.strategy, name, str(i))
-            cmd = contender_command(name, folder, spec, seeds, output, extra)
+            cmd = contender_command(name, folder, spec, seeds, output, extra, timed_seeds)
             try:
                 run = run_once(cmd, output, args.timeout, tfgnn=(name == "tfgnn"))
             except SampleFailed as e:
@@ -329,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     medians = {name: median_of(r) for name, r in runs.items()}
     first = runs[contenders[0]][0]
     config = {"scale": args.scale, "seed": args.seed, "strategy": args.strategy,
-              "timestamps": args.timestamps,
+              "timestamps": args.timestamps, "cutoff": args.cutoff,
               "format": args.format, "shards": args.shards, "hub_edges": args.hub_edges,
               "seed_fraction": args.seed_fraction, "engines": contenders,
               "extra_args": args.extra_args, "graph": folder,
