@@ -223,6 +223,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--extra-args", default="", metavar="ARGS",
                         help="one string of extra flags for `sample`; write it with '=': "
                              "--extra-args='--direct_num_workers 2'")
+    parser.add_argument("--keep-output", action="store_true",
+                        help="keep every run's output under CACHE_DIR/runs/ (default: "
+                             "deleted once measured)")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, metavar="DIR",
                         help="where graphs and run outputs go (default benchmarks/cache)")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per run before it "
@@ -349,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"benchmark: error: {name} run {i + 1}: {e}", file=sys.stderr)
                 print(f"benchmark: command: {shlex.join(cmd)}", file=sys.stderr)
                 return 1
+            if not args.keep_output:  # a scale-0.25 run writes about 10 GB
+                shutil.rmtree(output, ignore_errors=True)
             run["engine"] = name
             runs[name].append(run)
             if not args.json:

@@ -20,6 +20,7 @@ import signal
 from typing import Callable, Iterator
 
 import numpy as np
+import pyarrow
 
 from sampler.core.assemble import ShardAssembler
 from sampler.core.buckets import split_by_shard
@@ -33,9 +34,10 @@ from sampler.memory.graph import GraphInMemory, load_graph
 from sampler.output.shards import ShardChunk, write_shard
 
 # Samples assembled at once: big enough to vectorize, small in memory. On the MAG job
-# (about 50 KB of output per sample) 512 took the same CPU as 2048 and 256, and the
-# tree's peak PSS fell from about 470 to 385 MB with two workers at scale 0.01.
-CHUNK_SAMPLES = 512
+# (about 50 KB of output per sample) 256 took the same CPU as 512 and 2048 (within the
+# noise of a shared machine), and the tree's peak PSS with two workers at scale 0.01
+# fell from about 470 MB (2048) and 340 MB (512) to 295 MB.
+CHUNK_SAMPLES = 256
 
 # What forked workers read: set in the parent just before the fork, so the children
 # share the loaded graph copy-on-write instead of receiving a pickled copy.
@@ -48,6 +50,7 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
     """Samples the job and writes every shard; the merged counts. `on_start(n, b)` is
     called once the n seeds are known and the loaded graph's arrays take b bytes, `on_progress(n)` (in this process) as n more are written."""
     graph = load_graph(job)
+    _release_free_memory()
     numbered = number_seeds(graph.seeds)
     on_start(len(numbered), graph.nbytes)
     # The join runs on names (a seed may name no node at all); what it finds is interned.
@@ -79,6 +82,17 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
         return stats
     finally:
         _SHARED.clear()
+
+
+def _release_free_memory() -> None:
+    """Hands what reading freed back to the system before the workers fork: Arrow's
+    allocator and glibc's keep freed blocks for reuse, which every worker would then
+    count as its own (about 30-40 MB at scale 0.01)."""
+    pyarrow.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _init_worker() -> None:

@@ -78,11 +78,19 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         tables = dict(zip(with_table, pool.map(node_table, with_table)))
-        batches = dict(zip(edge_sets, pool.map(edges, edge_sets)))
-        # Each end of each edge set as (its distinct ids, the index of every edge's id).
-        ends = dict(zip([(e, f) for e in edge_sets for f in ("sources", "targets")],
-                        pool.map(lambda ef: unique_inverse(getattr(batches[ef[0]], ef[1])),
-                                 [(e, f) for e in edge_sets for f in ("sources", "targets")])))
+        ends = {}  # (edge set, "sources"|"targets") -> (its distinct ids, each edge's index)
+        rest = {}  # edge set -> its rows, weights, features, timestamps (ids: in `ends`)
+        # One table read ahead of the one being coded: the id columns are an edge set's
+        # largest arrays, and each is reduced to its distinct ids and an index before
+        # the next set is read, so no more than two sets' raw ids are held at once.
+        ahead = pool.submit(edges, edge_sets[0]) if edge_sets else None
+        for i, name in enumerate(edge_sets):
+            batch = ahead.result()
+            ahead = pool.submit(edges, edge_sets[i + 1]) if i + 1 < len(edge_sets) else None
+            ends[(name, "sources")], ends[(name, "targets")] = pool.map(
+                unique_inverse, (batch.sources, batch.targets))
+            rest[name] = (batch.rows, batch.weights, batch.features, batch.timestamps)
+            del batch
     names = {}
     for node_set in plan.node_sets():
         parts = [tables[node_set].ids] if node_set in tables else []
@@ -97,18 +105,20 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     fingerprints = {}
 
     def adjacency(name):
+        """The edge set's CSR; what it was built from is dropped (one set's temporaries
+        at a time)."""
         edge_set = schema.edge_sets[name]
-        batch = batches[name]
-        source_ids, source_index = ends[(name, "sources")]
-        target_ids, target_index = ends[(name, "targets")]
+        source_ids, source_index = ends.pop((name, "sources"))
+        target_ids, target_index = ends.pop((name, "targets"))
+        rows, weights, features, times = rest.pop(name)
         target_codes = np.searchsorted(names[edge_set.target], target_ids)[target_index]
-        times = batch.timestamps
         if time is not None and name in time.node_targets:
             # Effective times: the later of the edge's and its target node's (core.temporal).
             times = effective_times(times, times_by_code(edge_set.target)[target_codes],
                                     time.dtype)
         coded = EdgeBatch(name, np.searchsorted(names[edge_set.source], source_ids)[source_index],
-                          target_codes, batch.rows, batch.weights, batch.features, times)
+                          target_codes, rows, weights, features, times)
+        del source_index, target_index, target_codes
         if edge_set.source not in fingerprints:
             fingerprints[edge_set.source] = rng.fingerprint(names[edge_set.source])
         return build_adjacency(name, [coded], fingerprints[edge_set.source].__getitem__)
@@ -122,9 +132,9 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
 
     coded_tables = {name: NodeTableBucket(name, np.searchsorted(names[name], table.ids),
                                           table.features) for name, table in tables.items()}
-    return GraphInMemory(names, coded_tables,
-                         {name: adjacency(name) for name in plan.edge_sets()},
-                         seed_table, _seed_rows(job, seed_table))
+    adjacencies = {name: adjacency(name) for name in plan.edge_sets()}
+    return GraphInMemory(names, coded_tables, adjacencies, seed_table,
+                         _seed_rows(job, seed_table))
 
 
 def _array_bytes(value) -> int:
