@@ -119,6 +119,11 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         report["dangling_edge_examples"] = _name_rows(report["dangling_edge_examples"],
                                                       loaded)
         shard_names = final.shard_names(num_shards)
+        if timing is not None:
+            report["time"] = {
+                "seed_cutoff_column": timing.seed_column.name if timing.has_cutoffs else None,
+                "time_type": timing.dtype,
+                "time_ordered_edge_sets": list(timing.ordered_edge_sets)}
         report.update({"output_shards": shard_names, "output_schema": SCHEMA_FILE,
                        "seed": seed, "engine": engine,
                        "wall_time_s": round(time.time() - started, 3)})

@@ -127,7 +127,12 @@ def test_beam_writes_the_same_bytes(temporal, memory_run, tmp_path):
             with open(os.path.join(memory_run, name), "rb") as f, \
                     open(os.path.join(beam, name), "rb") as g:
                 assert f.read() == g.read(), name
-    assert read_report(beam)["subgraphs_written"] == 300
+    report = read_report(beam)
+    assert report["subgraphs_written"] == 300
+    assert report["time"] == {"seed_cutoff_column": "timestamp", "time_type": "int64",
+                              "time_ordered_edge_sets": ["cites", "written", "writes",
+                                                         "has_topic"]}
+    assert read_report(memory_run)["time"] == report["time"]
 
 
 def test_dry_run_says_what_time_does(temporal, capsys):
