@@ -28,6 +28,11 @@
                 sharing the in-memory engine's graph count it once (the tree's
                 physical memory; RSS sums count shared pages once per process)
    `--json` prints the same as one JSON line instead.
+4. `--link`: link prediction. N pairs (the `cites` edges whose source is in the seed
+   fraction) run as a link job (symmetric_link_seed_op on paper, the graph's schema
+   with TF-GNN's `_readout` link sets, the benchmark spec's ops), interleaved with a
+   node job over the pairs' 2N endpoints as seeds, per engine; the ratio of the two
+   wall times is the issue's measure (a link job should cost no more).
 Extra flags for `sample` go in one string: --extra-args="--direct_num_workers 2".
 """
 from __future__ import annotations
@@ -230,6 +235,9 @@ def make_parser() -> argparse.ArgumentParser:
                         help="where graphs and run outputs go (default benchmarks/cache)")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per run before it "
                         "is killed (default: none)")
+    parser.add_argument("--link", action="store_true",
+                        help="time a link job over N pairs against a node job over their 2N "
+                             "endpoints (see the module docstring)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON line (config, runs, median) instead of text")
     return parser
@@ -340,12 +348,31 @@ def main(argv: list[str] | None = None) -> int:
     timed_seeds = (constant_cutoff_seeds(folder, manifest, args.cutoff)
                    if args.cutoff is not None and args.timestamps else None)
     contenders = args.engine.split(",")
+    if args.link:
+        if any(c not in ("memory", "beam") for c in contenders):
+            print("benchmark: error: --link runs our engines only (memory, beam)",
+                  file=sys.stderr)
+            return 2
+        link_schema, link_spec, pairs, endpoints = link_inputs(
+            folder, spec, args.strategy, args.seed_fraction or 1.0)
+        variants = {}
+        for name in contenders:
+            variants[f"{name}/link"] = sample_command(link_schema, link_spec, pairs, "", [
+                "--engine", name, *extra])
+            variants[f"{name}/node"] = sample_command(
+                os.path.join(folder, "graph_schema.pbtxt"), spec, endpoints, "",
+                ["--engine", name, *extra])
+        contenders = list(variants)
     runs = {name: [] for name in contenders}
     for i in range(args.repeat):
         for name in contenders:  # interleaved: the same machine state for every contender
             output = os.path.join(args.cache_dir, "runs", os.path.basename(folder),
-                                  args.strategy, name, str(i))
-            cmd = contender_command(name, folder, spec, seeds, output, extra, timed_seeds)
+                                  args.strategy, name.replace("/", "-"), str(i))
+            if args.link:
+                cmd = variants[name]
+                cmd[cmd.index("--output") + 1] = output.rstrip("/") + "/"
+            else:
+                cmd = contender_command(name, folder, spec, seeds, output, extra, timed_seeds)
             try:
                 run = run_once(cmd, output, args.timeout, tfgnn=(name == "tfgnn"))
             except SampleFailed as e:
@@ -374,6 +401,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"graph: {sum(manifest['nodes'].values()):,} nodes, "
               f"{sum(manifest['edges'].values()):,} edges ({args.format}); "
               f"{config['seeds']:,} seeds; strategy {args.strategy}")
+        if args.link:
+            for name in args.engine.split(","):
+                link, node = medians[f"{name}/link"], medians[f"{name}/node"]
+                print(f"{name}: link job over {runs[f'{name}/link'][0]['seeds']:,} pairs / node "
+                      f"job over their endpoints: wall {link['wall_s'] / node['wall_s']:.2f}x, "
+                      f"cpu {link['cpu_s'] / node['cpu_s']:.2f}x, peak RSS "
+                      f"{link['peak_rss_mb'] / node['peak_rss_mb']:.2f}x")
         for name in contenders:
             ratio = medians[name]["wall_s"] / medians[contenders[0]]["wall_s"]
             print(format_run(f"{name}: median of {args.repeat}", medians[name])
@@ -384,3 +418,59 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+LINK_READOUT = """
+node_sets { key: "_readout" value { } }
+edge_sets { key: "_readout/source" value { source: "paper" target: "_readout" } }
+edge_sets { key: "_readout/target" value { source: "paper" target: "_readout" } }
+"""
+
+
+def link_inputs(folder: str, spec_path: str, strategy: str, fraction: float
+                ) -> tuple[str, str, str, str]:
+    """(schema, spec, pairs, endpoint seeds) of the link benchmark, written once into the
+    graph's folder: the schema with TF-GNN's link sets, the spec seeded by pairs of
+    papers, the `cites` edges whose source is in the fraction as pairs, and their 2N
+    endpoints as node seeds (in pair order, repeats kept)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sampler.core.rng import fingerprint
+    from unigraph.schema import load_schema
+    from unigraph.tables import read_set
+
+    schema = os.path.join(folder, "graph_schema_link.pbtxt")
+    if not os.path.exists(schema):
+        with open(os.path.join(folder, "graph_schema.pbtxt")) as f:
+            text = f.read()
+        with open(schema + ".tmp", "w") as f:
+            f.write(text + LINK_READOUT)
+        os.replace(schema + ".tmp", schema)
+    spec = load_spec(spec_path)
+    link_spec = ss.SamplingSpec()
+    link_spec.symmetric_link_seed_op.op_name = spec.seed_op.op_name
+    link_spec.sampling_ops.extend(spec.sampling_ops)
+    spec_out = os.path.join(folder, f"spec_link_{strategy}.pbtxt")
+    with open(spec_out, "w") as f:
+        f.write(f"# spec_{strategy}.pbtxt seeded by pairs of papers (pipelines/benchmark.py)\n")
+        f.write(text_format.MessageToString(link_spec))
+    pairs = os.path.join(folder, f"pairs_fraction{fraction:g}.parquet")
+    endpoints = os.path.join(folder, f"pair_endpoints_fraction{fraction:g}.parquet")
+    if not os.path.exists(endpoints):
+        batches = list(read_set(load_schema(os.path.join(folder, "graph_schema.pbtxt")),
+                                "edges", "cites"))
+        sources = np.concatenate([b.sources for b in batches])
+        targets = np.concatenate([b.targets for b in batches])
+        keep = (fingerprint(sources) % np.uint64(1_000_000)) < np.uint64(int(fraction * 1e6))
+        sources, targets = sources[keep], targets[keep]
+        table = pa.table({"source": pa.array(sources.tolist(), pa.binary()),
+                          "target": pa.array(targets.tolist(), pa.binary())})
+        pq.write_table(table, pairs + ".tmp")
+        os.replace(pairs + ".tmp", pairs)
+        ends = np.stack([sources, targets], axis=1).reshape(-1)
+        pq.write_table(pa.table({"id": pa.array(ends.tolist(), pa.binary())}),
+                       endpoints + ".tmp")
+        os.replace(endpoints + ".tmp", endpoints)
+    return schema, spec_out, pairs, endpoints

@@ -21,7 +21,8 @@ import threading
 
 from sampler.output.report import format_report
 from sampler.plan.describe import describe_plan
-from sampler.plan.plan import Plan, build_plan, plan_warnings
+from sampler.plan.plan import (DEGREE, UNIFORM, Plan, build_plan, pair_edge_sets, plan_warnings,
+                               with_edge_aggregation, with_negatives, with_target_edges)
 from sampler.plan.spec import load_spec
 from unigraph.errors import SamplerError, one_line
 from unigraph.schema import LoadedSchema, check_schema, load_schema
@@ -94,6 +95,31 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--node-buckets", type=int, metavar="B",
                         help="number of node buckets each keyed join is split into (default: "
                              "from the size of the edge tables); e.g. --node-buckets 512")
+    parser.add_argument("--edge-aggregation", default="edge", metavar="MODE",
+                        help="edge (default): a subgraph holds the edges its ops sampled; "
+                             "node: also every other edge between two of its nodes, in every "
+                             "edge set the spec samples (an induced subgraph, TF-GNN v1's "
+                             "name); node:E1,E2: in those edge sets only")
+    link = parser.add_argument_group(
+        "link seeds (a spec with symmetric_link_seed_op; --seeds is then a table of pairs)")
+    link.add_argument("--no-exclude-target-edge", dest="exclude_target_edge",
+                      action="store_false",
+                      help="keep the edges between a pair's two nodes in its own subgraph "
+                           "(default: left out, in either direction, so a model cannot read "
+                           "the answer off the input)")
+    link.add_argument("--target-edge-sets", metavar="NAMES",
+                      help="comma-separated edge sets that hold the edges being predicted "
+                           "(default: every sampled edge set from the paired node set to "
+                           "itself); only these leave out a pair's edges")
+    link.add_argument("--negatives", type=int, default=0, metavar="K",
+                      help="per pair of the table, K more pairs with its source and a random "
+                           "target (never a known positive of the source), each its own "
+                           "subgraph; the _readout feature 'label' is then 1 for the table's "
+                           "pairs and 0 for negatives (default 0)")
+    link.add_argument("--negative-sampling", choices=(UNIFORM, DEGREE), default=UNIFORM,
+                      help="how negatives' targets are drawn: uniform over the paired node "
+                           "set, or degree (in proportion to degree**0.75, as word2vec and "
+                           "PinSage do)")
     parser.add_argument("--dry-run", action="store_true",
                         help="run every check, print the plan and exit without sampling")
     parser.add_argument("--quiet", action="store_true",
@@ -110,6 +136,32 @@ def load_and_check(graph: str, spec_path: str, data_path: str | None = None,
     check_schema(loaded)
     plan = build_plan(load_spec(spec_path), loaded, source=spec_path)
     return loaded, plan
+
+
+def link_options(plan: Plan, args: argparse.Namespace, loaded: LoadedSchema) -> Plan:
+    """The link flags applied to the plan; refused for a node-seeded spec."""
+    given = [flag for flag, on in (("--no-exclude-target-edge", not args.exclude_target_edge),
+                                   ("--target-edge-sets", args.target_edge_sets is not None),
+                                   ("--negatives", args.negatives != 0),
+                                   ("--negative-sampling", args.negative_sampling != UNIFORM))
+             if on]
+    if not plan.link:
+        if given:
+            raise SamplerError(f"{given[0]} is for link seeds; the spec's seed op "
+                               f"'{plan.seed_op}' seeds nodes")
+        return plan
+    plan = with_negatives(plan, args.negatives, args.negative_sampling, loaded.schema)
+    if plan.negatives and plan.negatives.mode == DEGREE and not pair_edge_sets(plan):
+        raise SamplerError(f"--negative-sampling degree needs the spec to sample an edge set "
+                           f"from node set '{plan.seed_set}' to itself (degrees come from it)")
+    if not args.exclude_target_edge:
+        if args.target_edge_sets is not None:
+            raise SamplerError("--target-edge-sets and --no-exclude-target-edge contradict "
+                               "each other; give one")
+        return with_target_edges(plan, [])
+    names = None if args.target_edge_sets is None else [
+        n.strip() for n in args.target_edge_sets.split(",") if n.strip()]
+    return with_target_edges(plan, names, source="--target-edge-sets: ")
 
 
 def check_pipeline_flags(parser: argparse.ArgumentParser, extra: list[str]) -> None:
@@ -145,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         check_pipeline_flags(parser, beam_args)
         loaded, plan = load_and_check(args.graph, args.spec, args.data_path,
                                       args.timestamp_column)
+        plan = with_edge_aggregation(link_options(plan, args, loaded), args.edge_aggregation)
         for warning in plan_warnings(plan, args.spec):
             print(f"sample: warning: {warning}", file=sys.stderr)
         if args.dry_run:

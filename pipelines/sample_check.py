@@ -27,7 +27,8 @@ import numpy as np
 from sampler.graph_tensor import READOUT_NODE_SET, GraphTensor, parse_example
 from sampler.output.files import REPORT_FILE
 from sampler.output.folder import SamplesError, iter_records, open_samples
-from sampler.output.names import ID_FEATURE, READOUT_EDGE_SET, SEED_ID_FEATURE
+from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET,
+                                  SEED_ID_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
 from unigraph import graph_schema_pb2 as gs
 from unigraph import paths
 from unigraph.errors import SamplerError, one_line
@@ -59,23 +60,39 @@ class CheckReport:
         return not self.bad_records and not self.report_mismatches
 
 
+def is_link_output(schema: gs.GraphSchema) -> bool:
+    """Link samples (pairs) rather than node samples."""
+    return LINK_READOUT_EDGE_SETS[0] in schema.edge_sets
+
+
 def check_schema(schema: gs.GraphSchema) -> None:
     """The folder's schema must describe the output encoding; SamplesError if not."""
-    if READOUT_EDGE_SET not in schema.edge_sets or READOUT_NODE_SET not in schema.node_sets:
-        raise SamplesError(f"graph schema: no '{READOUT_EDGE_SET}' edge set or "
-                           f"'{READOUT_NODE_SET}' node set")
-    if schema.edge_sets[READOUT_EDGE_SET].source not in schema.node_sets:
-        raise SamplesError(f"graph schema: '{READOUT_EDGE_SET}' starts at unknown node set "
-                           f"'{schema.edge_sets[READOUT_EDGE_SET].source}'")
+    link = is_link_output(schema)
+    readout_sets = LINK_READOUT_EDGE_SETS if link else (READOUT_EDGE_SET,)
+    context = (SOURCE_ID_FEATURE, TARGET_ID_FEATURE) if link else (SEED_ID_FEATURE,)
+    for name in readout_sets:
+        if name not in schema.edge_sets or READOUT_NODE_SET not in schema.node_sets:
+            raise SamplesError(f"graph schema: no '{name}' edge set or "
+                               f"'{READOUT_NODE_SET}' node set")
+        if schema.edge_sets[name].source not in schema.node_sets:
+            raise SamplesError(f"graph schema: '{name}' starts at unknown node set "
+                               f"'{schema.edge_sets[name].source}'")
     for name, node_set in sorted(schema.node_sets.items()):
         if name != READOUT_NODE_SET and ID_FEATURE not in node_set.features:
             raise SamplesError(f"graph schema: node set '{name}' has no '{ID_FEATURE}' feature")
-    if SEED_ID_FEATURE not in schema.context.features:
-        raise SamplesError(f"graph schema: no context feature '{SEED_ID_FEATURE}'")
+    for name in context:
+        if name not in schema.context.features:
+            raise SamplesError(f"graph schema: no context feature '{name}'")
 
 
-def check_sampled_graph(graph: GraphTensor, seed_set: str) -> None:
-    """The output encoding's rules for one decoded (and core-validated) record."""
+def check_sampled_graph(graph: GraphTensor, seed_set: str, link: bool = False) -> None:
+    """The output encoding's rules for one decoded (and core-validated) record; `link`:
+    a pair's record (source node 0, target node 1 or, when it is the source, 0)."""
+    seeds = 1
+    if link:
+        source_id = graph.context.features[SOURCE_ID_FEATURE][0]
+        target_id = graph.context.features[TARGET_ID_FEATURE][0]
+        seeds = 1 + int(source_id != target_id)
     if graph.num_components != 1:
         raise BadRecord(f"{graph.num_components} graph components, expected 1 subgraph")
     for name, node_set in sorted(graph.node_sets.items()):
@@ -84,33 +101,38 @@ def check_sampled_graph(graph: GraphTensor, seed_set: str) -> None:
         ids = node_set.features.get(ID_FEATURE)
         if ids is None:
             raise BadRecord(f"node set '{name}' has no '{ID_FEATURE}'")
-        rest = ids[1:] if name == seed_set else ids
+        rest = ids[seeds:] if name == seed_set else ids
         if len(rest) > 1:
             steps = rest[1:] > rest[:-1]
             if not steps.all():
-                i = int(np.flatnonzero(~steps)[0]) + 1 + (name == seed_set)
+                i = int(np.flatnonzero(~steps)[0]) + 1 + seeds * (name == seed_set)
                 raise BadRecord(f"node set '{name}': node {i} has {ID_FEATURE} {ids[i]!r} "
                                 f"after {ids[i - 1]!r}; ids must be unique and sorted "
                                 f"(after the seed)")
     if graph.node_sets[READOUT_NODE_SET].total_size != 1:
         raise BadRecord(f"node set '{READOUT_NODE_SET}' has "
                         f"{graph.node_sets[READOUT_NODE_SET].total_size} nodes, expected 1")
-    adjacency = graph.edge_sets[READOUT_EDGE_SET].adjacency
-    if adjacency.source.tolist() != [0]:
-        raise BadRecord(f"edge set '{READOUT_EDGE_SET}' has sources "
-                        f"{adjacency.source.tolist()}, expected [0]: the seed is node 0 "
-                        f"of '{seed_set}'")
     seed_ids = graph.node_sets[seed_set].features[ID_FEATURE]
-    seed_id = graph.context.features[SEED_ID_FEATURE][0]
-    if seed_ids[0] != seed_id:
-        raise BadRecord(f"context {SEED_ID_FEATURE} {seed_id!r} is not node 0 of "
-                        f"'{seed_set}' ({ID_FEATURE} {seed_ids[0]!r})")
+    expected = ([(LINK_READOUT_EDGE_SETS[0], SOURCE_ID_FEATURE, 0),
+                 (LINK_READOUT_EDGE_SETS[1], TARGET_ID_FEATURE, seeds - 1)] if link
+                else [(READOUT_EDGE_SET, SEED_ID_FEATURE, 0)])
+    for edge_set, context, node in expected:
+        adjacency = graph.edge_sets[edge_set].adjacency
+        if adjacency.source.tolist() != [node]:
+            raise BadRecord(f"edge set '{edge_set}' has sources {adjacency.source.tolist()}, "
+                            f"expected [{node}]: node {node} of '{seed_set}' is read out")
+        seed_id = graph.context.features[context][0]
+        if len(seed_ids) <= node or seed_ids[node] != seed_id:
+            raise BadRecord(f"context {context} {seed_id!r} is not node {node} of "
+                            f"'{seed_set}'")
 
 
 def check_folder(folder: str) -> CheckReport:
     samples = open_samples(folder)
     check_schema(samples.schema)
-    seed_set = samples.schema.edge_sets[READOUT_EDGE_SET].source
+    link = is_link_output(samples.schema)
+    seed_set = samples.schema.edge_sets[
+        LINK_READOUT_EDGE_SETS[0] if link else READOUT_EDGE_SET].source
     report = CheckReport(files=len(samples.files),
                          nodes={n: 0 for n in sorted(samples.schema.node_sets)},
                          edges={n: 0 for n in sorted(samples.schema.edge_sets)})
@@ -127,7 +149,7 @@ def check_folder(folder: str) -> CheckReport:
                 report.records += 1
                 try:
                     graph = parse_example(samples.schema, record)
-                    check_sampled_graph(graph, seed_set)
+                    check_sampled_graph(graph, seed_set, link)
                 except SamplerError as e:
                     bad(path, index, str(e))
                     continue

@@ -33,7 +33,8 @@ def make_parser() -> argparse.ArgumentParser:
                         help="a `sample` output folder (records + graph_schema.pbtxt)")
     parser.add_argument("--label", required=True, metavar="FEATURE",
                         help="integer class id: a feature of `_readout`, or of the seed node "
-                             "set read out through `_readout/seed`; e.g. --label labels")
+                             "set read out through `_readout/seed`; for pairs (link "
+                             "samples), the 0/1 `_readout` label; e.g. --label labels")
     parser.add_argument("--epochs", type=_positive, default=10, metavar="N")
     parser.add_argument("--batch-size", type=_positive, default=32, metavar="B",
                         help="subgraphs per batch (default 32)")
@@ -41,6 +42,9 @@ def make_parser() -> argparse.ArgumentParser:
                         help="share of seeds held out for evaluation (default 0.2)")
     parser.add_argument("--baseline", choices=["mlp"],
                         help="train an MLP on the seed's own features instead of the GNN")
+    parser.add_argument("--scorer", choices=["dot", "mlp"], default="dot",
+                        help="link samples (pairs): how the two read-out states become a "
+                             "score, a dot product or an MLP (default dot)")
     parser.add_argument("--rounds", type=_positive, default=2, metavar="R",
                         help="GNN message-passing rounds (default 2)")
     parser.add_argument("--hidden-dim", type=_positive, default=64, metavar="D")
@@ -93,12 +97,17 @@ def main(argv=None) -> int:
             hidden_dim=args.hidden_dim, num_rounds=args.rounds,
             learning_rate=args.learning_rate, dropout=args.dropout,
             weight_decay=args.weight_decay, num_classes=args.num_classes, pad=args.pad,
-            seed=args.seed, export_dir=args.export, verbose=args.verbose)
+            seed=args.seed, scorer=args.scorer, export_dir=args.export,
+            verbose=args.verbose)
         result = train(samples, options)
     except SamplerError as e:
         print(f"train: error: {e}", file=sys.stderr)
         return 2
-    if result.held_out is not None:
+    if result.held_out is not None and result.layout.link:
+        print(f"held-out ({options.model}, {options.scorer} scorer): ROC AUC "
+              f"{result.held_out['auc']:.4f}, loss {result.held_out['loss']:.4f} on "
+              f"{result.held_out_count} pairs; chance 0.5")
+    elif result.held_out is not None:
         print(f"held-out ({options.model}): accuracy {result.held_out['accuracy']:.4f}, "
               f"loss {result.held_out['loss']:.4f} on {result.held_out_count} subgraphs; "
               f"chance (majority class) {result.chance:.4f}")

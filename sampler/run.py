@@ -29,7 +29,7 @@ from sampler.output.commit import abort, begin, commit
 from sampler.output.files import REPORT_FILE, SCHEMA_FILE, parse_output, write_text
 from sampler.output.report import format_report
 from sampler.output.schema import sampled_schema, schema_text
-from sampler.plan.plan import Plan
+from sampler.plan.plan import Plan, pairs_table_layout
 from sampler.plan.timing import describe_time_plan, time_plan
 from unigraph import bigquery, paths
 from unigraph.errors import SamplerError
@@ -83,10 +83,14 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     seeds_list = seed_files(seeds) if seeds and not seeds_in_bigquery else []
     check_output_location(output, final, loaded, input_paths(loaded, plan, spec_path,
                                                               seeds_list))
+    layout = pairs_table_layout(plan, loaded.schema) if plan.link else None
+    if plan.link and not seeds:
+        raise SamplerError(f"the spec seeds with pairs (symmetric_link_seed_op '{plan.seed_op}'): "
+                           f"give --seeds, a table with source and target columns")
     if seeds_in_bigquery:
-        check_bigquery_seeds(seeds, what=f"--seeds {seeds}")
+        check_bigquery_seeds(seeds, what=f"--seeds {seeds}", layout=layout)
     elif seeds:
-        check_seeds(seeds_list, what=f"--seeds {seeds}")
+        check_seeds(seeds_list, what=f"--seeds {seeds}", layout=layout)
     else:
         check_seed_set_has_nodes(loaded, plan)
     timing = time_plan(loaded, plan, seeds)
@@ -133,6 +137,11 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
             report["graph_in_memory_mb"] = round(graph_bytes / 1e6, 1)
         if not report["seeds_read"]:
             raise SamplerError("the seeds table(s) held no seed rows; nothing to sample")
+        if not report["subgraphs_written"] and plan.link:
+            raise NothingSampled(
+                f"none of the {report.get('pairs_read', 0)} pairs has both endpoints in node "
+                f"set '{plan.seed_set}' (first missing: "
+                f"{', '.join(report['missing_seed_ids'][:3])}); nothing written", report)
         if not report["subgraphs_written"]:
             raise NothingSampled(
                 f"none of the {report['seeds_read']} seeds is a node of node set "

@@ -99,3 +99,21 @@ class SeedBatch:
     def take(self, positions: np.ndarray) -> "SeedBatch":
         return SeedBatch(self.ids[positions], self.rows[positions],
                          None if self.timestamps is None else self.timestamps[positions])
+
+
+@dataclasses.dataclass(eq=False)
+class PairBatch:
+    """Rows of a pairs table (link seeds): a source and a target id per row, and the
+    features the schema's `_readout` node set declares (the label, say)."""
+
+    sources: np.ndarray                 # 'S' bytes
+    targets: np.ndarray                 # 'S' bytes
+    rows: np.ndarray                    # int64 RowId (where the row is, for messages)
+    features: dict[str, FeatureValues]  # dense, item dimension first
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def take(self, positions: np.ndarray) -> "PairBatch":
+        return PairBatch(self.sources[positions], self.targets[positions], self.rows[positions],
+                         {k: take(v, positions) for k, v in self.features.items()})

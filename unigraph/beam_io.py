@@ -3,6 +3,7 @@
     papers = pipeline | ReadNodeSet(loaded, "paper")     # PCollection of NodeBatch
     cites = pipeline | ReadEdgeSet(loaded, "cites")      # PCollection of EdgeBatch
     seeds = pipeline | ReadSeeds("seeds.csv")            # PCollection of SeedBatch
+    pairs = pipeline | ReadPairs(layout, "pairs.csv")    # PCollection of PairBatch
 
 Each table becomes work units (a CSV/TFRecord/text file, one Parquet row
 group, or one BigQuery read stream), spread over workers by Reshuffle and read
@@ -132,6 +133,22 @@ class ReadSeeds(beam.PTransform):
         super().__init__()
         source = seeds_source(pattern)
         layout = seeds_layout(timestamp)
+        self._read = (_ReadBigQuery(layout, source, batch_rows) if source is not None
+                      else _ReadFiles(layout, seed_files(pattern, base_dir), batch_rows))
+
+    def expand(self, pbegin):
+        return pbegin | self._read
+
+
+class ReadPairs(beam.PTransform):
+    """PCollection of PairBatch from a pairs table (link seeds: `source`, `target` and
+    the `_readout` features of `layout`, from tables.pairs_layout): files (`name@N`,
+    globs, relative to `base_dir`) or a BigQuery table `bq://project.dataset.table`."""
+
+    def __init__(self, layout: TableLayout, pattern: str, *, base_dir: str = ".",
+                 batch_rows: int = DEFAULT_BATCH_ROWS):
+        super().__init__()
+        source = seeds_source(pattern)
         self._read = (_ReadBigQuery(layout, source, batch_rows) if source is not None
                       else _ReadFiles(layout, seed_files(pattern, base_dir), batch_rows))
 

@@ -33,8 +33,13 @@ WEIGHT_COLUMNS = ("#weight", "weight")
 
 # Feature names the output encoding writes itself.
 RESERVED_FEATURES = {"#size", "#source", "#target", "#id"}
-RESERVED_CONTEXT_FEATURES = {"seed_id", "seed_timestamp"}
+RESERVED_CONTEXT_FEATURES = {"seed_id", "seed_timestamp", "source_id", "target_id"}
 READOUT_PREFIX = "_readout"
+# TF-GNN's link-prediction schemas declare these auxiliary sets themselves (for
+# `symmetric_link_seed_op`): the node set whose features the pairs table gives, and
+# one edge set from each endpoint's node set S to it. They have no tables.
+LINK_READOUT_NODE_SET = "_readout"
+LINK_READOUT_EDGE_SETS = ("_readout/source", "_readout/target")
 _RAGGED_SUFFIX = re.compile(r"\.d\d+$")
 
 # Schema dtype -> numpy dtype of the decoded values.
@@ -146,10 +151,56 @@ def _check_feature(where: str, name: str, feature: gs.Feature, reserved: set[str
                 f"use a size >= 0, or -1 for a ragged dimension")
 
 
+def is_link_readout(kind: str, name: str) -> bool:
+    """Whether a set is one of the auxiliary sets of a link-prediction schema."""
+    return name == LINK_READOUT_NODE_SET if kind == "node set" else name in LINK_READOUT_EDGE_SETS
+
+
+def link_node_set(schema: gs.GraphSchema) -> str | None:
+    """The node set S a link-prediction schema pairs (the source of `_readout/source`)."""
+    edge_set = schema.edge_sets.get(LINK_READOUT_EDGE_SETS[0])
+    return edge_set.source if edge_set is not None else None
+
+
+def _check_link_readout(schema: gs.GraphSchema, source: str) -> None:
+    """The auxiliary sets, if declared, are TF-GNN's link structure and nothing else."""
+    declared = [n for n in LINK_READOUT_EDGE_SETS if n in schema.edge_sets]
+    has_node = LINK_READOUT_NODE_SET in schema.node_sets
+    if not declared and not has_node:
+        return
+    where = f"graph schema {source}"
+    if len(declared) != 2 or not has_node:
+        raise SchemaError(
+            f"{where}: a link-prediction schema declares node set '{LINK_READOUT_NODE_SET}' "
+            f"and edge sets '{LINK_READOUT_EDGE_SETS[0]}' and '{LINK_READOUT_EDGE_SETS[1]}'; "
+            f"found {', '.join(repr(n) for n in ([LINK_READOUT_NODE_SET] if has_node else []) + declared)}")
+    ends = [(schema.edge_sets[n].source, schema.edge_sets[n].target) for n in declared]
+    for name, (start, end) in zip(declared, ends):
+        if end != LINK_READOUT_NODE_SET or not start or start == LINK_READOUT_NODE_SET:
+            raise SchemaError(f"{where}: edge set '{name}' must go from the paired node set to "
+                              f"'{LINK_READOUT_NODE_SET}', found {start!r} -> {end!r}")
+    if ends[0][0] != ends[1][0]:
+        raise SchemaError(f"{where}: '{declared[0]}' and '{declared[1]}' must start at one node "
+                          f"set, found '{ends[0][0]}' and '{ends[1][0]}'")
+    readout = schema.node_sets[LINK_READOUT_NODE_SET]
+    if has_table(readout.metadata):
+        raise SchemaError(f"{where}: node set '{LINK_READOUT_NODE_SET}' has no table of its own "
+                          f"(its features come from the pairs table given with --seeds)")
+    for name in declared:
+        if has_table(schema.edge_sets[name].metadata) or schema.edge_sets[name].features:
+            raise SchemaError(f"{where}: edge set '{name}' is auxiliary: no table, no features")
+    for name, feature in readout.features.items():
+        if name in SOURCE_COLUMNS + TARGET_COLUMNS:
+            continue
+        if -1 in feature_shape(feature):
+            raise SchemaError(f"{where}: node set '{LINK_READOUT_NODE_SET}': feature '{name}' "
+                              f"must have a fixed shape (pairs-table features are not ragged)")
+
+
 def _check_name(kind: str, name: str, source: str) -> None:
     if not name:
         raise SchemaError(f"graph schema {source}: a {kind} has an empty name")
-    if name.startswith(READOUT_PREFIX):
+    if name.startswith(READOUT_PREFIX) and not is_link_readout(kind, name):
         raise SchemaError(
             f"graph schema {source}: {kind} '{name}' uses the prefix '{READOUT_PREFIX}' "
             f"that the output's readout structure reserves")
@@ -167,21 +218,26 @@ def check_schema(loaded: LoadedSchema, *, check_files: bool = True) -> None:
     for name, feature in schema.context.features.items():
         _check_feature(f"graph schema {source}: context", name, feature,
                        RESERVED_FEATURES | RESERVED_CONTEXT_FEATURES)
+    _check_link_readout(schema, source)
     for set_name, node_set in schema.node_sets.items():
         _check_name("node set", set_name, source)
         where = f"graph schema {source}: node set '{set_name}'"
         for name, feature in node_set.features.items():
+            if set_name == LINK_READOUT_NODE_SET and name in SOURCE_COLUMNS + TARGET_COLUMNS:
+                continue  # TF-GNN may declare the pair's ends; they are the key columns
             if name in ID_COLUMNS:
                 if feature.dtype != gs.DT_STRING or feature_shape(feature):
                     raise SchemaError(f"{where}: id feature '{name}' must be a DT_STRING scalar")
                 continue
             _check_feature(where, name, feature, RESERVED_FEATURES)
-        if not has_table(node_set.metadata) and any(
+        if set_name != LINK_READOUT_NODE_SET and not has_table(node_set.metadata) and any(
                 n not in ID_COLUMNS for n in node_set.features):
             raise SchemaError(f"{where}: has features but no table "
                               f"(metadata.filename or metadata.bigquery)")
     for set_name, edge_set in schema.edge_sets.items():
         _check_name("edge set", set_name, source)
+        if is_link_readout("edge set", set_name):
+            continue  # checked above
         where = f"graph schema {source}: edge set '{set_name}'"
         for end, node_set_name in (("source", edge_set.source), ("target", edge_set.target)):
             if not node_set_name:
@@ -223,7 +279,8 @@ def set_names(schema: gs.GraphSchema) -> list[tuple[str, str]]:
     """('nodes', name) and ('edges', name) for every set that has a table."""
     result = [("nodes", n) for n, s in sorted(schema.node_sets.items())
               if has_table(s.metadata)]
-    result += [("edges", n) for n, s in sorted(schema.edge_sets.items())]
+    result += [("edges", n) for n, s in sorted(schema.edge_sets.items())
+               if not is_link_readout("edge set", n)]
     return result
 
 

@@ -26,13 +26,13 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from unigraph import paths, tfrecord, wire
-from unigraph.batches import EdgeBatch, FeatureValues, NodeBatch
+from unigraph.batches import EdgeBatch, FeatureValues, NodeBatch, PairBatch
 from unigraph.errors import TableError
 from unigraph.ragged import Ragged, take
 from unigraph.schema import WEIGHT_COLUMNS
-from unigraph.tables.layout import EDGES, FeatureSpec, TableLayout
+from unigraph.tables.layout import EDGES, PAIRS, FeatureSpec, TableLayout
 
-Batch = Union[NodeBatch, EdgeBatch]
+Batch = Union[NodeBatch, EdgeBatch, PairBatch]
 WEIGHT_COLUMN = WEIGHT_COLUMNS[0]
 EXTENSIONS = {"csv": ".csv", "tfrecord": ".tfrecord", "parquet": ".parquet"}
 
@@ -56,6 +56,8 @@ def table_columns(layout: TableLayout, batch: Batch, with_weights: bool) -> list
             if batch.weights is None:
                 raise TableError(f"{layout.what}: a batch has no weights, earlier ones had")
             columns.append(_Column(WEIGHT_COLUMN, np.asarray(batch.weights, np.float64), None))
+    elif layout.kind == PAIRS:  # pairs tables name their ends as TF-GNN's link sampler does
+        columns = [_Column("source", batch.sources, None), _Column("target", batch.targets, None)]
     else:
         columns = [_Column("#id", batch.ids, None)]
     for spec in layout.features:
@@ -328,7 +330,8 @@ _WRITERS = {"csv": CsvWriter, "parquet": ParquetWriter, "tfrecord": TfRecordWrit
 
 
 def _header_columns(layout: TableLayout, with_weights: bool) -> list[_Column]:
-    names = ["#source", "#target"] if layout.kind == EDGES else ["#id"]
+    names = (["#source", "#target"] if layout.kind == EDGES else ["source", "target"]
+             if layout.kind == PAIRS else ["#id"])
     declared = [spec.name for spec in layout.features]
     if layout.kind == EDGES and with_weights and not set(declared) & set(WEIGHT_COLUMNS):
         names.append(WEIGHT_COLUMN)
@@ -365,6 +368,9 @@ def slice_batch(batch: Batch, start: int, end: int) -> Batch:
     """Rows [start, end) of a batch, features (Ragged too) included."""
     index = np.arange(start, end, dtype=np.int64)
     features = {name: take(values, index) for name, values in batch.features.items()}
+    if isinstance(batch, PairBatch):
+        return PairBatch(batch.sources[start:end], batch.targets[start:end],
+                         batch.rows[start:end], features)
     if isinstance(batch, EdgeBatch):
         return EdgeBatch(batch.edge_set, batch.sources[start:end], batch.targets[start:end],
                          batch.rows[start:end],

@@ -29,7 +29,7 @@ class _WriteShard(beam.DoFn):
     def process(self, element):
         shard, grouped = element
         chunk = ShardChunk(list(grouped["seeds"]), list(grouped["features"]),
-                           list(grouped["edges"]))
+                           list(grouped["edges"]), list(grouped.get("pairs", ())))
         stats, run = write_shard(self.assembler, self.output, shard, self.num_shards, [chunk])
         log_shard(shard, self.num_shards, stats.subgraphs, run.bytes_written / 1e6)
         self.written.inc(stats.subgraphs)
@@ -42,7 +42,8 @@ class _WriteShard(beam.DoFn):
 
 
 class WriteShards(beam.PTransform):
-    """{"seeds", "features", "edges"}, each keyed by shard -> RunStats per shard.
+    """{"seeds", "features", "edges"} (and "pairs" for link seeds), each keyed by shard
+    -> RunStats per shard.
     Every shard in range(num_shards) is written, an empty one too."""
 
     def __init__(self, loaded: LoadedSchema, plan: Plan, output: OutputSpec, num_shards: int):

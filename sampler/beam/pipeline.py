@@ -6,7 +6,7 @@ numpy batches for many nodes or samples, never one node or one sample.
     Read/nodes/<set>, Read/edges/<set>, Read/seeds    unigraph.beam_io
     NodeTable/<set>, Adjacency/<set>, SeedIds/...     beam/tables.py
     EdgeTimes/<set> (target node times, if any)       beam/tables.py
-    Seeds                                             beam/seeds.py
+    Pairs (link seeds), Seeds                         beam/pairs.py, beam/seeds.py
     Hop/<op>, one per op in plan order                beam/hops.py
     Nodes/<set>                                       beam/nodes.py
     Assemble                                          beam/assemble.py
@@ -18,17 +18,24 @@ module only connects the stages' PCollections.
 from __future__ import annotations
 
 import apache_beam as beam
+import numpy as np
 
 from sampler.beam.assemble import WriteShards
 from sampler.beam.hops import SampleHop
+from sampler.beam.induced import InducedEdges
+from sampler.beam.negatives import DrawNegatives
 from sampler.beam.nodes import LookupNodes
+from sampler.beam.pairs import NumberPairs
 from sampler.beam.report import MergeReport
 from sampler.beam.seeds import JoinSeeds
 from sampler.beam.tables import BuildAdjacency, BuildNodeTable, EffectiveTimes, IdsFromEdges
 from sampler.core.seeds import seeds_from_ids, seeds_from_nodes
 from sampler.job.job import SamplingJob
-from sampler.plan.plan import edge_sets_to_read
-from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadSeeds
+from sampler.core.negatives import split_by_draw_group
+from sampler.beam.report import STATS
+from sampler.plan.plan import (DEGREE, edge_sets_to_read, excludes_pair_edges, label_dtype,
+                               members_ops, pair_edge_sets, pairs_table_layout)
+from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadPairs, ReadSeeds
 from unigraph.schema import has_table
 from unigraph.tables import table_locations
 
@@ -56,13 +63,31 @@ class SampleSubgraphs(beam.PTransform):
                      for name in plan.edge_sets()}
         seed_table = node_tables.get(plan.seed_set) or self._ids_from_edges(edge_batches)
 
-        seeds = ({"table": seed_table, "seeds": self._seed_batches(p, seed_table)}
-                 | "Seeds" >> JoinSeeds(plan.seed_set, job.num_shards, job.node_buckets))
+        pairs = None
+        if plan.link:  # a pair is a sample of two seed requests; from there on, the same path
+            rows = p | "Read/seeds" >> ReadPairs(pairs_table_layout(plan, job.loaded.schema),
+                                                 job.seeds_path)
+            if plan.negatives:
+                drawn = ({"pairs": rows, "candidates": self._candidates(seed_table, adjacency)}
+                         | "Negatives" >> DrawNegatives(plan.negatives, job.seed,
+                                                        job.node_buckets,
+                                                        label_dtype(job.loaded.schema)))
+                rows, negative_stats = drawn["pairs"], drawn["stats"]
+            pairs = rows | "Pairs" >> NumberPairs(job.num_shards, job.node_buckets)
+            seed_input = {"table": seed_table, "requests": pairs["requests"]}
+        else:
+            seed_input = {"table": seed_table, "seeds": self._seed_batches(p, seed_table)}
+        seeds = seed_input | "Seeds" >> JoinSeeds(plan.seed_set, job.num_shards,
+                                                  job.node_buckets)
         stats, edge_pieces = [seeds["stats"]], []
+        if plan.negatives:
+            stats.append(negative_stats)
         reached = {plan.seed_op: seeds["found"]}
         # An op's reached nodes feed later ops and its target set's feature lookup.
         needed = {name for op in plan.ops for name in op.input_ops} | {
-            op.name for op in plan.ops if op.target_set in node_tables}
+            op.name for op in plan.ops if op.target_set in node_tables} | {
+            name for e in plan.induced_edge_sets for end in self._ends(e)
+            for name in members_ops(plan, end)}
         for op in plan.ops:
             hop = ({"adjacency": adjacency[op.edge_set],
                     "requests": _flatten([reached[name] for name in op.input_ops], p,
@@ -73,6 +98,19 @@ class SampleSubgraphs(beam.PTransform):
             edge_pieces.append(hop["edges"])
             reached[op.name] = hop["reached"]
 
+        for name in plan.induced_edge_sets:  # every edge among a subgraph's nodes
+            source, target = self._ends(name)
+            members = {end: _flatten([reached[op] for op in members_ops(plan, end)], p,
+                                     f"Induced/{name}/{role}")
+                       for end, role in ((source, "Sources"), (target, "Targets"))}
+            induced = ({"adjacency": adjacency[name], "sources": members[source],
+                        "targets": members[target]}
+                       | f"Induced/{name}" >> InducedEdges(name, job.num_shards,
+                                                         job.node_buckets,
+                                                         excludes_pair_edges(plan, name)))
+            edge_pieces.append(induced["edges"])
+            stats.append(induced[STATS])
+
         # Table-less sets need no lookup: their nodes are the targets of sampled edges.
         feature_pieces = [seeds["features"]]
         for name, table in node_tables.items():
@@ -82,9 +120,12 @@ class SampleSubgraphs(beam.PTransform):
                     {"table": table, "requests": _flatten(arriving, p, f"Nodes/{name}/Reached")}
                     | f"Nodes/{name}" >> LookupNodes(name, job.num_shards))
 
-        stats.append({"seeds": seeds["seeds"],
-                      "features": _flatten(feature_pieces, p, "Assemble/Features"),
-                      "edges": _flatten(edge_pieces, p, "Assemble/Edges")}
+        shard_pieces = {"seeds": seeds["seeds"],
+                        "features": _flatten(feature_pieces, p, "Assemble/Features"),
+                        "edges": _flatten(edge_pieces, p, "Assemble/Edges")}
+        if pairs is not None:
+            shard_pieces["pairs"] = pairs["pairs"]
+        stats.append(shard_pieces
                      | "Assemble" >> WriteShards(job.loaded, plan, job.output, job.num_shards))
         return tuple(stats) | "Report" >> MergeReport(job.stats_path)
 
@@ -111,6 +152,22 @@ class SampleSubgraphs(beam.PTransform):
                                     name, job.node_buckets,
                                     table_locations(job.loaded, "nodes", name)))
         return tables
+
+    def _ends(self, edge_set: str) -> tuple[str, str]:
+        ends = self.job.loaded.schema.edge_sets[edge_set]
+        return ends.source, ends.target
+
+    def _candidates(self, seed_table, adjacency):
+        """Negatives' candidate targets by draw group: the paired set's nodes, or (degree)
+        the sources of its edge sets to itself with their out-degrees."""
+        plan = self.job.plan
+        if plan.negatives.mode == DEGREE:
+            parts = tuple(adjacency[name] | f"Negatives/Candidates/{name}" >> beam.FlatMapTuple(
+                lambda _, adj: split_by_draw_group(adj.sources, np.diff(adj.row_splits)))
+                for name in pair_edge_sets(plan))
+            return parts | "Negatives/Candidates" >> beam.Flatten()
+        return seed_table | "Negatives/Candidates" >> beam.FlatMapTuple(
+            lambda _, table: split_by_draw_group(table.ids))
 
     def _ids_from_edges(self, edge_batches):
         """The table-less seed set's nodes: every id the edge sets read name in it."""

@@ -48,7 +48,8 @@ class _JoinSeeds(beam.DoFn):
 
 class JoinSeeds(beam.PTransform):
     """{"table": (bucket, NodeTableBucket) of the seed set, "seeds": SeedBatch}
-    -> {"found", "seeds", "features", "stats"} (see the module docstring)."""
+    -> {"found", "seeds", "features", "stats"} (see the module docstring). Numbered
+    requests (link seeds: beam/pairs.py) may come as "requests" instead of "seeds"."""
 
     def __init__(self, seed_set: str, num_shards: int, node_buckets: int):
         super().__init__()
@@ -56,11 +57,12 @@ class JoinSeeds(beam.PTransform):
 
     def expand(self, inputs):
         node_buckets = self.node_buckets
-        requests = (inputs["seeds"]
+        requests = inputs["requests"] if "requests" in inputs else (inputs["seeds"]
                     | "Number/Group" >> beam.FlatMap(numbering_groups)
                     | "Number/Gather" >> beam.GroupByKey()
                     | "Number/Split" >> beam.FlatMapTuple(
-                        lambda _, parts: seed_requests(number_seeds(list(parts)), node_buckets)))
+                        lambda _, parts: seed_requests(number_seeds(list(parts)),
+                                                       node_buckets)))
         tagged = ({"table": inputs["table"], "requests": requests}
                   | "Join" >> beam.CoGroupByKey()
                   | "Check" >> beam.ParDo(_JoinSeeds(self.seed_set, self.num_shards)))

@@ -34,9 +34,18 @@ class AdjacencyBucket:
     # uint64 fingerprint of each source's id (its random streams), computed once here
     # rather than on every hop that reaches it.
     source_fingerprints: np.ndarray | None = None
+    # uint64 fingerprint of each target id (aligned with target_ids), for engines whose ids
+    # are codes (sampler/memory); None: hashed from target_ids when needed.
+    target_fingerprints: np.ndarray | None = None
     # Time-ordered edge sets (sampler.plan.timing): every edge's effective time, each
     # row sorted by it (core.temporal); None for canonical rows.
     times: np.ndarray | None = None
+
+    def target_fingerprints_of(self, codes: np.ndarray) -> np.ndarray:
+        """Fingerprints of the targets with these codes (link samples' leakage check)."""
+        if self.target_fingerprints is not None:
+            return self.target_fingerprints[codes]
+        return rng.fingerprint(self.target_ids[codes])
 
     @property
     def targets(self) -> np.ndarray:
@@ -108,4 +117,4 @@ def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch],
     return AdjacencyBucket(edge_set, sources[starts], row_splits, target_codes, target_ids, rows,
                            None if weights is None else weights[order], features,
                            fingerprint_of(sources[starts]),
-                           None if times is None else times[order])
+                           times=None if times is None else times[order])

@@ -21,13 +21,15 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from sampler.core.arrays import unique
-from sampler.core.pieces import EdgePiece, NodeFeatures, SeedPiece
+from sampler.core.pieces import EdgePiece, NodeFeatures, PairPiece, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS
-from sampler.plan.plan import Plan
+from sampler.plan.plan import LABEL, Plan, label_dtype, pairs_table_layout
 from unigraph import graph_schema_pb2 as gs
 from unigraph.batches import FeatureValues
 from unigraph.ragged import Ragged, concat, take
-from unigraph.schema import ID_COLUMNS, feature_shape, has_table, numpy_dtype
+from unigraph.schema import (ID_COLUMNS, LINK_READOUT_NODE_SET, feature_shape, has_table,
+                             numpy_dtype)
+
 
 
 @dataclasses.dataclass
@@ -42,6 +44,8 @@ class ShardStats:
     dangling_examples: list[tuple[str, str, str, int]] = dataclasses.field(
         default_factory=list)
     nodes_missing: dict[str, int] = dataclasses.field(default_factory=dict)
+    pairs: int = 0          # link samples: pairs this shard was given
+    pairs_dropped: int = 0  # ... left out because an endpoint is not in the graph
 
 
 @dataclasses.dataclass
@@ -97,6 +101,10 @@ class AssembledShard:
     seed_ids: np.ndarray    # 'S'
     nodes: dict[str, _Layout]
     edges: dict[str, _Layout]
+    # Link samples: each pair's target ('S', node 1 of the seed set, or node 0 when it is
+    # the source, whose ids are seed_ids) and its `_readout` features, one row per sample.
+    target_ids: np.ndarray | None = None
+    readout: dict[str, FeatureValues] | None = None
     seed_timestamps: np.ndarray | None = None  # each sample's cut-off, if the seeds had one
 
     def __len__(self) -> int:
@@ -129,18 +137,31 @@ class ShardAssembler:
                           for s in plan.node_sets()}
 
     def assemble(self, seed_pieces: Sequence[SeedPiece], feature_pieces: Sequence[NodeFeatures],
-                 edge_pieces: Sequence[EdgePiece]) -> tuple["AssembledShard", ShardStats]:
-        """Every sample's subgraph, by ascending sample id; and the stats."""
+                 edge_pieces: Sequence[EdgePiece], pair_pieces: Sequence[PairPiece] = ()
+                 ) -> tuple["AssembledShard", ShardStats]:
+        """Every sample's subgraph, by ascending sample id; and the stats.
+
+        A link plan's samples are its `pair_pieces`; `seed_pieces` then hold the pairs'
+        endpoints the seeds join found, and a pair missing one is left out (counted)."""
         stats = ShardStats()
         seed_pieces = [p for p in seed_pieces if len(p)]
-        if not seed_pieces:
+        target_ids, readout, seed_times = None, None, None
+        if self.plan.link:
+            sample_ids, seed_ids, target_ids, readout = self._pairs(
+                [p for p in pair_pieces if len(p)], seed_pieces, stats)
+        elif seed_pieces:
+            seeds = SeedPiece.concat(seed_pieces)
+            order = np.argsort(seeds.samples, kind="stable")
+            sample_ids, seed_ids = seeds.samples[order], seeds.ids[order]
+            seed_times = None if seeds.timestamps is None else seeds.timestamps[order]
+        if not self.plan.link and not seed_pieces or self.plan.link and not len(sample_ids):
             empty = np.zeros(0, np.int64)
             return AssembledShard(self.schema, self.plan.seed_set, empty, np.zeros(0, "S1"),
-                                  {}, {}), stats
-        seeds = SeedPiece.concat(seed_pieces)
-        order = np.argsort(seeds.samples, kind="stable")
-        sample_ids, seed_ids = seeds.samples[order], seeds.ids[order]
+                                  {}, {}, target_ids, readout), stats
         edge_pieces = [p for p in edge_pieces if len(p)]
+        if self.plan.link:  # a dropped pair's found endpoint may have been sampled from
+            edge_pieces = [_of_samples(p, sample_ids) for p in edge_pieces]
+            edge_pieces = [p for p in edge_pieces if len(p)]
         ends = {e: (self.schema.edge_sets[e].source, self.schema.edge_sets[e].target)
                 for e in self.plan.edge_sets()}
         # One sorted id dictionary per node set for the whole shard.
@@ -151,13 +172,18 @@ class ShardAssembler:
             parts += [p.ids for p in feature_pieces if p.node_set == s]
             if s == self.plan.seed_set:
                 parts.append(seed_ids)
+            if s == self.plan.seed_set and target_ids is not None:
+                parts.append(target_ids)
             keys[s] = _NodeKeys(unique(np.concatenate(parts)) if parts else
                                 np.zeros(0, "S1"), len(sample_ids),
-                                seed_ids if s == self.plan.seed_set else None)
+                                seed_ids if s == self.plan.seed_set else None,
+                                target_ids if s == self.plan.seed_set else None)
         nodes = {}
         for s in self.plan.node_sets():
             arriving = [(np.arange(len(sample_ids)), keys[s].codes_of(seed_ids))] \
                 if s == self.plan.seed_set else []
+            if s == self.plan.seed_set and target_ids is not None:
+                arriving.append((np.arange(len(sample_ids)), keys[s].codes_of(target_ids)))
             arriving += [(np.searchsorted(sample_ids, p.sample_ids)[p.sample_codes],
                           keys[s].codes_of(p.target_ids)[p.target_codes])
                          for p in edge_pieces if ends[p.edge_set][1] == s]
@@ -178,8 +204,37 @@ class ShardAssembler:
         stats.edges = {e: np.diff(l.offsets).tolist() for e, l in edges.items()}
         return AssembledShard(self.schema, self.plan.seed_set, sample_ids,
                               self._named(self.plan.seed_set, seed_ids), nodes, edges,
-                              None if seeds.timestamps is None else seeds.timestamps[order]
-                              ), stats
+                              None if target_ids is None else
+                              self._named(self.plan.seed_set, target_ids), readout,
+                              seed_times), stats
+
+    def _pairs(self, pair_pieces: list[PairPiece], found: list[SeedPiece], stats: ShardStats):
+        """(sample ids, sources, targets, readout features) of the pairs whose endpoints
+        were both found, by ascending sample id."""
+        features = self.schema.node_sets[LINK_READOUT_NODE_SET].features
+        if not pair_pieces:
+            wanted = pairs_table_layout(self.plan, self.schema).features
+            empty = {f.name: empty_feature(features[f.name]) for f in wanted}
+            if self.plan.negatives:
+                empty[LABEL] = np.zeros(0, label_dtype(self.schema))
+            return np.zeros(0, np.int64), np.zeros(0, "S1"), np.zeros(0, "S1"), empty
+        pairs = PairPiece.concat(pair_pieces)
+        pairs = pairs.take(np.argsort(pairs.samples, kind="stable"))
+        stats.pairs = len(pairs)
+        if found:
+            endpoints = SeedPiece.concat(found)
+            ids = unique(np.concatenate([pairs.sources, pairs.targets, endpoints.ids]))
+            width = np.int64(len(ids))
+            rank = np.searchsorted(pairs.samples, endpoints.samples)
+            known = rank * width + np.searchsorted(ids, endpoints.ids)
+            ranks = np.arange(len(pairs), dtype=np.int64) * width
+            keep = (np.isin(ranks + np.searchsorted(ids, pairs.sources), known)
+                    & np.isin(ranks + np.searchsorted(ids, pairs.targets), known))
+        else:
+            keep = np.zeros(len(pairs), bool)
+        stats.pairs_dropped = int((~keep).sum())
+        pairs = pairs.take(np.flatnonzero(keep))
+        return pairs.samples, pairs.sources, pairs.targets, pairs.features
 
     def _named(self, node_set: str, ids: np.ndarray) -> np.ndarray:
         """The ids as the output writes them: codes become their names (a set nothing
@@ -266,6 +321,13 @@ class ShardAssembler:
         return layout, len(dropped), examples[:MAX_LISTED_IDS]
 
 
+def _of_samples(piece: EdgePiece, sample_ids: np.ndarray) -> EdgePiece:
+    """The piece's edges of samples in `sample_ids` (sorted)."""
+    pos = np.minimum(np.searchsorted(sample_ids, piece.sample_ids), len(sample_ids) - 1)
+    kept = (sample_ids[pos] == piece.sample_ids)[piece.sample_codes]
+    return piece if kept.all() else piece.take(np.flatnonzero(kept))
+
+
 def _sort_pairs(pair: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """The order that sorts by (pair, position). Equal pairs (parallel edges, or an edge
     two ops sampled) are rare, so one sort by pair, then only their runs by position."""
@@ -299,15 +361,19 @@ def _pair_key(ranks: np.ndarray, sources: np.ndarray, targets: np.ndarray) -> np
 class _NodeKeys:
     """Integer sort keys for the (sample, node) pairs of one node set in a shard.
 
-    key = rank * 2N + (0 if the node is the sample's seed else N) + code, where code
-    indexes the shard's sorted id dictionary of the set (N ids): sorting keys sorts by
-    sample, puts the seed first and the other nodes by id -- the canonical order."""
+    key = (rank * 3 + tier) * N + code, where code indexes the shard's sorted id
+    dictionary of the set (N ids) and tier is 0 for the sample's seed (a pair's
+    source), 1 for a pair's target (unless it is the source) and 2 for every other
+    node: sorting keys sorts by sample, puts the seeds first and the other nodes by
+    id -- the canonical order."""
 
-    def __init__(self, ids: np.ndarray, num_samples: int, seed_ids: np.ndarray | None):
+    def __init__(self, ids: np.ndarray, num_samples: int, seed_ids: np.ndarray | None,
+                 target_ids: np.ndarray | None = None):
         self.ids = ids
         self.num_samples = num_samples
         self.width = np.int64(max(len(ids), 1))
         self.seed_codes = self.codes_of(seed_ids) if seed_ids is not None else None
+        self.target_codes = self.codes_of(target_ids) if target_ids is not None else None
 
     def codes_of(self, ids: np.ndarray) -> np.ndarray:
         """Codes of ids that are in the dictionary (all are, by construction)."""
@@ -316,13 +382,16 @@ class _NodeKeys:
     def key(self, ranks: np.ndarray, codes: np.ndarray) -> np.ndarray:
         ranks = ranks.astype(np.int64)
         codes = codes.astype(np.int64)
-        not_seed = np.ones(len(codes), np.int64) if self.seed_codes is None else (
-            codes != self.seed_codes[ranks]).astype(np.int64)
-        return (ranks * 2 + not_seed) * self.width + codes
+        tier = np.full(len(codes), 2, np.int64)
+        if self.target_codes is not None:
+            tier[codes == self.target_codes[ranks]] = 1
+        if self.seed_codes is not None:
+            tier[codes == self.seed_codes[ranks]] = 0
+        return (ranks * 3 + tier) * self.width + codes
 
     def split(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(rank, code) of every key."""
-        return keys // (2 * self.width), keys % self.width
+        return keys // (3 * self.width), keys % self.width
 
 
 def _local_indices(layout: _Layout, keys: np.ndarray, ranks: np.ndarray) -> np.ndarray:

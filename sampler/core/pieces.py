@@ -58,6 +58,9 @@ class Requests:
     samples: np.ndarray  # int64
     codes: np.ndarray    # int32 into ids
     ids: np.ndarray      # 'S', sorted distinct
+    # Link samples only: uint64 [n, 2], the fingerprints of the request's sample's pair
+    # (source, target), so a hop knows its sample's endpoints (core.pairs); else None.
+    pairs: np.ndarray | None = None
     # The sample's time cut-off per request (int64 or float64, the job's time type),
     # or None when the samples have none. It travels with every request, hop after hop,
     # so a hop needs no side input that grows with the graph or the seeds.
@@ -67,7 +70,7 @@ class Requests:
     def from_ids(samples: np.ndarray, nodes: np.ndarray,
                  cutoffs: np.ndarray | None = None) -> "Requests":
         ids, codes = encode_ids(nodes)
-        return Requests(samples, codes, ids, cutoffs)
+        return Requests(samples, codes, ids, cutoffs=cutoffs)
 
     @property
     def nodes(self) -> np.ndarray:
@@ -79,6 +82,7 @@ class Requests:
     def take(self, positions: np.ndarray) -> "Requests":
         ids, codes = prune(self.ids, self.codes[positions])
         return Requests(self.samples[positions], codes, ids,
+                        None if self.pairs is None else self.pairs[positions],
                         None if self.cutoffs is None else self.cutoffs[positions])
 
     @staticmethod
@@ -92,7 +96,9 @@ class Requests:
         if any(timed) and not all(timed):
             raise ValueError("Requests.concat: parts with and without cut-offs")
         ids, codes = merge([p.ids for p in parts], [p.codes for p in parts])
-        return Requests(np.concatenate([p.samples for p in parts]), codes, ids,
+        pairs = (np.concatenate([p.pairs for p in parts])
+                 if all(p.pairs is not None for p in parts) else None)
+        return Requests(np.concatenate([p.samples for p in parts]), codes, ids, pairs,
                         np.concatenate([p.cutoffs for p in parts]) if all(timed) else None)
 
     def unique(self) -> "Requests":
@@ -105,6 +111,7 @@ class Requests:
         samples, codes = self.samples[order], self.codes[order]
         keep = np.r_[True, (samples[1:] != samples[:-1]) | (codes[1:] != codes[:-1])]
         return Requests(samples[keep], codes[keep], self.ids,
+                        None if self.pairs is None else self.pairs[order][keep],
                         None if self.cutoffs is None else self.cutoffs[order][keep])
 
 
@@ -185,6 +192,32 @@ class SeedPiece:
         return SeedPiece(np.concatenate([p.samples for p in parts]),
                          np.concatenate([p.ids for p in parts]),
                          np.concatenate([p.timestamps for p in parts]) if timed else None)
+
+
+@dataclasses.dataclass(eq=False)
+class PairPiece:
+    """Link seeds: each sample's pair (source, target) and the features its `_readout`
+    node carries (one row per sample), for the assembly."""
+
+    samples: np.ndarray                 # int64
+    sources: np.ndarray                 # 'S' (or int64 codes in the in-memory engine)
+    targets: np.ndarray                 # 'S' (or int64 codes)
+    features: dict[str, FeatureValues]  # dense, one row per sample
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def take(self, positions: np.ndarray) -> "PairPiece":
+        return PairPiece(self.samples[positions], self.sources[positions],
+                         self.targets[positions],
+                         {k: take(v, positions) for k, v in self.features.items()})
+
+    @staticmethod
+    def concat(parts: list["PairPiece"]) -> "PairPiece":
+        return PairPiece(np.concatenate([p.samples for p in parts]),
+                         np.concatenate([p.sources for p in parts]),
+                         np.concatenate([p.targets for p in parts]),
+                         {k: concat([p.features[k] for p in parts]) for k in parts[0].features})
 
 
 @dataclasses.dataclass(eq=False)

@@ -74,14 +74,21 @@ def number_seeds(parts: Sequence[SeedBatch]) -> Requests:
     batch = SeedBatch(np.concatenate([p.ids for p in parts]),
                       np.concatenate([p.rows for p in parts]),
                       np.concatenate([p.timestamps for p in parts]) if timed else None)
-    first, second = _content_fingerprints(batch)
+    order, samples = number_by_content(*_content_fingerprints(batch))
+    return Requests.from_ids(samples, batch.ids[order],
+                             None if batch.timestamps is None else batch.timestamps[order])
+
+
+def number_by_content(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, sample ids): rows sorted by their two content fingerprints and numbered
+    `(top 24 bits of first) << 40 | rank among rows with those bits`. Any seed kind whose
+    rows share a numbering group (top bits of `first`) is numbered this way."""
     order = np.lexsort((second, first))
     prefix = first[order] >> np.uint64(_RANK_BITS)
     starts = np.flatnonzero(np.r_[True, prefix[1:] != prefix[:-1]])
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     samples = (prefix << np.uint64(_RANK_BITS)) | rank.astype(np.uint64)
-    return Requests.from_ids(samples.view(np.int64), batch.ids[order],
-                             None if batch.timestamps is None else batch.timestamps[order])
+    return order, samples.view(np.int64)
 
 
 def seed_requests(requests: Requests, num_buckets: int) -> Iterator[tuple[int, Requests]]:

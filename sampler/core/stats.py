@@ -60,6 +60,18 @@ class RunStats:
     dangling_edge_examples: list[tuple] = dataclasses.field(default_factory=list)
     nodes_missing_from_tables: dict[str, int] = dataclasses.field(default_factory=dict)
     bytes_written: int = 0
+    # Link jobs: pairs read (positives and negatives), and those left out because an
+    # endpoint is not a node of the paired node set (seeds_missing counts the endpoints).
+    pairs_read: int = 0
+    pairs_dropped: int = 0
+    pair_edges_excluded: int = 0  # edges between a sample's pair that hops left out
+    # --negatives: pairs of the table, negatives made, draws rejected because they hit
+    # the source or a known positive of it, and negatives given up after too many.
+    induced_edges: dict[str, int] = dataclasses.field(default_factory=dict)  # per edge set
+    positives: int = 0
+    negatives: int = 0
+    negatives_redrawn: int = 0
+    negatives_not_found: int = 0
 
     def merge(self, other: "RunStats") -> "RunStats":
         self.seeds_read += other.seeds_read
@@ -78,10 +90,18 @@ class RunStats:
                              (self.draws_per_op, other.draws_per_op),
                              (self.draws_at_cap_per_op, other.draws_at_cap_per_op),
                              (self.dangling_edges_dropped, other.dangling_edges_dropped),
-                             (self.nodes_missing_from_tables, other.nodes_missing_from_tables)):
+                             (self.nodes_missing_from_tables, other.nodes_missing_from_tables),
+                             (self.induced_edges, other.induced_edges)):
             for key, count in theirs.items():
                 mine[key] = mine.get(key, 0) + count
         self.bytes_written += other.bytes_written
+        self.pairs_read += other.pairs_read
+        self.pairs_dropped += other.pairs_dropped
+        self.pair_edges_excluded += other.pair_edges_excluded
+        self.positives += other.positives
+        self.negatives += other.negatives
+        self.negatives_redrawn += other.negatives_redrawn
+        self.negatives_not_found += other.negatives_not_found
         return self
 
     def as_dict(self) -> dict:
@@ -99,4 +119,13 @@ class RunStats:
             "dangling_edge_examples": [list(e) for e in self.dangling_edge_examples],
             "nodes_missing_from_tables": dict(sorted(self.nodes_missing_from_tables.items())),
             "bytes_written": self.bytes_written,
+            **({"induced_edges": dict(sorted(self.induced_edges.items()))}
+               if self.induced_edges else {}),
+            **({"pairs_read": self.pairs_read, "pairs_dropped": self.pairs_dropped,
+                "pair_edges_excluded": self.pair_edges_excluded}
+               if self.pairs_read else {}),
+            **({"positives": self.positives, "negatives": self.negatives,
+                "negatives_redrawn": self.negatives_redrawn,
+                "negatives_not_found": self.negatives_not_found}
+               if self.positives else {}),
         }

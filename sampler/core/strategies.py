@@ -68,6 +68,17 @@ Methods (each gives the exact distribution above):
     probability >= MIN_ACCEPTANCE; otherwise it falls back to keys.
   * TOP_K needs no randomness: it is computed once per distinct row and copied.
 
+Excluded edges (`excluded_splits`, `excluded_positions`: per query, a sorted CSR list
+of edge positions of its row that it must not draw; link samples leave out the edge
+they predict, see core.hop): a query's eligible edges are its row minus its
+excluded positions, and every strategy above is exact over the eligible edges. A
+query that excludes anything samples a virtual row of its d' eligible edges (their
+weights, in row order) by the very methods above, and the virtual indices map back
+to real positions. Its random stream is then indexed by the virtual index, so it
+differs from the same query without exclusions; queries without exclusions are
+untouched. Materializing the eligible edges costs O(degree) for such a query (they
+are few: the pair's two endpoints, per op and sample).
+
 Queries on the keys path are processed in chunks of about MAX_PAIRS (query,
 edge) pairs; chunking never changes a result, only memory and cache use.
 
@@ -95,13 +106,24 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 
 
 def sample_edges(strategy: int, *, row_splits, weights, query_rows, query_samples, query_nodes,
-                 k: int, seed: int, op_salt: int, limit=None) -> tuple[np.ndarray, np.ndarray]:
-    """Samples up to k edges of each query's row (of its first `limit[i]` edges, if
-    given); see the module docstring."""
+                 k: int, seed: int, op_salt: int, limit=None, excluded_splits=None,
+                 excluded_positions=None) -> tuple[np.ndarray, np.ndarray]:
+    """Samples up to k edges of each query's row: of its first `limit[i]` edges if given
+    (an eligible prefix), leaving out each query's excluded positions (None: nothing
+    excluded); see the module docstring."""
     row_splits, weights, query_rows, query_samples, query_nodes = _checked(
         strategy, row_splits, weights, query_rows, query_samples, query_nodes, k)
     if len(query_rows) == 0 or k == 0:
         return _EMPTY, _EMPTY
+    if limit is not None:
+        limit = _checked_limit(row_splits, query_rows, limit)
+    if excluded_splits is not None:
+        excluded_splits, excluded_positions = _checked_exclusions(
+            row_splits, query_rows, excluded_splits, excluded_positions)
+        if len(excluded_positions):
+            return _sample_with_exclusions(
+                strategy, row_splits, weights, query_rows, query_samples, query_nodes, k,
+                seed, op_salt, excluded_splits, excluded_positions, limit)
     if limit is not None:
         row_splits, query_rows = _prefix_rows(row_splits, query_rows, limit)
     if strategy == LATEST_K:
@@ -148,6 +170,23 @@ def _checked(strategy, row_splits, weights, query_rows, query_samples, query_nod
     if strategy in (TOP_K, RANDOM_WEIGHTED) and not np.isfinite(weights[row_splits[0]:row_splits[-1]]).all():
         raise ValueError("sample_edges: weights must be finite (found NaN or infinity)")
     return row_splits, weights, query_rows, query_samples, query_nodes
+
+
+def _checked_exclusions(row_splits, query_rows, excluded_splits, excluded_positions):
+    splits = _int_array("excluded_splits", excluded_splits, np.int64)
+    positions = _int_array("excluded_positions", np.asarray(
+        excluded_positions if excluded_positions is not None else _EMPTY), np.int64)
+    if (len(splits) != len(query_rows) + 1 or splits[0] != 0 or np.any(np.diff(splits) < 0)
+            or splits[-1] != len(positions)):
+        raise ValueError(f"sample_edges: excluded_splits must be a CSR over the "
+                         f"{len(query_rows)} queries of {len(positions)} excluded positions")
+    seg = np.repeat(np.arange(len(query_rows)), np.diff(splits))
+    rows = query_rows[seg]
+    if np.any(positions < row_splits[rows]) or np.any(positions >= row_splits[rows + 1]):
+        raise ValueError("sample_edges: an excluded position lies outside its query's row")
+    if len(positions) > 1 and np.any((np.diff(positions) <= 0) & (seg[1:] == seg[:-1])):
+        raise ValueError("sample_edges: each query's excluded positions must be sorted, distinct")
+    return splits, positions
 
 
 def _int_array(name, values, dtype) -> np.ndarray:
@@ -215,6 +254,16 @@ def _expand_to_queries(query_index, row_of_query, chosen_row, chosen_pos, n_rows
 
 # ---------------------------------------------------------------- eligible prefixes
 
+def _checked_limit(row_splits, query_rows, limit) -> np.ndarray:
+    limit = _int_array("limit", limit, np.int64)
+    if len(limit) != len(query_rows):
+        raise ValueError(f"sample_edges: {len(limit)} limits for {len(query_rows)} queries")
+    degrees = np.diff(row_splits)[query_rows]
+    if len(limit) and (limit.min() < 0 or np.any(limit > degrees)):
+        raise ValueError("sample_edges: every limit must lie in [0, the degree of its row]")
+    return limit
+
+
 def _prefix_rows(row_splits, query_rows, limit):
     """A CSR whose rows are the queries' eligible prefixes, and each query's row in it.
 
@@ -226,12 +275,7 @@ def _prefix_rows(row_splits, query_rows, limit):
     original span, which the weighted path's cumulative counts cover. The entries
     in between are not monotone; nothing reads them as rows.
     """
-    limit = _int_array("limit", limit, np.int64)
-    if len(limit) != len(query_rows):
-        raise ValueError(f"sample_edges: {len(limit)} limits for {len(query_rows)} queries")
     degrees = np.diff(row_splits)[query_rows]
-    if len(limit) and (limit.min() < 0 or np.any(limit > degrees)):
-        raise ValueError("sample_edges: every limit must lie in [0, the degree of its row]")
     pairs, pair_of_query = unique_inverse(query_rows * (int(degrees.max(initial=0)) + 1)
                                           + limit)
     first = np.zeros(len(pairs), np.int64)
@@ -252,6 +296,45 @@ def _latest_k(row_splits, query_rows, k):
     starts = np.maximum(row_splits[query_rows], ends - k)
     seg, within = _segments(ends - starts)
     return seg, starts[seg] + within
+# ---------------------------------------------------------------- excluded edges
+
+def _sample_with_exclusions(strategy, row_splits, weights, query_rows, query_samples,
+                            query_nodes, k, seed, op_salt, excluded_splits, excluded_positions,
+                            limit=None):
+    """Queries without exclusions as usual; the others each over a virtual row of their
+    eligible edges (see the module docstring), mapped back to real positions. With
+    `limit`, only a row's first limit[i] edges are eligible to begin with."""
+    counts = np.diff(excluded_splits)
+    plain, excluding = np.flatnonzero(counts == 0), np.flatnonzero(counts > 0)
+    parts = []
+    if plain.size:
+        q, pos = sample_edges(strategy, row_splits=row_splits, weights=weights,
+                              query_rows=query_rows[plain], query_samples=query_samples[plain],
+                              query_nodes=query_nodes[plain], k=k, seed=seed, op_salt=op_salt,
+                              limit=None if limit is None else limit[plain])
+        parts.append((plain[q], pos))
+    seg, pos, within = _row_edges(row_splits, query_rows[excluding])
+    if limit is not None:  # the eligible prefix first, then the exclusions within it
+        in_prefix = within < limit[excluding][seg]
+        seg, pos = seg[in_prefix], pos[in_prefix]
+    # An edge (query j, position p) is excluded iff p is in j's sorted list: one searchsorted
+    # over keys that order like (query, position).
+    width = np.int64(row_splits[-1] + 1)
+    excluded_query = np.repeat(np.arange(len(query_rows), dtype=np.int64), counts)
+    excluded_keys = excluded_query * width + excluded_positions
+    keys = excluding[seg] * width + pos
+    at = np.minimum(np.searchsorted(excluded_keys, keys), len(excluded_keys) - 1)
+    eligible = excluded_keys[at] != keys
+    seg, pos = seg[eligible], pos[eligible]
+    virtual_splits = np.zeros(len(excluding) + 1, np.int64)
+    np.cumsum(np.bincount(seg, minlength=len(excluding)), out=virtual_splits[1:])
+    q, virtual = sample_edges(
+        strategy, row_splits=virtual_splits, weights=None if weights is None else weights[pos],
+        query_rows=np.arange(len(excluding), dtype=np.int64),
+        query_samples=query_samples[excluding], query_nodes=query_nodes[excluding], k=k,
+        seed=seed, op_salt=op_salt)
+    parts.append((excluding[q], pos[virtual]))
+    return _merge_by_query(parts)
 
 
 # ---------------------------------------------------------------- TOP_K

@@ -8,7 +8,8 @@ from sampler.plan.plan import Plan, edge_sets_to_read
 from unigraph import paths
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, bigquery_source, has_table, table_files
-from unigraph.tables import WorkUnit, read_seed_set, read_unit, seeds_layout, table_layout
+from unigraph.tables import (TableLayout, WorkUnit, read_pair_set, read_seed_set, read_unit,
+                             seeds_layout, table_layout)
 
 
 def input_paths(loaded: LoadedSchema, plan: Plan, spec_path: str,
@@ -46,19 +47,22 @@ def check_output_location(output: str, final: OutputSpec, loaded: LoadedSchema,
                                f"{what}: {path}; write the output somewhere else")
 
 
-def check_seeds(files: list[str], *, what: str) -> None:
+def check_seeds(files: list[str], *, what: str, layout: TableLayout | None = None) -> None:
     """At least one seed row in `files` (read until the first row is found). An empty
-    file is an error of its own (TableError from the reader, naming the file)."""
+    file is an error of its own (TableError from the reader, naming the file). `layout`:
+    the seeds' (default) or a pairs table's (link seeds), whose columns are checked too."""
     for index, path in enumerate(files):
-        if next(iter(read_unit(seeds_layout(), WorkUnit(path, index), batch_rows=1)), None):
+        if next(iter(read_unit(layout or seeds_layout(), WorkUnit(path, index),
+                               batch_rows=1)), None):
             return
     raise SamplerError(f"{what}: no seed rows ({len(files)} file(s) with a header or "
                        f"nothing but blank lines); there is nothing to sample")
 
 
-def check_bigquery_seeds(uri: str, *, what: str) -> None:
+def check_bigquery_seeds(uri: str, *, what: str, layout: TableLayout | None = None) -> None:
     """At least one seed row in a BigQuery seeds table (its session, up to the first row)."""
-    batches = read_seed_set(uri, batch_rows=1)
+    batches = (read_seed_set(uri, batch_rows=1) if layout is None
+               else read_pair_set(layout, uri, batch_rows=1))
     try:
         if next(iter(batches), None) is not None:
             return

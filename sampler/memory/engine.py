@@ -26,7 +26,12 @@ from sampler.core.assemble import ShardAssembler
 from sampler.core.buckets import split_by_shard
 from sampler.core.hop import sample_hop
 from sampler.core.node_table import features_by_shard
-from sampler.core.pieces import Requests, SeedPiece
+from sampler.core.negatives import negatives_in_memory
+from sampler.core.pairs import number_pairs, pair_requests
+from sampler.core.induced import candidate_edges, keep_induced
+from sampler.plan.plan import (DEGREE, excludes_pair_edges, label_dtype, members_ops,
+                               pair_edge_sets)
+from sampler.core.pieces import PairPiece, Requests, SeedPiece
 from sampler.core.seeds import join_seeds, number_seeds
 from sampler.core.stats import RunStats
 from sampler.job.job import SamplingJob
@@ -51,18 +56,30 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
     called once the n seeds are known and the loaded graph's arrays take b bytes, `on_progress(n)` (in this process) as n more are written."""
     graph = load_graph(job)
     _release_free_memory()
-    numbered = number_seeds(graph.seeds)
-    on_start(len(numbered), graph.nbytes)
+    seed_set = job.plan.seed_set
+    pairs = {}
+    if job.plan.link:  # a pair is a sample of two seed requests; from there on, the same path
+        rows, negative_stats = _with_negatives(graph, job)
+        numbered_pairs = number_pairs(rows)
+        numbered = pair_requests(numbered_pairs)
+        pairs = {shard: graph.intern_pairs(seed_set, piece)
+                 for shard, piece in split_by_shard(numbered_pairs, job.num_shards)}
+        on_start(len(numbered_pairs), graph.nbytes)
+    else:
+        numbered = number_seeds(graph.seeds)
+        on_start(len(numbered), graph.nbytes)
     # The join runs on names (a seed may name no node at all); what it finds is interned.
     join = join_seeds(graph.seed_table, numbered, job.num_shards, with_features=False)
-    seed_set = job.plan.seed_set
     found = {shard: graph.intern_requests(seed_set, requests)
              for shard, requests in split_by_shard(join.found, job.num_shards)}
     seeds = {shard: graph.intern_seeds(seed_set, piece) for shard, piece in join.seeds_by_shard}
     stats = join.stats
-    _SHARED.update(graph=graph, job=job, found=found, seeds=seeds)
+    if job.plan.link:
+        stats.merge(negative_stats)
+    _SHARED.update(graph=graph, job=job, found=found, seeds=seeds, pairs=pairs)
+    samples_of = pairs if job.plan.link else seeds
     try:
-        shards = sorted(range(job.num_shards), key=lambda s: -len(seeds.get(s, ())))
+        shards = sorted(range(job.num_shards), key=lambda s: -len(samples_of.get(s, ())))
         if workers <= 1 or job.num_shards == 1:
             for shard in shards:
                 stats.merge(_write_one_shard(shard, on_progress))
@@ -82,6 +99,25 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
         return stats
     finally:
         _SHARED.clear()
+
+
+def _with_negatives(graph: GraphInMemory, job: SamplingJob) -> tuple[list, RunStats]:
+    """The pairs table's rows, and with --negatives their negatives (core.negatives)."""
+    plan = job.plan
+    if not plan.negatives:
+        return graph.pairs, RunStats()
+    if plan.negatives.mode == DEGREE:
+        names = graph.names[plan.seed_set]
+        parts = [graph.adjacency[name] for name in pair_edge_sets(plan)]
+        candidates = np.concatenate([names[a.sources] for a in parts])
+        degrees = np.concatenate([np.diff(a.row_splits) for a in parts])
+    else:
+        candidates, degrees = graph.seed_table.ids, None
+    rows, counts = negatives_in_memory(graph.pairs, candidates, degrees, plan.negatives,
+                                       job.seed, label_dtype(job.loaded.schema))
+    return rows, RunStats(positives=counts.positives, negatives=counts.negatives,
+                          negatives_redrawn=counts.redrawn,
+                          negatives_not_found=counts.not_found)
 
 
 def _release_free_memory() -> None:
@@ -115,7 +151,8 @@ def _write_one_shard(shard: int, on_progress: Callable[[int], None]) -> RunStats
     assembler = ShardAssembler(job.plan, job.loaded.schema, graph.names)
     empty = Requests.concat([])
     chunks = _shard_chunks(graph, job, _SHARED["found"].get(shard, empty),
-                           _SHARED["seeds"].get(shard), on_progress)
+                           _SHARED["seeds"].get(shard), _SHARED["pairs"].get(shard),
+                           on_progress)
     stats = RunStats()
     _, written = write_shard(assembler, job.output, shard, job.num_shards,
                              _counting(chunks, stats))
@@ -130,25 +167,36 @@ def _counting(chunks: Iterator[tuple[ShardChunk, RunStats]], stats: RunStats
 
 
 def _shard_chunks(graph: GraphInMemory, job: SamplingJob, found: Requests,
-                  seeds: SeedPiece | None, on_progress: Callable[[int], None]
-                  ) -> Iterator[tuple[ShardChunk, RunStats]]:
-    """The shard's pieces, CHUNK_SAMPLES samples at a time in ascending sample id."""
-    if seeds is None or not len(seeds):
+                  seeds: SeedPiece | None, pairs: PairPiece | None,
+                  on_progress: Callable[[int], None]) -> Iterator[tuple[ShardChunk, RunStats]]:
+    """The shard's pieces, CHUNK_SAMPLES samples at a time in ascending sample id (a link
+    job's samples are its pairs; `seeds` are then the endpoints the join found)."""
+    samples = pairs if job.plan.link else seeds
+    if samples is None or not len(samples):
         return
-    order = np.argsort(seeds.samples, kind="stable")
-    seeds = seeds.take(order)
-    found_order = np.argsort(found.samples, kind="stable")
-    found = found.take(found_order)
-    for lo in range(0, len(seeds), CHUNK_SAMPLES):
-        chunk_seeds = seeds.take(np.arange(lo, min(lo + CHUNK_SAMPLES, len(seeds))))
-        first = np.searchsorted(found.samples, chunk_seeds.samples[0], side="left")
-        end = np.searchsorted(found.samples, chunk_seeds.samples[-1], side="right")
-        yield _sample_chunk(graph, job, found.take(np.arange(first, end)), chunk_seeds)
-        on_progress(len(chunk_seeds))
+    samples = samples.take(np.argsort(samples.samples, kind="stable"))
+    found = found.take(np.argsort(found.samples, kind="stable"))
+    seeds = seeds.take(np.argsort(seeds.samples, kind="stable")) if seeds is not None else (
+        SeedPiece(np.zeros(0, np.int64), np.zeros(0, np.int64)))
+
+    def within(piece, lo_sample, hi_sample):
+        first = np.searchsorted(piece.samples, lo_sample, side="left")
+        end = np.searchsorted(piece.samples, hi_sample, side="right")
+        return piece.take(np.arange(first, end))
+
+    for lo in range(0, len(samples), CHUNK_SAMPLES):
+        chunk = samples.take(np.arange(lo, min(lo + CHUNK_SAMPLES, len(samples))))
+        bounds = chunk.samples[0], chunk.samples[-1]
+        if job.plan.link:
+            yield _sample_chunk(graph, job, within(found, *bounds), within(seeds, *bounds), chunk)
+        else:
+            yield _sample_chunk(graph, job, within(found, *bounds), chunk)
+        on_progress(len(chunk))
 
 
 def _sample_chunk(graph: GraphInMemory, job: SamplingJob, found: Requests,
-                  seeds: SeedPiece) -> tuple[ShardChunk, RunStats]:
+                  seeds: SeedPiece, pairs: PairPiece | None = None
+                  ) -> tuple[ShardChunk, RunStats]:
     """Every op for the chunk's samples, then the features of the nodes they reached."""
     plan = job.plan
     reached = {plan.seed_op: found}
@@ -159,6 +207,15 @@ def _sample_chunk(graph: GraphInMemory, job: SamplingJob, found: Requests,
         stats.merge(drawn.stats(op))
         edges.append(drawn.edges)
         reached[op.name] = drawn.reached()
+    for name in plan.induced_edge_sets:
+        edge_set = job.loaded.schema.edge_sets[name]
+        members = {end: Requests.concat([reached[op] for op in members_ops(plan, end)])
+                   for end in (edge_set.source, edge_set.target)}
+        candidates, _ = candidate_edges(graph.adjacency[name], members[edge_set.source],
+                                        exclude_pair_edges=excludes_pair_edges(plan, name))
+        induced = keep_induced(candidates, members[edge_set.target])
+        stats.merge(RunStats(induced_edges={name: len(induced)}))
+        edges.append(induced)
     features = []
     for name, table in graph.node_tables.items():
         arriving = [found] if name == plan.seed_set else []
@@ -166,4 +223,4 @@ def _sample_chunk(graph: GraphInMemory, job: SamplingJob, found: Requests,
         if arriving:
             features += [piece for _, piece in
                          features_by_shard(table, Requests.concat(arriving), job.num_shards)[0]]
-    return ShardChunk([seeds], features, edges), stats
+    return ShardChunk([seeds], features, edges, [pairs] if pairs is not None else []), stats

@@ -22,15 +22,15 @@ from sampler.core import rng
 from sampler.core.adjacency import AdjacencyBucket, build_adjacency
 from sampler.core.arrays import unique, unique_inverse
 from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
-from sampler.core.pieces import Requests, SeedPiece
+from sampler.core.pieces import PairPiece, Requests, SeedPiece
 from sampler.core.seeds import seeds_from_ids
 from sampler.core.temporal import effective_times, lowest_time
 from sampler.job.job import SamplingJob
-from sampler.plan.plan import edge_sets_to_read
-from unigraph.batches import EdgeBatch, SeedBatch
+from sampler.plan.plan import edge_sets_to_read, pairs_table_layout
+from unigraph.batches import EdgeBatch, PairBatch, SeedBatch
 from unigraph.ragged import concat
 from unigraph.schema import has_table
-from unigraph.tables import read_seed_set, read_set, table_locations
+from unigraph.tables import read_pair_set, read_seed_set, read_set, table_locations
 
 
 @dataclasses.dataclass(eq=False)
@@ -39,7 +39,8 @@ class GraphInMemory:
     node_tables: dict[str, NodeTableBucket]   # node sets with a table, ids as codes
     adjacency: dict[str, AdjacencyBucket]     # the edge sets the plan samples, ids as codes
     seed_table: NodeTableBucket               # the seed set's nodes by name, for the seeds join
-    seeds: list[SeedBatch]                    # the seed rows, not yet numbered
+    seeds: list[SeedBatch]                    # the seed rows, not yet numbered (node seeds)
+    pairs: list[PairBatch] = dataclasses.field(default_factory=list)  # link seeds' rows
 
     @property
     def nbytes(self) -> int:
@@ -50,11 +51,24 @@ class GraphInMemory:
     def intern_requests(self, node_set: str, requests: Requests) -> Requests:
         """Requests of named nodes (all in the graph) as requests of codes."""
         return Requests(requests.samples, requests.codes,
-                        np.searchsorted(self.names[node_set], requests.ids), requests.cutoffs)
+                        np.searchsorted(self.names[node_set], requests.ids), requests.pairs,
+                        requests.cutoffs)
 
     def intern_seeds(self, node_set: str, seeds: SeedPiece) -> SeedPiece:
         return SeedPiece(seeds.samples, np.searchsorted(self.names[node_set], seeds.ids),
                          seeds.timestamps)
+
+    def intern_pairs(self, node_set: str, pairs: PairPiece) -> PairPiece:
+        """Pairs of named nodes as pairs of codes; an id that is no node gets code -1 (the
+        assembly leaves its pair out: the seeds join did not find it)."""
+        return PairPiece(pairs.samples, self._codes_or_missing(node_set, pairs.sources),
+                         self._codes_or_missing(node_set, pairs.targets), pairs.features)
+
+    def _codes_or_missing(self, node_set: str, ids: np.ndarray) -> np.ndarray:
+        names = self.names[node_set]
+        codes = np.minimum(np.searchsorted(names, ids), max(len(names) - 1, 0))
+        known = names[codes] == ids if len(names) else np.zeros(len(ids), bool)
+        return np.where(known, codes, -1).astype(np.int64)
 
 
 def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
@@ -121,7 +135,10 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
         del source_index, target_index, target_codes
         if edge_set.source not in fingerprints:
             fingerprints[edge_set.source] = rng.fingerprint(names[edge_set.source])
-        return build_adjacency(name, [coded], fingerprints[edge_set.source].__getitem__)
+        built = build_adjacency(name, [coded], fingerprints[edge_set.source].__getitem__)
+        if edge_set.target == edge_set.source:  # the leakage check compares targets with ends
+            built.target_fingerprints = fingerprints[edge_set.source][built.target_ids]
+        return built
 
     def times_by_code(node_set):
         """Every node's timestamp by code; nodes absent from the table add nothing."""
@@ -134,7 +151,8 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
                                           table.features) for name, table in tables.items()}
     adjacencies = {name: adjacency(name) for name in plan.edge_sets()}
     return GraphInMemory(names, coded_tables, adjacencies, seed_table,
-                         _seed_rows(job, seed_table))
+                         [] if plan.link else _seed_rows(job, seed_table),
+                         _pair_rows(job) if plan.link else [])
 
 
 def _array_bytes(value) -> int:
@@ -176,6 +194,11 @@ def _one_batch(name: str, batches: list[EdgeBatch]) -> EdgeBatch:
                      np.concatenate([b.weights for b in batches]) if has_weights else None,
                      {k: concat([b.features[k] for b in batches]) for k in batches[0].features},
                      np.concatenate([b.timestamps for b in batches]) if has_times else None)
+
+
+def _pair_rows(job: SamplingJob) -> list[PairBatch]:
+    """The pairs table's rows (link seeds)."""
+    return list(read_pair_set(pairs_table_layout(job.plan, job.loaded.schema), job.seeds_path))
 
 
 def _seed_rows(job: SamplingJob, seed_table: NodeTableBucket) -> list[SeedBatch]:

@@ -28,7 +28,9 @@ from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
 from sampler.graph_tensor.codec import flatten_field, flush_subnormals
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
-from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE, SEED_TIMESTAMP_FEATURE
+from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_KEY,
+                                  SEED_ID_FEATURE, SEED_TIMESTAMP_FEATURE, SOURCE_ID_FEATURE,
+                                  TARGET_ID_FEATURE)
 from unigraph import graph_schema_pb2 as gs
 from unigraph.ragged import Ragged, take
 
@@ -234,22 +236,59 @@ def encode_shard(shard: AssembledShard, chunk: int = 256) -> Iterator[bytes]:
         yield from _encode_samples(shard, start, min(start + chunk, len(shard.sample_ids)))
 
 
+def _one_edge(edge_set: str, source: int) -> list[Column]:
+    """A readout edge set of one edge from node `source` to the `_readout` node."""
+    return [constant_column(k.edge_key(edge_set, field), wire.encode_feature(
+        wire.INT64, np.array([value], np.int64)))
+        for field, value in ((k.SIZE_NAME, 1), (k.SOURCE_NAME, source), (k.TARGET_NAME, 0))]
+
+
+def _seed_readout(shard: AssembledShard, first: int, end: int) -> list[Column]:
+    """Node seeds: context/seed_id and the edge set `_readout/seed` from node 0."""
+    return [values_column(k.context_key(SEED_ID_FEATURE), shard.seed_ids[first:end],
+                          np.arange(end - first + 1, dtype=np.int64)),
+            *_one_edge(f"{READOUT_NODE_SET}/{READOUT_KEY}", 0)]
+
+
+def _link_readout(shard: AssembledShard, first: int, end: int) -> list[Column]:
+    """Link seeds: context/source_id and target_id, `_readout/source` from node 0,
+    `_readout/target` from node 1 (node 0 when the pair is a node and itself), and the
+    pair's features on the `_readout` node."""
+    count = end - first
+    one_each = np.arange(count + 1, dtype=np.int64)
+    sources, targets = shard.seed_ids[first:end], shard.target_ids[first:end]
+    columns = [values_column(k.context_key(SOURCE_ID_FEATURE), sources, one_each),
+               values_column(k.context_key(TARGET_ID_FEATURE), targets, one_each),
+               *_one_edge(LINK_READOUT_EDGE_SETS[0], 0)]
+    target_edge = LINK_READOUT_EDGE_SETS[1]
+    columns.append(constant_column(k.edge_key(target_edge, k.SIZE_NAME),
+                                   wire.encode_feature(wire.INT64, np.ones(1, np.int64))))
+    columns.append(constant_column(k.edge_key(target_edge, k.TARGET_NAME),
+                                   wire.encode_feature(wire.INT64, np.zeros(1, np.int64))))
+    columns.append(values_column(k.edge_key(target_edge, k.SOURCE_NAME),
+                                 (targets != sources).astype(np.int64), one_each))
+    declared = shard.schema.node_sets[READOUT_NODE_SET].features
+    for feature, values in sorted(shard.readout.items()):
+        columns += feature_columns(k.node_key(READOUT_NODE_SET, feature),
+                                   take(values, np.arange(first, end)), one_each,
+                                   declared.get(feature))
+    return columns
+
+
 def _encode_samples(shard: AssembledShard, first: int, end: int) -> Iterator[bytes]:
     """The examples of samples [first, end)."""
     schema = shard.schema
     count = end - first
-    columns = [values_column(k.context_key(SEED_ID_FEATURE), shard.seed_ids[first:end],
-                             np.arange(count + 1, dtype=np.int64)),
-               constant_column(k.node_key(READOUT_NODE_SET, k.SIZE_NAME),
+    columns = [constant_column(k.node_key(READOUT_NODE_SET, k.SIZE_NAME),
                                wire.encode_feature(wire.INT64, np.ones(1, np.int64)))]
     if shard.seed_timestamps is not None:
         columns.append(values_column(k.context_key(SEED_TIMESTAMP_FEATURE),
                                      shard.seed_timestamps[first:end],
                                      np.arange(count + 1, dtype=np.int64)))
-    readout = f"{READOUT_NODE_SET}/{READOUT_KEY}"
-    for field, value in ((k.SIZE_NAME, 1), (k.SOURCE_NAME, 0), (k.TARGET_NAME, 0)):
-        columns.append(constant_column(k.edge_key(readout, field), wire.encode_feature(
-            wire.INT64, np.array([value], np.int64))))
+    if shard.target_ids is None:
+        columns += _seed_readout(shard, first, end)
+    else:
+        columns += _link_readout(shard, first, end)
     for kind, layouts, pieces in (("nodes", shard.nodes, schema.node_sets),
                                   ("edges", shard.edges, schema.edge_sets)):
         key = k.node_key if kind == "nodes" else k.edge_key

@@ -19,6 +19,18 @@ def format_report(report: dict) -> str:
     lines = [f"seeds read: {report['seeds_read']}, subgraphs written: "
              f"{report['subgraphs_written']}, seeds missing from the graph: "
              f"{report['seeds_missing']}"]
+    if report.get("pairs_read"):
+        lines.append(f"pairs read: {report['pairs_read']}, left out for an endpoint missing from "
+                     f"the graph: {report['pairs_dropped']} (seeds above are pair endpoints); "
+                     f"edges between a pair left out of its subgraph: "
+                     f"{report.get('pair_edges_excluded', 0)}")
+    for name, count in report.get("induced_edges", {}).items():
+        lines.append(f"edge set '{name}': {count} edges among subgraph nodes found (induced; "
+                     f"those also sampled appear once)")
+    if report.get("positives"):
+        lines.append(f"negatives: {report['negatives']} for {report['positives']} positive "
+                     f"pairs; {report['negatives_redrawn']} draws redrawn (they hit the source "
+                     f"or a known positive), {report['negatives_not_found']} negatives given up")
     if report["missing_seed_ids"]:
         shown = ", ".join(report["missing_seed_ids"][:10])
         more = report["seeds_missing"] - min(10, len(report["missing_seed_ids"]))

@@ -14,10 +14,12 @@ from __future__ import annotations
 from google.protobuf import text_format
 
 from sampler.graph_tensor import READOUT_NODE_SET
-from sampler.output.names import ID_FEATURE, READOUT_KEY, SEED_ID_FEATURE, SEED_TIMESTAMP_FEATURE
-from sampler.plan.plan import Plan
+from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_KEY,
+                                  SEED_ID_FEATURE, SEED_TIMESTAMP_FEATURE, SOURCE_ID_FEATURE,
+                                  TARGET_ID_FEATURE)
+from sampler.plan.plan import LABEL, Plan
 from unigraph import graph_schema_pb2 as gs
-from unigraph.schema import ID_COLUMNS
+from unigraph.schema import ID_COLUMNS, SOURCE_COLUMNS, TARGET_COLUMNS
 
 
 def sampled_schema(schema: gs.GraphSchema, plan: Plan,
@@ -38,14 +40,17 @@ def sampled_schema(schema: gs.GraphSchema, plan: Plan,
         edge_set = out.edge_sets[name]
         edge_set.CopyFrom(schema.edge_sets[name])
         edge_set.ClearField("metadata")
-    out.node_sets[READOUT_NODE_SET].description = "one node per subgraph: the readout target"
-    readout = out.edge_sets[f"{READOUT_NODE_SET}/{READOUT_KEY}"]
-    readout.source = plan.seed_set
-    readout.target = READOUT_NODE_SET
-    readout.description = "from the seed (node 0 of the seed node set) to _readout"
-    seed_id = out.context.features[SEED_ID_FEATURE]
-    seed_id.dtype = gs.DT_STRING
-    seed_id.description = "the id of the subgraph's seed node"
+    if plan.link:
+        _link_readout(out, schema, plan)
+    else:
+        out.node_sets[READOUT_NODE_SET].description = "one node per subgraph: the readout target"
+        readout = out.edge_sets[f"{READOUT_NODE_SET}/{READOUT_KEY}"]
+        readout.source = plan.seed_set
+        readout.target = READOUT_NODE_SET
+        readout.description = "from the seed (node 0 of the seed node set) to _readout"
+        seed_id = out.context.features[SEED_ID_FEATURE]
+        seed_id.dtype = gs.DT_STRING
+        seed_id.description = "the id of the subgraph's seed node"
     if seed_timestamp_dtype is not None:
         seed_time = out.context.features[SEED_TIMESTAMP_FEATURE]
         seed_time.dtype = gs.DT_INT64 if seed_timestamp_dtype == "int64" else gs.DT_FLOAT
@@ -58,3 +63,28 @@ def sampled_schema(schema: gs.GraphSchema, plan: Plan,
 
 def schema_text(schema: gs.GraphSchema) -> str:
     return text_format.MessageToString(schema)
+
+
+def _link_readout(out: gs.GraphSchema, schema: gs.GraphSchema, plan: Plan) -> None:
+    """Link samples: the input's `_readout` node set (its features come from the pairs
+    table), `_readout/source` and `_readout/target`, and the pair's ids as context."""
+    readout = out.node_sets[READOUT_NODE_SET]
+    readout.CopyFrom(schema.node_sets[READOUT_NODE_SET])
+    for column in SOURCE_COLUMNS + TARGET_COLUMNS:  # the pair's ends are the context's
+        if column in readout.features:
+            del readout.features[column]
+    readout.description = "one node per subgraph: the pair, with the pairs table's features"
+    if plan.negatives and LABEL not in readout.features:
+        readout.features[LABEL].dtype = gs.DT_INT64
+    if plan.negatives:
+        readout.features[LABEL].description = "1: a pair of the pairs table; 0: a negative"
+    for name, which in zip(LINK_READOUT_EDGE_SETS, ("source (node 0)", "target (node 1, or "
+                                                    "node 0 when it is the source)")):
+        edge_set = out.edge_sets[name]
+        edge_set.source = plan.seed_set
+        edge_set.target = READOUT_NODE_SET
+        edge_set.description = f"from the pair's {which} of the paired node set to _readout"
+    for name, what in ((SOURCE_ID_FEATURE, "source"), (TARGET_ID_FEATURE, "target")):
+        feature = out.context.features[name]
+        feature.dtype = gs.DT_STRING
+        feature.description = f"the id of the pair's {what} node"

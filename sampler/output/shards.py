@@ -12,7 +12,7 @@ import dataclasses
 from typing import Iterable, Iterator, Sequence
 
 from sampler.core.assemble import ShardAssembler, ShardStats
-from sampler.core.pieces import EdgePiece, NodeFeatures, SeedPiece
+from sampler.core.pieces import EdgePiece, NodeFeatures, PairPiece, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS, Distribution, RunStats
 from sampler.output.encoder import encode_shard
 from sampler.output.files import OutputSpec, write_records
@@ -25,6 +25,7 @@ class ShardChunk:
     seeds: Sequence[SeedPiece]
     features: Sequence[NodeFeatures]
     edges: Sequence[EdgePiece]
+    pairs: Sequence[PairPiece] = ()  # link samples (then `seeds` are the found endpoints)
 
 
 def write_shard(assembler: ShardAssembler, output: OutputSpec, shard: int, num_shards: int,
@@ -35,7 +36,8 @@ def write_shard(assembler: ShardAssembler, output: OutputSpec, shard: int, num_s
 
     def records() -> Iterator[bytes]:
         for chunk in chunks:
-            assembled, stats = assembler.assemble(chunk.seeds, chunk.features, chunk.edges)
+            assembled, stats = assembler.assemble(chunk.seeds, chunk.features, chunk.edges,
+                                                  chunk.pairs)
             _add(total, stats)
             yield from encode_shard(assembled)
 
@@ -43,7 +45,8 @@ def write_shard(assembler: ShardAssembler, output: OutputSpec, shard: int, num_s
     run = RunStats(subgraphs_written=total.subgraphs, bytes_written=written,
                    dangling_edges_dropped=dict(total.dangling_edges),
                    dangling_edge_examples=list(total.dangling_examples),
-                   nodes_missing_from_tables=dict(total.nodes_missing))
+                   nodes_missing_from_tables=dict(total.nodes_missing),
+                   pairs_read=total.pairs, pairs_dropped=total.pairs_dropped)
     for target, counts in ((run.nodes_per_subgraph, total.nodes),
                            (run.edges_per_subgraph, total.edges)):
         for name, values in counts.items():
@@ -53,6 +56,8 @@ def write_shard(assembler: ShardAssembler, output: OutputSpec, shard: int, num_s
 
 def _add(total: ShardStats, part: ShardStats) -> None:
     total.subgraphs += part.subgraphs
+    total.pairs += part.pairs
+    total.pairs_dropped += part.pairs_dropped
     for mine, theirs in ((total.nodes, part.nodes), (total.edges, part.edges)):
         for name, values in theirs.items():
             mine.setdefault(name, []).extend(values)

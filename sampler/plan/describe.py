@@ -1,10 +1,11 @@
 """The plan as text: what `sample --dry-run` prints after every check has passed."""
 from __future__ import annotations
 
-from sampler.plan.plan import Plan, edge_sets_to_read
+from sampler.plan.plan import Plan, edge_sets_to_read, pairs_table_layout
 from sampler.plan.timing import describe_time_plan, time_plan
 from unigraph import bigquery
-from unigraph.schema import LoadedSchema, bigquery_source, set_names, table_files
+from unigraph.schema import (LoadedSchema, bigquery_source, is_link_readout, set_names,
+                             table_files)
 from unigraph.tables import seeds_layout, seeds_source, table_layout
 from unigraph.tables.bigquery import describe_source
 from unigraph.tables.layout import TableLayout, is_reversed
@@ -20,9 +21,20 @@ def _bigquery_line(layout: TableLayout, source: bigquery.Source) -> str:
 
 
 def describe_plan(loaded: LoadedSchema, plan: Plan, seeds: str | None = None) -> str:
-    lines = [f"graph schema: {loaded.path}",
-             f"seed op '{plan.seed_op}': node set '{plan.seed_set}'",
-             "sampling ops, in execution order:"]
+    seeded = (f"pairs of node set '{plan.seed_set}' (symmetric_link_seed_op; source node 0, "
+              f"target node 1)" if plan.link else f"node set '{plan.seed_set}'")
+    lines = [f"graph schema: {loaded.path}", f"seed op '{plan.seed_op}': {seeded}"]
+    if plan.link:
+        excluded = sorted({op.edge_set for op in plan.ops if op.exclude_pair_edges})
+        lines.append("  a pair's own edges left out of its subgraph in: "
+                     f"{', '.join(excluded) or 'no edge set (--no-exclude-target-edge)'}")
+        if plan.negatives:
+            lines.append(f"  negatives: {plan.negatives.per_positive} per pair, targets drawn "
+                         f"{plan.negatives.mode}")
+    if plan.induced_edge_sets:
+        lines.append(f"induced edges (every edge between a subgraph's nodes) in: "
+                     f"{', '.join(plan.induced_edge_sets)}")
+    lines.append("sampling ops, in execution order:")
     for i, op in enumerate(plan.ops, 1):
         edge_set = loaded.schema.edge_sets[op.edge_set]
         reversed_note = " (reversed table)" if is_reversed(edge_set) else ""
@@ -45,9 +57,12 @@ def describe_plan(loaded: LoadedSchema, plan: Plan, seeds: str | None = None) ->
         lines.append(f"  {kind[:-1]} set '{name}': {len(files)} file(s), first {files[0]}")
     source = seeds_source(seeds) if seeds else None
     if source is not None:
-        lines.append(f"  seeds: {_bigquery_line(seeds_layout(), source)}")
-    unused = sorted(set(loaded.schema.node_sets) - needed_nodes) + sorted(
-        set(loaded.schema.edge_sets) - set(plan.edge_sets()))
+        layout = pairs_table_layout(plan, loaded.schema) if plan.link else seeds_layout()
+        lines.append(f"  {'pairs' if plan.link else 'seeds'}: {_bigquery_line(layout, source)}")
+    unused = sorted(n for n in set(loaded.schema.node_sets) - needed_nodes
+                    if not (plan.link and is_link_readout("node set", n))) + sorted(
+        n for n in set(loaded.schema.edge_sets) - set(plan.edge_sets())
+        if not (plan.link and is_link_readout("edge set", n)))
     if unused:
         lines.append(f"not reached by the spec (omitted from the output): {', '.join(unused)}")
     timing = time_plan(loaded, plan, seeds)

@@ -21,6 +21,7 @@ import dataclasses
 from sampler.plan.plan import Plan
 from unigraph import bigquery, paths
 from unigraph.columns import set_columns, table_columns
+from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, has_table
 from unigraph.tables.layout import TimeColumn
 from unigraph.tables.read import seed_files
@@ -60,6 +61,10 @@ def seed_timestamp_column(seeds_path: str | None) -> str | None:
 def time_plan(loaded: LoadedSchema, plan: Plan, seeds_path: str | None) -> TimePlan | None:
     """What the job reads and orders by time; None when nothing needs time."""
     seed_column = seed_timestamp_column(seeds_path)
+    if seed_column is not None and getattr(plan, "link", False):
+        raise SamplerError(f"--seeds {seeds_path}: the pairs table has a '{seed_column}' "
+                           f"column, but time cut-offs for link seeds are not supported yet "
+                           f"(node seeds only); drop or rename the column")
     latest = plan.latest_k_edge_sets()
     if seed_column is None and not latest:
         return None

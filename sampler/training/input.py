@@ -24,11 +24,13 @@ from sampler.graph_tensor.keys import (SIZE_NAME, SOURCE_NAME, TARGET_NAME, cont
 from sampler.graph_tensor.padding import SizeConstraints
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
 from sampler.output.folder import SamplesError
-from sampler.output.names import READOUT_EDGE_SET, SEED_ID_FEATURE
+from sampler.output.names import (READOUT_EDGE_SET, SEED_ID_FEATURE, SOURCE_ID_FEATURE,
+                                  TARGET_ID_FEATURE)
 from sampler.training.layout import GraphLayout
 from sampler.training.tf_padding import Graph, pad_batch
 
 SEED_ID_KEY = context_key(SEED_ID_FEATURE)
+PAIR_ID_KEYS = (context_key(SOURCE_ID_FEATURE), context_key(TARGET_ID_FEATURE))
 HASH_BUCKETS = 10_000
 PARTS = ("train", "held_out", "all")
 
@@ -98,10 +100,12 @@ def split_label(graph: Graph, layout: GraphLayout) -> tuple[Graph, tf.Tensor]:
     return inputs, read_out(inputs, values)
 
 
-def read_out(graph: Graph, node_values: tf.Tensor) -> tf.Tensor:
-    """Values of the seed node set's nodes -> one per `_readout` node, via `_readout/seed`."""
-    source = graph[edge_key(READOUT_EDGE_SET, SOURCE_NAME)]
-    target = graph[edge_key(READOUT_EDGE_SET, TARGET_NAME)]
+def read_out(graph: Graph, node_values: tf.Tensor,
+             edge_set: str = READOUT_EDGE_SET) -> tf.Tensor:
+    """Values of the seed node set's nodes -> one per `_readout` node, via `edge_set`
+    (`_readout/seed`; for pairs `_readout/source` or `_readout/target`)."""
+    source = graph[edge_key(edge_set, SOURCE_NAME)]
+    target = graph[edge_key(edge_set, TARGET_NAME)]
     count = tf.reduce_sum(graph[node_key(READOUT_NODE_SET, SIZE_NAME)])
     # Scatter by target rather than trusting edge order: the readout rules say
     # each `_readout` node is the target of exactly one edge.
@@ -116,13 +120,17 @@ def is_held_out(seed_ids: tf.Tensor, fraction: float) -> tf.Tensor:
     return buckets < int(round(fraction * HASH_BUCKETS))
 
 
-def _select_part(records: tf.data.Dataset, part: str, fraction: float) -> tf.data.Dataset:
+def _select_part(records: tf.data.Dataset, part: str, fraction: float,
+                 link: bool = False) -> tf.data.Dataset:
     if part == "all" or (part == "train" and fraction <= 0):
         return records
+    keys = PAIR_ID_KEYS if link else (SEED_ID_KEY,)
 
     def keep(batch):
-        seed_ids = tf.io.parse_example(
-            batch, {SEED_ID_KEY: tf.io.FixedLenFeature([], tf.string)})[SEED_ID_KEY]
+        parsed = tf.io.parse_example(batch, {k: tf.io.FixedLenFeature([], tf.string)
+                                             for k in keys})
+        # A pair is held out by its two ids together (a unit separator between them).
+        seed_ids = tf.strings.join([parsed[k] for k in keys], separator="\x1f")
         held_out = is_held_out(seed_ids, fraction)
         return tf.boolean_mask(batch, held_out if part == "held_out" else ~held_out)
 
@@ -154,7 +162,7 @@ def make_dataset(files: Sequence[str], layout: GraphLayout, *, batch_size: int,
     if layout.label is None:
         raise ValueError("make_dataset needs a layout with a label")
     records = _select_part(record_dataset(files, shuffle=shuffle, seed=seed), part,
-                           validation_fraction)
+                           validation_fraction, layout.link)
     if shuffle:
         records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
 

@@ -20,7 +20,7 @@ from typing import Optional
 
 from sampler.graph_tensor import READOUT_NODE_SET
 from sampler.output.folder import SamplesError
-from sampler.output.names import ID_FEATURE, READOUT_EDGE_SET
+from sampler.output.names import ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET
 from unigraph import graph_schema_pb2 as gs
 from unigraph.schema import NUMPY_DTYPES, dtype_name, feature_shape
 
@@ -63,6 +63,13 @@ class GraphLayout:
     seed_set: str
     label: Optional[Label]
     unused: tuple[str, ...] = ()               # "nodes/author.name (string)", for the log
+    # The edge sets that read nodes out: `_readout/seed`, or for link samples (pairs)
+    # `_readout/source` and `_readout/target`, whose states a link model scores.
+    readout_edge_sets: tuple[str, ...] = (READOUT_EDGE_SET,)
+
+    @property
+    def link(self) -> bool:
+        return self.readout_edge_sets == LINK_READOUT_EDGE_SETS
 
     @property
     def message_edge_sets(self) -> dict[str, tuple[str, str]]:
@@ -78,11 +85,14 @@ class GraphLayout:
 def layout_from_schema(schema: gs.GraphSchema, label: Optional[str] = None) -> GraphLayout:
     """The layout of the records `schema` describes; `label` names a feature of
     `_readout` (looked up first) or of the seed node set."""
-    if READOUT_EDGE_SET not in schema.edge_sets or READOUT_NODE_SET not in schema.node_sets:
+    link = all(name in schema.edge_sets for name in LINK_READOUT_EDGE_SETS)
+    readout_sets = LINK_READOUT_EDGE_SETS if link else (READOUT_EDGE_SET,)
+    if any(n not in schema.edge_sets for n in readout_sets) or \
+            READOUT_NODE_SET not in schema.node_sets:
         raise SamplesError(f"graph schema has no '{READOUT_EDGE_SET}' edge set and "
                            f"'{READOUT_NODE_SET}' node set: not the schema of `sample` output")
-    seed_set = schema.edge_sets[READOUT_EDGE_SET].source
-    label_spec = _find_label(schema, seed_set, label) if label is not None else None
+    seed_set = schema.edge_sets[readout_sets[0]].source
+    label_spec = _find_label(schema, seed_set, label, link) if label is not None else None
     node_sets, unused = {}, []
     for set_name in sorted(schema.node_sets):
         features = []
@@ -102,7 +112,7 @@ def layout_from_schema(schema: gs.GraphSchema, label: Optional[str] = None) -> G
                    for n in sorted(schema.edge_sets[set_name].features)]
     edge_sets = {name: (edge_set.source, edge_set.target)
                  for name, edge_set in sorted(schema.edge_sets.items())}
-    return GraphLayout(node_sets, edge_sets, seed_set, label_spec, tuple(unused))
+    return GraphLayout(node_sets, edge_sets, seed_set, label_spec, tuple(unused), readout_sets)
 
 
 def _why_not_used(name: str, feature: gs.Feature) -> Optional[str]:
@@ -115,8 +125,10 @@ def _why_not_used(name: str, feature: gs.Feature) -> Optional[str]:
     return None
 
 
-def _find_label(schema: gs.GraphSchema, seed_set: str, label: str) -> Label:
-    for set_name in (READOUT_NODE_SET, seed_set):
+def _find_label(schema: gs.GraphSchema, seed_set: str, label: str, link: bool = False
+                ) -> Label:
+    # A pair's label is the pair's (on `_readout`); no endpoint feature is one.
+    for set_name in (READOUT_NODE_SET,) if link else (READOUT_NODE_SET, seed_set):
         feature = schema.node_sets[set_name].features.get(label)
         if feature is None:
             continue

@@ -13,6 +13,10 @@ The GNN, in four steps:
                source; per node set, new state = Dense(concat(old state, means));
   readout      the seed's final state, through `_readout/seed`;
   head         Dense(num_classes).
+For link samples (pairs) the readout is the final states of the pair's two nodes
+(`_readout/source`, `_readout/target`) and the head a LinkScorer: one logit per
+pair, a dot product of the two states (each through a Dense projection) or an MLP
+over [s, t, s*t].
 Why both directions: the sampler walks edges from source to target, away from
 the seed (seed -cites-> paper), so what the seed needs to know sits at the
 targets of its edges. Messages only along the edges would flow away from it.
@@ -34,6 +38,7 @@ from sampler.training.layout import GraphLayout
 from sampler.output.folder import SamplesError
 
 MODEL_KINDS = ("gnn", "mlp")
+SCORERS = ("dot", "mlp")  # link models: how two read-out states become one logit
 
 # Per node set: (mean, variance) of its node_features columns, from the training data.
 FeatureNorms = Mapping[str, tuple[np.ndarray, np.ndarray]]
@@ -103,10 +108,49 @@ def _with_neighbours(layout: GraphLayout, node_sets: list[str]) -> list[str]:
     return sorted(result)
 
 
+class LinkScorer(tf.keras.layers.Layer):
+    """One logit per pair from the two endpoints' states: `dot` (a Dense projection of
+    each, then their dot product) or `mlp` (Dense over [s, t, s * t], then one unit)."""
+
+    def __init__(self, kind: str, hidden_dim: int, **kwargs):
+        super().__init__(**kwargs)
+        if kind not in SCORERS:
+            raise ValueError(f"scorer must be one of {SCORERS}, got {kind!r}")
+        self.kind = kind
+        if kind == "dot":
+            self.project = tf.keras.layers.Dense(hidden_dim, name="project")
+            self.bias = tf.keras.layers.Dense(1, name="bias")  # a learned offset
+        else:
+            self.hidden = tf.keras.layers.Dense(hidden_dim, activation="relu", name="hidden")
+            self.out = tf.keras.layers.Dense(1, name="out")
+
+    def call(self, source, target):
+        if self.kind == "dot":
+            s, t = self.project(source), self.project(target)
+            score = tf.reduce_sum(s * t, axis=1, keepdims=True)
+            return tf.reshape(score + self.bias(tf.zeros_like(score)), [-1])
+        joint = tf.concat([source, target, source * target], axis=1)
+        return tf.reshape(self.out(self.hidden(joint)), [-1])
+
+
+def _head(layout: GraphLayout, num_classes: int, hidden_dim: int, scorer: str):
+    if layout.link:
+        return LinkScorer(scorer, hidden_dim, name="head")
+    return tf.keras.layers.Dense(num_classes, name="head")
+
+
+def _read_out_head(head, layout: GraphLayout, graph: Graph, states: tf.Tensor) -> tf.Tensor:
+    """The head over the read-out states: one pair's two, or the seed's."""
+    if layout.link:
+        source_set, target_set = layout.readout_edge_sets
+        return head(read_out(graph, states, source_set), read_out(graph, states, target_set))
+    return head(read_out(graph, states))
+
+
 class HeteroGNN(tf.keras.Model):
     def __init__(self, layout: GraphLayout, num_classes: int, hidden_dim: int = 64,
                  num_rounds: int = 2, feature_norms: Optional[FeatureNorms] = None,
-                 dropout: float = 0.0, **kwargs):
+                 dropout: float = 0.0, scorer: str = "dot", **kwargs):
         super().__init__(**kwargs)
         self.graph_layout = layout
         updated = sets_to_update(layout, num_rounds)
@@ -122,7 +166,7 @@ class HeteroGNN(tf.keras.Model):
              for set_name in sets}
             for r, sets in enumerate(updated)]
         self.dropout = tf.keras.layers.Dropout(dropout)
-        self.head = tf.keras.layers.Dense(num_classes, name="head")
+        self.head = _head(layout, num_classes, hidden_dim, scorer)
 
     def call(self, graph: Graph, training=False):
         layout = self.graph_layout
@@ -148,7 +192,7 @@ class HeteroGNN(tf.keras.Model):
             states.update({set_name: update(self.dropout(tf.concat(received[set_name], axis=1),
                                                          training=training))
                            for set_name, update in updates.items()})
-        return self.head(read_out(graph, states[layout.seed_set]))
+        return _read_out_head(self.head, layout, graph, states[layout.seed_set])
 
 
 class SeedMLP(tf.keras.Model):
@@ -156,7 +200,7 @@ class SeedMLP(tf.keras.Model):
 
     def __init__(self, layout: GraphLayout, num_classes: int, hidden_dim: int = 64,
                  feature_norms: Optional[FeatureNorms] = None, dropout: float = 0.0,
-                 **kwargs):
+                 scorer: str = "dot", **kwargs):
         super().__init__(**kwargs)
         if not layout.node_sets[layout.seed_set]:
             raise SamplesError(f"--baseline mlp: the seed node set '{layout.seed_set}' has no "
@@ -164,24 +208,32 @@ class SeedMLP(tf.keras.Model):
         self.graph_layout = layout
         self.hidden = [_feature_input(layout.seed_set, hidden_dim, feature_norms, dropout),
                        tf.keras.layers.Dense(hidden_dim, activation="relu", name="hidden")]
-        self.head = tf.keras.layers.Dense(num_classes, name="head")
+        self.head = _head(layout, num_classes, hidden_dim, scorer)
 
     def call(self, graph: Graph, training=False):
         layout = self.graph_layout
-        x = read_out(graph, node_features(graph, layout, layout.seed_set))
-        for layer in self.hidden:
-            x = layer(x, training=training)
-        return self.head(x)
+        features = node_features(graph, layout, layout.seed_set)
+
+        def encode(x):
+            for layer in self.hidden:
+                x = layer(x, training=training)
+            return x
+        if layout.link:  # the pair's two nodes, each encoded alone: no graph
+            source_set, target_set = layout.readout_edge_sets
+            return self.head(encode(read_out(graph, features, source_set)),
+                             encode(read_out(graph, features, target_set)))
+        return self.head(encode(read_out(graph, features)))
 
 
 def build_model(kind: str, layout: GraphLayout, num_classes: int, *, hidden_dim: int = 64,
                 num_rounds: int = 2, feature_norms: Optional[FeatureNorms] = None,
-                dropout: float = 0.0) -> tf.keras.Model:
+                dropout: float = 0.0, scorer: str = "dot") -> tf.keras.Model:
     if kind == "gnn":
         return HeteroGNN(layout, num_classes, hidden_dim, num_rounds, feature_norms, dropout,
-                         name="gnn")
+                         scorer, name="gnn")
     if kind == "mlp":
-        return SeedMLP(layout, num_classes, hidden_dim, feature_norms, dropout, name="seed_mlp")
+        return SeedMLP(layout, num_classes, hidden_dim, feature_norms, dropout, scorer,
+                       name="seed_mlp")
     raise ValueError(f"model kind must be one of {MODEL_KINDS}, got {kind!r}")
 
 
@@ -195,4 +247,14 @@ def compile_for_classification(model: tf.keras.Model, *, learning_rate: float = 
         loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=None if padded else accuracy,
         weighted_metrics=accuracy if padded else None)
+    return model
+
+
+def compile_for_links(model: tf.keras.Model, *, learning_rate: float = 1e-3,
+                      weight_decay: float = 0.0) -> tf.keras.Model:
+    """AdamW, binary cross-entropy on the pair logits, ROC AUC."""
+    model.compile(
+        optimizer=tf.keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay),
+        loss=tf.keras.losses.BinaryCrossentropy(from_logits=True),
+        metrics=[tf.keras.metrics.AUC(name="auc", from_logits=True)])
     return model

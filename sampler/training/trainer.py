@@ -15,7 +15,8 @@ from sampler.output.folder import SampleFolder, SamplesError
 from sampler.training.export import export_model
 from sampler.training.input import fixed_size_constraints, make_dataset
 from sampler.training.layout import GraphLayout, layout_from_schema
-from sampler.training.model import build_model, compile_for_classification, node_features
+from sampler.training.model import (build_model, compile_for_classification, compile_for_links,
+                                    node_features)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +34,7 @@ class TrainOptions:
     num_classes: Optional[int] = None  # default: 1 + the largest training label
     pad: bool = False                 # fixed total sizes per batch
     seed: int = 0
+    scorer: str = "dot"               # link samples: "dot" or "mlp" over the two states
     export_dir: Optional[str] = None
     verbose: int = 1                  # Keras: 1 progress bar, 2 one line per epoch
 
@@ -45,8 +47,8 @@ class TrainResult:
     train_count: int
     held_out_count: int
     history: dict                          # metric name -> one value per epoch
-    held_out: Optional[dict] = None        # {"loss": ..., "accuracy": ...}
-    chance: Optional[float] = None         # majority-class share of the held-out labels
+    held_out: Optional[dict] = None        # {"loss": ..., "accuracy": ...} ({"auc"} for links)
+    chance: Optional[float] = None         # majority-class share (links: AUC 0.5)
 
 
 @dataclasses.dataclass
@@ -93,6 +95,9 @@ def summarize(samples: SampleFolder, layout: GraphLayout, part: str, validation_
 def train(samples: SampleFolder, options: TrainOptions,
           log: Callable[[str], None] = print) -> TrainResult:
     layout = layout_from_schema(samples.schema, options.label)
+    if layout.link and (options.pad or options.export_dir):
+        raise SamplesError("link samples: --pad and --export are not supported yet; train "
+                           "without them")
     tf.keras.utils.set_random_seed(options.seed)
     fraction = options.validation_fraction
     training = summarize(samples, layout, "train", fraction, with_features=True)
@@ -103,12 +108,16 @@ def train(samples: SampleFolder, options: TrainOptions,
         raise SamplesError(f"samples {samples.folder}: no subgraph left for training "
                            f"(--validation-fraction {fraction})")
     largest = max(len(training.label_counts), len(held_out_part.label_counts)) - 1
-    num_classes = options.num_classes or largest + 1
-    if largest >= num_classes:
+    if layout.link and largest > 1:
+        raise SamplesError(f"--label {options.label}: link samples need labels 0 and 1, found "
+                           f"{largest}")
+    num_classes = 1 if layout.link else options.num_classes or largest + 1
+    if not layout.link and largest >= num_classes:
         raise SamplesError(f"--label {options.label}: class id {largest} found, but "
                            f"--num-classes is {num_classes}")
     log(f"{train_count} subgraphs for training, {held_out_count} held out "
-        f"(fraction {fraction} of seeds by id hash); {num_classes} classes; "
+        f"(fraction {fraction} of {'pairs' if layout.link else 'seeds'} by id hash); "
+        f"{'a link score per pair' if layout.link else f'{num_classes} classes'}; "
         f"label '{layout.label.feature}' of node set '{layout.label.node_set}'")
     if layout.unused:
         log(f"not used by the model: {', '.join(layout.unused)}")
@@ -126,10 +135,14 @@ def train(samples: SampleFolder, options: TrainOptions,
 
     model = build_model(options.model, layout, num_classes, hidden_dim=options.hidden_dim,
                         num_rounds=options.num_rounds, feature_norms=training.feature_norms,
-                        dropout=options.dropout)
-    compile_for_classification(model, learning_rate=options.learning_rate,
-                               weight_decay=options.weight_decay,
-                               padded=constraints is not None)
+                        dropout=options.dropout, scorer=options.scorer)
+    if layout.link:
+        compile_for_links(model, learning_rate=options.learning_rate,
+                          weight_decay=options.weight_decay)
+    else:
+        compile_for_classification(model, learning_rate=options.learning_rate,
+                                   weight_decay=options.weight_decay,
+                                   padded=constraints is not None)
     held_out = dataset("held_out", held_out_count, False) if held_out_count else None
     history = model.fit(dataset("train", train_count, True), validation_data=held_out,
                         epochs=options.epochs, shuffle=False, verbose=options.verbose)
@@ -138,7 +151,8 @@ def train(samples: SampleFolder, options: TrainOptions,
     if held_out is not None:
         metrics = model.evaluate(held_out, verbose=0, return_dict=True)
         result.held_out = {k: float(v) for k, v in metrics.items()}
-        result.chance = float(held_out_part.label_counts.max() / held_out_count)
+        result.chance = 0.5 if layout.link else float(
+            held_out_part.label_counts.max() / held_out_count)
     if options.export_dir:
         schema = text_format.MessageToString(samples.schema)
         export_model(model, layout, options.export_dir, schema_text=schema,

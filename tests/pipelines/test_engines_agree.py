@@ -118,8 +118,13 @@ def graphs(draw):
     return node_sets, edge_sets, spec, seeds, fmt, rng, cutoffs
 
 
-def write_graph(folder, node_sets, edge_sets, fmt, rng):
+def write_graph(folder, node_sets, edge_sets, fmt, rng, link_set=None):
     lines = []
+    if link_set is not None:  # TF-GNN's link structure, the pairs' features on _readout
+        lines += ['node_sets { key: "_readout" value { features { key: "label" value { '
+                  'dtype: DT_INT64 } } } }'] + [
+            f'edge_sets {{ key: "_readout/{end}" value {{ source: "{link_set}" '
+            f'target: "_readout" }} }}' for end in ("source", "target")]
     features_of = {}
     for name, (ids, with_table, _times) in node_sets.items():
         if with_table:
@@ -180,9 +185,15 @@ def run(folder, spec_path, seeds_path, out, *engine_args):
     return code, report
 
 
+@hs.composite
+def options(draw):
+    """Flags every seed kind takes: induced edges on some runs."""
+    return ["--edge-aggregation", "node"] if draw(hs.booleans()) else []
+
+
 @settings(settings.get_profile(PROFILE))
-@given(graphs(), hs.integers(1, 2))
-def test_engines_write_identical_bytes(tmp_path_factory, graph, workers):
+@given(graphs(), hs.integers(1, 2), options())
+def test_engines_write_identical_bytes(tmp_path_factory, graph, workers, flags):
     node_sets, edge_sets, spec, seeds, fmt, rng, cutoffs = graph
     root = tmp_path_factory.mktemp("g")
     folder = str(root / "graph")
@@ -200,10 +211,14 @@ def test_engines_write_identical_bytes(tmp_path_factory, graph, workers):
         seeds_path = str(root / "seeds.txt")
         with open(seeds_path, "wb") as f:
             f.write(b"\n".join(seeds) + b"\n")
+    assert_engines_agree(root, folder, spec_path, seeds_path, workers, flags)
+
+
+def assert_engines_agree(root, folder, spec_path, seeds_path, workers, flags):
     memory = run(folder, spec_path, seeds_path, str(root / "memory"), "--engine", "memory",
-                 "--workers", str(workers))
+                 "--workers", str(workers), *flags)
     beam = run(folder, spec_path, seeds_path, str(root / "beam"), "--engine", "beam",
-               "--node-buckets", "3")
+               "--node-buckets", "3", *flags)
     assert memory[0] == beam[0]  # exit status
     if memory[1] is not None:  # the report's counts
         differ = {k: (memory[1].get(k), beam[1].get(k)) for k in memory[1]
@@ -214,3 +229,46 @@ def test_engines_write_identical_bytes(tmp_path_factory, graph, workers):
         for name in ("graph_schema.pbtxt",):
             with open(root / "memory" / name, "rb") as f, open(root / "beam" / name, "rb") as g:
                 assert f.read() == g.read()
+
+
+@hs.composite
+def link_jobs(draw):
+    """A graph as above, seeded by pairs of its spec's seed set (symmetric_link_seed_op),
+    with negatives (uniform or by degree), leakage exclusion on or off, induced edges."""
+    node_sets, edge_sets, spec, _, fmt, rng, _cutoffs = draw(graphs())
+    seed_set = spec.split('node_set_name: "')[1].split('"')[0]
+    spec = spec.split("\n", 1)[1] if "\n" in spec else ""
+    spec = 'symmetric_link_seed_op { op_name: "seed" }\n' + spec
+    pool = list(node_sets[seed_set][0]) + [b"nobody"]
+    pairs = draw(hs.lists(hs.tuples(hs.sampled_from(pool), hs.sampled_from(pool),
+                                    hs.integers(0, 1)), min_size=1, max_size=8))
+    flags = draw(options())
+    negatives = draw(hs.integers(0, 2))
+    if negatives:
+        self_edges = any(s == t == seed_set for s, t, *_ in edge_sets.values())
+        mode = draw(hs.sampled_from(["uniform", "degree"] if self_edges else ["uniform"]))
+        flags += ["--negatives", str(negatives), "--negative-sampling", mode]
+    if draw(hs.booleans()):
+        flags.append("--no-exclude-target-edge")
+    return node_sets, edge_sets, spec, pairs, fmt, rng, seed_set, flags
+
+
+@settings(settings.get_profile(PROFILE))
+@given(link_jobs(), hs.integers(1, 2))
+def test_engines_write_identical_bytes_for_link_seeds(tmp_path_factory, job, workers):
+    node_sets, edge_sets, spec, pairs, fmt, rng, seed_set, flags = job
+    if "degree" in flags and not any(
+            f"edge_set_name: \"{e}\"" in spec for e, (s, t, *_r) in edge_sets.items()
+            if s == t == seed_set):
+        flags[flags.index("degree")] = "uniform"  # degrees come from a sampled set S -> S
+    root = tmp_path_factory.mktemp("link")
+    folder = str(root / "graph")
+    write_graph(folder, node_sets, edge_sets, fmt, rng, link_set=seed_set)
+    spec_path = str(root / "spec.pbtxt")
+    with open(spec_path, "w") as f:
+        f.write(spec)
+    seeds_path = str(root / "pairs.csv")
+    with open(seeds_path, "wb") as f:
+        f.write(b"source,target,label\n" + b"".join(
+            b"%s,%s,%d\n" % (s, t, label) for s, t, label in pairs))
+    assert_engines_agree(root, folder, spec_path, seeds_path, workers, flags)

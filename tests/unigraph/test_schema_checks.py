@@ -70,7 +70,7 @@ def test_text_format_error_names_file_and_line(tmp_path):
      "node set 'a': feature name '#size' is reserved by the output encoding"),
     (GOOD.replace('key: "x"', 'key: "x.d1"'), "feature name 'x.d1' ends like a ragged row-length"),
     (GOOD.replace('key: "b"', 'key: "_readout"').replace('target: "b"', 'target: "_readout"'),
-     "node set '_readout' uses the prefix '_readout'"),
+     "declares node set '_readout' and edge sets '_readout/source' and '_readout/target'"),
     (GOOD.replace('key: "ab"', 'key: "a.b"'), "edge set 'a.b' contains '.'"),
     (GOOD.replace('metadata { filename: "a.csv" }', ''),
      "node set 'a': has features but no table (metadata.filename or metadata.bigquery)"),

@@ -25,13 +25,14 @@ is dropped and counted in the run report.
 Columns the schema does not mention are ignored.
 """
 from unigraph.tables.layout import (DEFAULT_BATCH_ROWS, FeatureSpec, TableLayout,
-                                    is_reversed, seeds_layout, table_layout)
+                                    is_reversed, pairs_layout, seeds_layout, table_layout)
 from unigraph.tables.read import (WorkUnit, close_bigquery, open_bigquery, read_bigquery,
-                                  read_seed_set, read_seeds, read_set, read_table, read_unit,
+                                  read_pair_set, read_seed_set, read_seeds, read_set, read_table, read_unit,
                                   row_location, seed_files, seeds_source, split_file,
                                   table_locations)
 
 __all__ = ["DEFAULT_BATCH_ROWS", "FeatureSpec", "TableLayout", "WorkUnit", "close_bigquery",
-           "is_reversed", "open_bigquery", "read_bigquery", "read_seed_set", "read_seeds",
+           "is_reversed", "open_bigquery", "pairs_layout", "read_bigquery", "read_pair_set",
+           "read_seed_set", "read_seeds",
            "read_set", "read_table", "read_unit", "row_location", "seed_files", "seeds_source",
            "split_file", "table_layout", "table_locations"]

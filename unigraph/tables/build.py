@@ -15,14 +15,14 @@ from typing import Iterable, Union
 
 import numpy as np
 
-from unigraph.batches import (EdgeBatch, FeatureValues, NodeBatch, SeedBatch, describe_row,
-                              row_ids)
+from unigraph.batches import (EdgeBatch, FeatureValues, NodeBatch, PairBatch, SeedBatch,
+                              describe_row, row_ids)
 from unigraph.errors import TableError
 from unigraph.schema import WEIGHT_COLUMNS
 from unigraph.tables import decode
-from unigraph.tables.layout import EDGES, NODES, TableLayout, find_column
+from unigraph.tables.layout import EDGES, NODES, PAIRS, TableLayout, find_column
 
-Batch = Union[NodeBatch, EdgeBatch, SeedBatch]
+Batch = Union[NodeBatch, EdgeBatch, SeedBatch, PairBatch]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +97,8 @@ def make_batch(layout: TableLayout, keys: list[np.ndarray], weights: np.ndarray 
         if layout.reversed:  # the table is stored the other way round
             sources, targets = targets, sources
         return EdgeBatch(layout.set_name, sources, targets, rows, weights, features, times)
+    if layout.kind == PAIRS:
+        return PairBatch(keys[0], keys[1], rows, features)
     return SeedBatch(keys[0], rows, times)
 
 

@@ -14,10 +14,10 @@ import numpy as np
 
 from unigraph import graph_schema_pb2 as gs
 from unigraph.errors import SchemaError
-from unigraph.schema import (ID_COLUMNS, SOURCE_COLUMNS, TARGET_COLUMNS, WEIGHT_COLUMNS,
-                             LoadedSchema, dtype_name, feature_shape, numpy_dtype)
+from unigraph.schema import (ID_COLUMNS, LINK_READOUT_NODE_SET, SOURCE_COLUMNS, TARGET_COLUMNS,
+                             WEIGHT_COLUMNS, LoadedSchema, dtype_name, feature_shape, numpy_dtype)
 
-NODES, EDGES, SEEDS = "nodes", "edges", "seeds"
+NODES, EDGES, SEEDS, PAIRS = "nodes", "edges", "seeds", "pairs"
 # Rows per emitted batch: big enough to amortise per-element costs in Beam,
 # small enough (a few MB for typical features) to ship between workers cheaply.
 DEFAULT_BATCH_ROWS = 65536
@@ -49,7 +49,7 @@ class TimeColumn:
 
 @dataclasses.dataclass(frozen=True)
 class TableLayout:
-    kind: str                          # NODES, EDGES or SEEDS
+    kind: str                          # NODES, EDGES, SEEDS or PAIRS
     set_name: str                      # node set, edge set, or "seeds"
     features: tuple[FeatureSpec, ...]  # decoded into batch.features, in schema order
     reversed: bool = False             # edge set reading its table backwards
@@ -64,12 +64,14 @@ class TableLayout:
         """How messages name the set, e.g. "node set 'paper'"."""
         if self.kind == SEEDS:
             return "seeds"
+        if self.kind == PAIRS:
+            return "pairs table"
         return f"{'node' if self.kind == NODES else 'edge'} set '{self.set_name}'"
 
     @property
     def key_columns(self) -> tuple[tuple[str, ...], ...]:
         """The accepted spellings of each key column, canonical first."""
-        if self.kind == EDGES:
+        if self.kind in (EDGES, PAIRS):
             return (SOURCE_COLUMNS, TARGET_COLUMNS)
         return (ID_COLUMNS,)
 
@@ -129,6 +131,20 @@ def _table_layout(loaded: LoadedSchema, kind: str, set_name: str) -> TableLayout
 def seeds_layout(timestamp: TimeColumn | None = None) -> TableLayout:
     """A seeds table: ids, and with `timestamp` each seed's cut-off column."""
     return with_timestamp(TableLayout(SEEDS, "seeds", ()), timestamp)
+
+
+def pairs_layout(schema: gs.GraphSchema, generated: tuple[str, ...] = ()) -> TableLayout:
+    """The layout of a pairs table (link seeds): `source`, `target`, and one column per
+    feature of the schema's auxiliary `_readout` node set (as TF-GNN's link sampler reads
+    it). Other columns are not read.
+
+    Hook (issue 15): a `timestamp` column for temporal cut-offs would be one more
+    FeatureSpec here and one more field of PairBatch. `generated`: features the sampler
+    writes itself (the label, with negatives), not read from the table."""
+    readout = schema.node_sets[LINK_READOUT_NODE_SET]
+    features = tuple(feature_spec(n, f) for n, f in sorted(readout.features.items())
+                     if n not in SOURCE_COLUMNS + TARGET_COLUMNS + generated)
+    return TableLayout(PAIRS, "pairs", features)
 
 
 def weight_feature(layout: TableLayout) -> FeatureSpec | None:

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Iterator
 
 from unigraph import bigquery, paths
-from unigraph.batches import SeedBatch, describe_row
+from unigraph.batches import PairBatch, SeedBatch, describe_row
 from unigraph.errors import TableError
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables.bigquery import (OpenedSource, ReadStream, close_source, open_source,
@@ -60,8 +60,8 @@ def read_unit(layout: TableLayout, unit: WorkUnit,
         return read_parquet(layout, unit.path, unit.file_index, batch_rows, unit.row_group)
     if layout.kind == "seeds":
         return read_text_ids(unit.path, unit.file_index, batch_rows)
-    raise TableError(f"{unit.path}: a .txt file can only list seeds; tables must be "
-                     f".csv, .tfrecord or .parquet")
+    raise TableError(f"{unit.path}: a .txt file can only list seed ids; tables (and pairs) "
+                     f"must be .csv, .tfrecord or .parquet")
 
 
 def read_table(loaded: LoadedSchema, kind: str, set_name: str, path: str, file_index: int, *,
@@ -133,6 +133,18 @@ def read_seed_set(pattern: str, base_dir: str = ".", *, batch_rows: int = DEFAUL
     with `timestamp`, each seed's cut-off from that column too."""
     source = seeds_source(pattern)
     layout = seeds_layout(timestamp)
+    if source is not None:
+        yield from read_bigquery(layout, source, batch_rows=batch_rows)
+        return
+    for index, path in enumerate(seed_files(pattern, base_dir)):
+        yield from read_unit(layout, WorkUnit(path, index), batch_rows)
+
+
+def read_pair_set(layout: TableLayout, pattern: str, base_dir: str = ".", *,
+                  batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[PairBatch]:
+    """Every PairBatch a pairs argument names (`layout` from `pairs_layout`): files
+    (`@N`, globs), or a BigQuery table (in-process)."""
+    source = seeds_source(pattern)
     if source is not None:
         yield from read_bigquery(layout, source, batch_rows=batch_rows)
         return

@@ -67,3 +67,24 @@ def test_hop_bucket_cuts_edges_by_shard_and_reached_nodes_by_bucket():
     none = hop_bucket(ADJACENCY, Requests.from_ids(np.array([1]), S("q")), op(ss.TOP_K, 2), 0,
                       num_shards=2, node_buckets=3, emit_reached=True)
     assert none.edges_by_shard == [] and none.stats.edges_sampled_per_op == {"op": 0}
+
+
+def test_pair_edges_finds_the_edges_between_a_samples_pair():
+    """Each query at an end of its pair excludes its row's edges to the other end."""
+    from sampler.core import rng
+    from sampler.core.adjacency import build_adjacency
+    from sampler.core.hop import pair_edges
+    from unigraph.batches import EdgeBatch
+
+    S = lambda *ids: np.array(ids, dtype="S")  # noqa: E731
+    adjacency = build_adjacency("e", [EdgeBatch("e", S("a", "a", "a", "b", "b", "c"),
+                                                S("b", "c", "b", "a", "b", "a"),
+                                                np.arange(6), None, {})])
+    rows = adjacency.rows_of(S("a", "b", "c", "b"))
+    fp = rng.fingerprint
+    pairs = np.stack([fp(S("a", "a", "a", "b")), fp(S("b", "b", "b", "b"))], axis=1)
+    splits, positions = pair_edges(adjacency, rows, adjacency.source_fingerprints[rows], pairs)
+    # a: edges to b at positions 0, 1 (a->b twice); b in pair (a, b): b->a at 3;
+    # c is no end of its pair; b in pair (b, b): its self-loop b->b at 4.
+    assert splits.tolist() == [0, 2, 3, 3, 4]
+    assert positions.tolist() == [0, 1, 3, 4]

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sampler.core.assemble import ShardAssembler
-from sampler.core.pieces import EdgePiece, NodeFeatures, SeedPiece
+from sampler.core.pieces import EdgePiece, NodeFeatures, PairPiece, SeedPiece
 from sampler.graph_tensor import encode_example, parse_example
 from sampler.output.encoder import encode_shard
 from sampler.output.reference import shard_graphs
@@ -97,3 +97,51 @@ def test_examples_equal_the_core_encoder_byte_for_byte(seed, times):
             value = graph.context["seed_timestamp"][0]
             assert value == (shard.seed_timestamps[i] if times == "int64"
                              else np.float32(shard.seed_timestamps[i]))
+
+
+LINK_SCHEMA = SCHEMA + """
+node_sets { key: "_readout" value {
+  features { key: "label" value { dtype: DT_INT64 } }
+  features { key: "score" value { dtype: DT_FLOAT shape { dim { size: 2 } } } }
+  features { key: "tag" value { dtype: DT_STRING } } } }
+edge_sets { key: "_readout/source" value { source: "p" target: "_readout" } }
+edge_sets { key: "_readout/target" value { source: "p" target: "_readout" } }
+"""
+LINK_SPEC = SPEC.replace('seed_op { op_name: "seed" node_set_name: "p" }',
+                         'symmetric_link_seed_op { op_name: "seed" }')
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_link_examples_equal_the_core_encoder_byte_for_byte(seed):
+    """Pairs: source node 0, target node 1 (0 when equal), the pair's features on _readout;
+    a pair whose endpoint the join did not find is left out."""
+    loaded = LoadedSchema(parse_schema_text(LINK_SCHEMA, "s"), "s", ".")
+    plan = build_plan(parse_spec_text(LINK_SPEC, "spec"), loaded, source="spec",
+                      has_weight=lambda name: False)
+    out_schema = sampled_schema(loaded.schema, plan)
+    rng = np.random.default_rng(seed)
+    [seeds], features, edges = random_shard(rng)
+    n = len(seeds)
+    targets = features[0].ids[rng.integers(0, len(features[0].ids), n)]
+    targets[::4] = seeds.ids[::4]  # some pairs are a node and itself
+    pairs = PairPiece(seeds.samples, seeds.ids, targets, {
+        "label": rng.integers(0, 2, n), "score": rng.normal(size=(n, 2)).astype(np.float32),
+        "tag": np.array([b"t%d" % i for i in range(n)], dtype=object)})
+    found = SeedPiece(np.concatenate([seeds.samples, seeds.samples[1:]]),
+                      np.concatenate([seeds.ids, targets[1:]]))  # pair 0's target: missing
+    if targets[0] == seeds.ids[0]:
+        found = SeedPiece(found.samples[1:], found.ids[1:])
+    shard, stats = ShardAssembler(plan, loaded.schema).assemble(
+        [found], features, edges, [pairs])
+    assert stats.pairs == n and stats.pairs_dropped == 1 and len(shard) == n - 1
+    fast = list(encode_shard(shard))
+    reference = [encode_example(graph, out_schema) for _, graph in shard_graphs(shard)]
+    assert fast == reference
+    assert list(encode_shard(shard, chunk=5)) == reference
+    for i, record in enumerate(fast):
+        graph = parse_example(out_schema, record)
+        p_ids = graph.node_sets["p"]["#id"]
+        assert p_ids[0] == shard.seed_ids[i] and graph.context["source_id"][0] == p_ids[0]
+        target_index = graph.edge_sets["_readout/target"].adjacency.indices("source")[0]
+        assert p_ids[target_index] == shard.target_ids[i]
+        assert target_index == int(shard.target_ids[i] != shard.seed_ids[i])

@@ -1,0 +1,95 @@
+"""Stage: negatives for link seeds, drawn before the pairs are numbered (core.negatives).
+
+    Negatives/Groups:  candidate targets by draw group (ids, degrees) -> DrawGroup
+    Negatives/Totals:  every group's total weight (a few KB), sent to every source bucket
+                       (a keyed join, not a side input: docs/architecture.md, Beam rules)
+    Negatives/BySource: the pairs by source bucket (all rows of a source together)
+    Negatives/Draw:    each row's draws, keyed by the draw group they land in
+    Negatives/Resolve: draws ⋈ their group -> target ids, back to their source bucket
+    Negatives/Choose:  rows ⋈ their resolved draws -> rows with label 1 and negatives
+                       with label 0 (the first draw that is no known positive)
+    -> {"pairs": PairBatch, "stats": RunStats}
+"""
+from __future__ import annotations
+
+import apache_beam as beam
+
+from sampler.core.buckets import split_batch, split_by_bucket
+from sampler.core.negatives import (Draws, GroupTotals, build_draw_group, choose_negatives,
+                                    concat_pairs, draw_negatives, resolve_draws)
+from sampler.core.stats import RunStats
+from sampler.plan.plan import NegativeSampling
+from unigraph.batches import PairBatch
+
+
+def _concat(batches) -> PairBatch:
+    return concat_pairs(list(batches))
+
+
+class DrawNegatives(beam.PTransform):
+    """{"pairs": PairBatch, "candidates": (draw group, (ids, degrees or None))}
+    -> {"pairs": PairBatch (positives and negatives, labelled), "stats": RunStats}."""
+
+    def __init__(self, sampling: NegativeSampling, seed: int, node_buckets: int, label_dtype):
+        super().__init__()
+        self.sampling, self.seed, self.node_buckets = sampling, seed, node_buckets
+        self.label_dtype = label_dtype
+
+    def expand(self, inputs):
+        sampling, seed, label_dtype = self.sampling, self.seed, self.label_dtype
+        node_buckets = self.node_buckets
+        groups = (inputs["candidates"]
+                  | "Groups/Gather" >> beam.GroupByKey()
+                  | "Groups/Build" >> beam.MapTuple(
+                      lambda g, parts: (g, build_draw_group(g, list(parts), sampling.mode))))
+        keyed_totals = groups | "Totals/Key" >> beam.MapTuple(
+            lambda g, group: (0, (g, group.total)))
+        # One neutral element, so that the totals exist without any candidate.
+        neutral = groups.pipeline | "Totals/None" >> beam.Create([(0, None)])
+        totals = ((keyed_totals, neutral)
+                  | "Totals/Flatten" >> beam.Flatten()
+                  | "Totals/Gather" >> beam.GroupByKey()
+                  | "Totals/Sum" >> beam.MapTuple(lambda _, pairs: GroupTotals.of(
+                      [p for p in pairs if p is not None], sampling.mode))
+                  | "Totals/ToBuckets" >> beam.FlatMap(
+                      lambda t: ((bucket, t) for bucket in range(node_buckets))))
+        by_source = (inputs["pairs"]
+                     | "BySource/Split" >> beam.FlatMap(split_batch, "sources", node_buckets)
+                     | "BySource/Gather" >> beam.GroupByKey()
+                     | "BySource/Join" >> beam.MapTuple(lambda b, parts: (b, _concat(parts))))
+
+        def draw(element):
+            bucket, grouped = element
+            for batch in grouped["rows"]:  # one per bucket that has rows
+                draws = draw_negatives(batch, sampling, list(grouped["totals"])[0], seed)
+                for group, positions in split_by_bucket(draws.group):
+                    yield group, (bucket, draws.take(positions))
+
+        def resolve(element):
+            group_index, grouped = element
+            built = list(grouped["group"])
+            for bucket, draws in grouped["draws"]:
+                yield bucket, resolve_draws(built[0], draws)
+
+        def choose(element):
+            _, grouped = element
+            rows = list(grouped["rows"])
+            if not rows:
+                return
+            chosen, counts = choose_negatives(rows[0], Draws.concat(list(grouped["draws"])),
+                                              sampling, label_dtype)
+            yield chosen, RunStats(positives=counts.positives, negatives=counts.negatives,
+                                   negatives_redrawn=counts.redrawn,
+                                   negatives_not_found=counts.not_found)
+
+        draws = ({"rows": by_source, "totals": totals}
+                 | "Draw/Join" >> beam.CoGroupByKey()
+                 | "Draw/Draws" >> beam.FlatMap(draw))
+        resolved = ({"group": groups, "draws": draws}
+                    | "Resolve/Join" >> beam.CoGroupByKey()
+                    | "Resolve/Targets" >> beam.FlatMap(resolve))
+        chosen = ({"rows": by_source, "draws": resolved}
+                  | "Choose/Join" >> beam.CoGroupByKey()
+                  | "Choose/Pick" >> beam.FlatMap(choose))
+        return {"pairs": chosen | "Pairs" >> beam.MapTuple(lambda batch, _: batch),
+                "stats": chosen | "Stats" >> beam.MapTuple(lambda _, stats: stats)}

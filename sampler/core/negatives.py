@@ -1,0 +1,295 @@
+"""Negative pairs for link prediction: per positive pair, K pairs with the same source
+and a target drawn from the paired node set, never a known positive of that source.
+
+Everything here is a pure function of the pairs table, the paired node set (and, for
+`degree`, its degrees) and `--seed`, so both engines and every bucket count draw the
+same negatives:
+
+* Candidates. The paired node set's nodes are cut into 2**12 fixed *draw groups* by
+  the fingerprint of their id (never by the job's buckets); a group lists its ids
+  sorted, with weights: 1 each (`uniform`) or degree**0.75 (`degree`, as word2vec and
+  PinSage do; the degree is the number of edges a node starts in the edge sets from
+  the paired set to itself that the plan samples, so a reversed set counts in-edges;
+  a node without such edges is never drawn). The candidates are in (group, id) order,
+  and a draw picks candidate i with probability weight_i / total: an integer in
+  [0, count) (uniform, exact) or a float in [0, total) (degree) located by the groups'
+  running totals, then inside the group.
+* Draws. Negative j of a positive row takes the first of ATTEMPTS draws, attempt
+  a = 0, 1, ..., whose target is neither the source nor a known positive of the
+  source (any row of the pairs table with that source); each draw is a hash of
+  (seed, the row's content fingerprints, the row's occurrence among identical rows,
+  j, a). Rejected attempts are counted ("redrawn"); a negative whose ATTEMPTS draws
+  all collide is not made and is counted too.
+* Rows. A negative copies its positive's `_readout` features, with label 0
+  (positives get 1), and is numbered with the positives like any pair row.
+
+In Beam (sampler/beam/negatives.py) positives are grouped by source bucket (all rows
+of a source meet there, so the known positives are at hand), draws go to their draw
+group and come back with a target id: two keyed joins, no global state but the
+groups' 2**12 running totals.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from sampler.core import rng
+from sampler.core.arrays import unique, unique_inverse
+from sampler.core.buckets import split_by_bucket
+from sampler.core.pairs import pair_fingerprints
+from sampler.plan.plan import DEGREE, LABEL, UNIFORM, NegativeSampling
+from unigraph.batches import PairBatch
+
+DRAW_GROUP_BITS = 12
+NUM_DRAW_GROUPS = 1 << DRAW_GROUP_BITS
+ATTEMPTS = 8             # draws per negative before it is given up (counted)
+DEGREE_EXPONENT = 0.75
+_DRAW_SALT = rng.name_salt("negative-draws")
+_SECOND_SALT = rng.name_salt("pair-content-2")  # = core.pairs' second fingerprint
+
+
+@dataclasses.dataclass(eq=False)
+class DrawGroup:
+    """One draw group's candidates: ids sorted, and the running total of their weights."""
+
+    group: int
+    ids: np.ndarray          # 'S', sorted distinct
+    cumulative: np.ndarray   # int64 (uniform: 1, 2, ...) or float64 (degree) running total
+
+    @property
+    def total(self):
+        return self.cumulative[-1] if len(self.cumulative) else 0
+
+
+def draw_group_of(ids: np.ndarray) -> np.ndarray:
+    return (rng.fingerprint(ids) >> np.uint64(64 - DRAW_GROUP_BITS)).astype(np.int64)
+
+
+def split_by_draw_group(ids: np.ndarray, degrees: np.ndarray | None = None
+                        ) -> Iterator[tuple[int, tuple[np.ndarray, np.ndarray | None]]]:
+    """(draw group, (ids, their degrees or None)) of some candidate ids."""
+    for group, positions in split_by_bucket(draw_group_of(ids)):
+        yield group, (ids[positions], None if degrees is None else degrees[positions])
+
+
+def build_draw_group(group: int, parts: Sequence[tuple[np.ndarray, np.ndarray | None]],
+                     mode: str) -> DrawGroup:
+    """A group from its parts (an id may come in several: its degrees add up)."""
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return DrawGroup(group, np.zeros(0, "S1"), np.zeros(0, np.int64))
+    ids, inverse = unique_inverse(np.concatenate([p[0] for p in parts]))
+    if mode == UNIFORM:
+        return DrawGroup(group, ids, np.arange(1, len(ids) + 1, dtype=np.int64))
+    degrees = np.bincount(inverse, weights=np.concatenate([p[1] for p in parts]).astype(
+        np.float64), minlength=len(ids))
+    keep = degrees > 0
+    return DrawGroup(group, ids[keep], np.cumsum(degrees[keep] ** DEGREE_EXPONENT))
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupTotals:
+    """Every draw group's total weight, as running totals over the groups (small: one
+    number per group)."""
+
+    before: np.ndarray   # [NUM_DRAW_GROUPS] total of the groups before each
+    totals: np.ndarray   # [NUM_DRAW_GROUPS]
+
+    @property
+    def grand_total(self):
+        return self.before[-1] + self.totals[-1]
+
+    @staticmethod
+    def of(group_totals: Sequence[tuple[int, object]], mode: str) -> "GroupTotals":
+        totals = np.zeros(NUM_DRAW_GROUPS, np.int64 if mode == UNIFORM else np.float64)
+        for group, total in group_totals:
+            totals[group] = total
+        before = np.zeros_like(totals)
+        np.cumsum(totals[:-1], out=before[1:])
+        return GroupTotals(before, totals)
+
+
+@dataclasses.dataclass(eq=False)
+class Draws:
+    """Draws of many negatives: row key (source, two content fingerprints, occurrence),
+    negative j, attempt a, and where the draw lands: draw group and offset within it."""
+
+    sources: np.ndarray      # 'S'
+    first: np.ndarray        # uint64
+    second: np.ndarray       # uint64
+    occurrence: np.ndarray   # int64
+    negative: np.ndarray     # int64 j
+    attempt: np.ndarray      # int64 a
+    group: np.ndarray        # int64
+    offset: np.ndarray       # int64 (uniform) or float64 (degree), within the group
+    targets: np.ndarray | None = None  # 'S', once resolved
+
+    def __len__(self) -> int:
+        return len(self.sources)
+
+    def take(self, positions: np.ndarray) -> "Draws":
+        return Draws(*[getattr(self, f.name)[positions] if getattr(self, f.name) is not None
+                       else None for f in dataclasses.fields(self)])
+
+    @staticmethod
+    def concat(parts: Sequence["Draws"]) -> "Draws":
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return Draws(*[np.zeros(0, t) for t in ("S1", np.uint64, np.uint64, np.int64,
+                                                     np.int64, np.int64, np.int64)],
+                         np.zeros(0, np.float64), np.zeros(0, "S1"))
+        return Draws(*[None if getattr(parts[0], f.name) is None else np.concatenate(
+            [getattr(p, f.name) for p in parts]) for f in dataclasses.fields(Draws)])
+
+
+def _row_keys(positives: PairBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(first, second, occurrence, order): content fingerprints, and each row's index among
+    the rows of identical content in canonical order (they are interchangeable)."""
+    first, second = pair_fingerprints(positives), pair_fingerprints(positives, _SECOND_SALT)
+    order = np.lexsort((second, first))
+    f, s = first[order], second[order]
+    starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (s[1:] != s[:-1])])
+    occurrence_sorted = np.arange(len(order)) - np.repeat(
+        starts, np.diff(np.r_[starts, len(order)]))
+    occurrence = np.empty(len(order), np.int64)
+    occurrence[order] = occurrence_sorted
+    return first, second, occurrence, order
+
+
+def draw_negatives(positives: PairBatch, sampling: NegativeSampling, totals: GroupTotals,
+                   seed: int) -> Draws:
+    """Every attempt of every negative of these positive rows (all rows of their sources
+    or not: a draw depends on its row alone)."""
+    n, k = len(positives), sampling.per_positive
+    if n == 0 or k == 0 or totals.grand_total <= 0:
+        return Draws.concat([])
+    first, second, occurrence, _ = _row_keys(positives)
+    row = np.repeat(np.arange(n), k * ATTEMPTS)
+    negative = np.tile(np.repeat(np.arange(k), ATTEMPTS), n)
+    attempt = np.tile(np.arange(ATTEMPTS), n * k)
+    state = rng.mix(np.uint64(seed), np.uint64(_DRAW_SALT), first[row], second[row],
+                    occurrence[row].astype(np.uint64), negative.astype(np.uint64),
+                    attempt.astype(np.uint64))
+    if sampling.mode == UNIFORM:
+        count = np.uint64(totals.grand_total)
+        with np.errstate(over="ignore"):
+            # h mod count, its bias below count / 2**64 (a few billion nodes: < 1e-9)
+            value = (np.asarray(state, np.uint64) % count).astype(np.int64)
+        group = np.searchsorted(totals.before + totals.totals, value, side="right")
+    else:
+        value = rng.unit_interval(state) * totals.grand_total
+        group = np.searchsorted(totals.before + totals.totals, value, side="right")
+        # Rounding can put a value at the very end: the last group with weight.
+        last = int(np.flatnonzero(totals.totals > 0)[-1])
+        group = np.minimum(group, last)
+    offset = value - totals.before[group]
+    return Draws(positives.sources[row], first[row], second[row], occurrence[row], negative,
+                 attempt, group.astype(np.int64), offset)
+
+
+def resolve_draws(group: DrawGroup, draws: Draws) -> Draws:
+    """The target id of every draw of this group: the candidate whose weight interval
+    holds the offset (side 'right': an offset on a boundary belongs to the next)."""
+    if not len(draws):
+        return draws
+    index = np.searchsorted(group.cumulative, draws.offset, side="right")
+    index = np.minimum(index, len(group.ids) - 1)  # rounding at the group's end
+    resolved = draws.take(np.arange(len(draws)))
+    resolved.targets = group.ids[index]
+    return resolved
+
+
+@dataclasses.dataclass
+class NegativeCounts:
+    positives: int = 0
+    negatives: int = 0
+    redrawn: int = 0     # attempts rejected: the target was the source or a known positive
+    not_found: int = 0   # negatives given up after ATTEMPTS rejected draws
+
+
+def choose_negatives(positives: PairBatch, draws: Draws, sampling: NegativeSampling,
+                     label_dtype: np.dtype) -> tuple[PairBatch, NegativeCounts]:
+    """`positives` (every row of their sources) with label 1, and their negatives with
+    label 0: per (row, j), the first attempt that is neither the source nor a known
+    positive of it. `draws` are the resolved draws of these rows."""
+    n = len(positives)
+    counts = NegativeCounts(positives=n)
+    labelled = _with_label(positives, np.ones(n, label_dtype))
+    if not len(draws):
+        return labelled, counts
+    first, second, occurrence, _ = _row_keys(positives)
+    # Known positives: (source, target) of any row; a draw collides with its source too.
+    ids = unique(np.concatenate([positives.sources, positives.targets, draws.sources,
+                                 draws.targets]))
+    width = np.int64(len(ids))
+    known = np.searchsorted(ids, positives.sources) * width + np.searchsorted(ids,
+                                                                               positives.targets)
+    source_code = np.searchsorted(ids, draws.sources)
+    target_code = np.searchsorted(ids, draws.targets)
+    rejected = np.isin(source_code * width + target_code, known) | (source_code == target_code)
+    row = _rows_of_draws(first, second, occurrence, draws)
+    # Per (row, j): the lowest accepted attempt.
+    slot = row * sampling.per_positive + draws.negative
+    accepted = np.flatnonzero(~rejected)
+    best = np.full(n * sampling.per_positive, ATTEMPTS, np.int64)
+    np.minimum.at(best, slot[accepted], draws.attempt[accepted])
+    chosen = accepted[draws.attempt[accepted] == best[slot[accepted]]]
+    chosen = chosen[np.argsort(slot[chosen], kind="stable")]
+    found = best < ATTEMPTS
+    counts.negatives = int(found.sum())
+    counts.redrawn = int(best[found].sum()) + int((~found).sum()) * ATTEMPTS
+    counts.not_found = int((~found).sum())
+    from_row = row[chosen]
+    negatives = PairBatch(positives.sources[from_row], draws.targets[chosen],
+                          positives.rows[from_row],
+                          {k: v[from_row] for k, v in positives.features.items()})
+    negatives = _with_label(negatives, np.zeros(len(chosen), label_dtype))
+    return concat_pairs([labelled, negatives]), counts
+
+
+def _rows_of_draws(first: np.ndarray, second: np.ndarray, occurrence: np.ndarray,
+                   draws: Draws) -> np.ndarray:
+    """The positive row each draw belongs to (rows' keys are distinct): one sort of rows
+    and draws together by key, each row just before its draws."""
+    n, m = len(first), len(draws)
+    kind = np.r_[np.zeros(n, np.int8), np.ones(m, np.int8)]
+    order = np.lexsort((kind, np.r_[occurrence, draws.occurrence], np.r_[second, draws.second],
+                        np.r_[first, draws.first]))
+    is_row = kind[order] == 0
+    last_row = np.maximum.accumulate(np.where(is_row, np.arange(n + m), 0))
+    rows = np.empty(m, np.int64)
+    rows[order[~is_row] - n] = order[last_row[~is_row]]
+    return rows
+
+
+def _with_label(batch: PairBatch, labels: np.ndarray) -> PairBatch:
+    return PairBatch(batch.sources, batch.targets, batch.rows, {**batch.features, LABEL: labels})
+
+
+def concat_pairs(parts: Sequence[PairBatch]) -> PairBatch:
+    return PairBatch(np.concatenate([p.sources for p in parts]),
+                     np.concatenate([p.targets for p in parts]),
+                     np.concatenate([p.rows for p in parts]),
+                     {k: np.concatenate([p.features[k] for p in parts])
+                      for k in parts[0].features})
+
+
+def negatives_in_memory(positives: Sequence[PairBatch], candidate_ids: np.ndarray,
+                        degrees: np.ndarray | None, sampling: NegativeSampling, seed: int,
+                        label_dtype: np.dtype) -> tuple[list[PairBatch], NegativeCounts]:
+    """The whole step in one process (the in-memory engine): the same functions as the
+    Beam stages, with every source in one group."""
+    positives = [p for p in positives if len(p)]
+    if not positives:
+        return [], NegativeCounts()
+    batch = concat_pairs(positives)
+    groups = {g: build_draw_group(g, [part], sampling.mode)
+              for g, part in split_by_draw_group(candidate_ids, degrees)}
+    totals = GroupTotals.of([(g, group.total) for g, group in groups.items()], sampling.mode)
+    draws = draw_negatives(batch, sampling, totals, seed)
+    resolved = Draws.concat([resolve_draws(groups[g], draws.take(positions))
+                             for g, positions in split_by_bucket(draws.group)])
+    chosen, counts = choose_negatives(batch, resolved, sampling, label_dtype)
+    return [chosen], counts
