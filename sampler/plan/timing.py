@@ -61,7 +61,7 @@ def seed_timestamp_column(seeds_path: str | None) -> str | None:
 def time_plan(loaded: LoadedSchema, plan: Plan, seeds_path: str | None) -> TimePlan | None:
     """What the job reads and orders by time; None when nothing needs time."""
     seed_column = seed_timestamp_column(seeds_path)
-    if seed_column is not None and getattr(plan, "link", False):
+    if seed_column is not None and plan.link:
         raise SamplerError(f"--seeds {seeds_path}: the pairs table has a '{seed_column}' "
                            f"column, but time cut-offs for link seeds are not supported yet "
                            f"(node seeds only); drop or rename the column")

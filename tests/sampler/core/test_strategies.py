@@ -506,3 +506,39 @@ def test_bad_limits_raise():
         run(RANDOM_UNIFORM, splits, weights, [0], k=1, limit=[3])
     with pytest.raises(ValueError, match="1 limits for 2 queries"):
         run(RANDOM_UNIFORM, splits, weights, [0, 0], k=1, limit=[1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches(), hs.sampled_from(ALL + (LATEST_K,)), hs.integers(1, 4), hs.data())
+def test_exclusions_apply_within_the_eligible_prefix(batch, strategy, k, data):
+    """limit + excluded positions = the same query over the prefix with those exclusions
+    (an excluded position beyond the prefix changes nothing)."""
+    rows, queries = batch
+    splits, weights = csr(*rows)
+    query_rows = [r for r, _ in queries]
+    samples = [s for _, s in queries]
+    nodes = [1000 + r for r in query_rows]
+    limits, excluded, counts = [], [], []
+    for r in query_rows:
+        d = len(rows[r])
+        limits.append(data.draw(hs.integers(0, d)))
+        chosen = sorted(data.draw(hs.sets(hs.integers(0, max(d - 1, 0)), max_size=d)) if d
+                        else [])
+        excluded += [int(splits[r]) + p for p in chosen]
+        counts.append(len(chosen))
+    excluded_splits = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    got = per_query(st.sample_edges(
+        strategy, row_splits=splits, weights=weights, query_rows=np.array(query_rows, np.int64),
+        query_samples=np.array(samples, np.int64), query_nodes=np.array(nodes, np.uint64), k=k,
+        seed=1, op_salt=2, limit=limits, excluded_splits=excluded_splits,
+        excluded_positions=np.array(excluded, np.int64)), len(queries), splits, query_rows)
+    for i, r in enumerate(query_rows):
+        cut_splits, cut_weights = csr(rows[r][:limits[i]])
+        inside = [p - int(splits[r]) for p in excluded[excluded_splits[i]:excluded_splits[i + 1]]
+                  if p - int(splits[r]) < limits[i]]
+        alone = st.sample_edges(
+            strategy, row_splits=cut_splits, weights=cut_weights, query_rows=np.array([0]),
+            query_samples=np.array([samples[i]]), query_nodes=np.array([nodes[i]], np.uint64),
+            k=k, seed=1, op_salt=2, excluded_splits=np.array([0, len(inside)]),
+            excluded_positions=np.array(inside, np.int64))
+        assert got[i] == per_query(alone, 1)[0], (rows[r], limits[i], inside)
