@@ -33,6 +33,9 @@ cut-off is a binary search giving that prefix (sampler.core.temporal), and every
 strategy above is then exact over the eligible edges alone: the prefix is sampled as
 if it were the whole row (same random streams: an edge's draw depends on its position
 in the row, which the prefix keeps), so limit = degree gives the unlimited result.
+With excluded edges too (below), a query's eligible edges are its prefix minus its
+excluded positions. Cost: per distinct (row, limit) pair, what a row of that length
+costs: O(k) for Floyd's uniform draws, O(limit) for keys, TOP_K and weighted hub rows.
 
 Reproducibility: each draw is a hash (sampler.core.rng) of (seed, op_salt, sample,
 node fingerprint, edge position within the row or a draw counter). Which method
