@@ -172,6 +172,7 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
         "peak_pss_mb": round(stats.peak_pss_bytes / 2**20, 1),
         "max_processes": stats.max_processes,
         "pipeline_wall_s": report.get("wall_time_s"),
+        "graph_in_memory_mb": report.get("graph_in_memory_mb"),  # the memory engine's
     }
 
 
@@ -384,7 +385,9 @@ def main(argv: list[str] | None = None) -> int:
             run["engine"] = name
             runs[name].append(run)
             if not args.json:
-                print(format_run(f"{name} run {i + 1}/{args.repeat}", run))
+                graph_mb = run["graph_in_memory_mb"]
+                print(format_run(f"{name} run {i + 1}/{args.repeat}", run)
+                      + (f", graph in memory {graph_mb:,.0f} MB" if graph_mb else ""))
     medians = {name: median_of(r) for name, r in runs.items()}
     first = runs[contenders[0]][0]
     config = {"scale": args.scale, "seed": args.seed, "strategy": args.strategy,

@@ -2,6 +2,7 @@
 
     python -m pipelines.read_benchmark [--edges 1000000] [--nodes 100000]
                                        [--features 128] [--repeat 3] [--dir /tmp/...]
+                                       [--tables edges nodes] [--formats csv tfrecord ...]
 
 Generates two tables with unigraph.writers and reads each back with the pure
 readers (unigraph.tables.read_unit) in this process:
@@ -11,7 +12,10 @@ readers (unigraph.tables.read_unit) in this process:
 Each table is written as CSV, TFRecord (also GZIP-compressed, and read once
 more without data checksums to show what they cost) and Parquet. Prints the
 file size, write rows/s (batches generated beforehand, not timed), and the
-median over --repeat reads of rows/s and MB/s (of the file as stored). Data goes to --dir (default: a fresh temporary
+median over --repeat reads of rows/s and MB/s (of the file as stored), and of
+rows per second of the process's CPU time (all its threads: the steadier
+figure on a machine other jobs keep busy). --tables and --formats measure a
+subset. Data goes to --dir (default: a fresh temporary
 folder), never into the repository.
 """
 from __future__ import annotations
@@ -36,6 +40,9 @@ LAYOUT = TableLayout(EDGES, "edges", (FeatureSpec("vec", np.dtype(np.float32), (
 FORMATS = [("csv", ".csv", False), ("tfrecord", ".tfrecord", False),
            ("tfrecord, no crc", ".tfrecord", True), ("tfrecord.gz", ".tfrecord.gz", False),
            ("parquet", ".parquet", False)]
+# --formats spells them without spaces
+FORMAT_KEYS = {"csv": "csv", "tfrecord": "tfrecord", "tfrecord-nocrc": "tfrecord, no crc",
+               "tfrecord-gz": "tfrecord.gz", "parquet": "parquet"}
 
 
 def node_layout(features: int) -> TableLayout:
@@ -82,11 +89,17 @@ def read_rows(layout: TableLayout, path: str, no_crc: bool) -> int:
 
 
 def bench_table(label: str, layout: TableLayout, batches, rows: int, folder: str,
-                repeat: int) -> None:
+                repeat: int, formats: list[str] | None = None) -> None:
     written: dict[str, tuple[str, float]] = {}
     batches = list(batches())  # generated once, outside the timed writes
     for name, suffix, no_crc in FORMATS:
+        if formats is not None and name not in formats:
+            continue
         path = os.path.join(folder, f"{layout.set_name}{suffix}")
+        if suffix == ".tfrecord.gz" and ".tfrecord" not in written:
+            written[".tfrecord"] = (os.path.join(folder, f"{layout.set_name}.tfrecord"),
+                                    float("nan"))
+            write_table(written[".tfrecord"][0], layout, batches)
         if suffix not in written:
             t0 = time.perf_counter()
             if suffix == ".tfrecord.gz":
@@ -97,17 +110,19 @@ def bench_table(label: str, layout: TableLayout, batches, rows: int, folder: str
                 seconds = time.perf_counter() - t0
             written[suffix] = (path, seconds)
         path, seconds = written[suffix]
-        times = []
+        times, cpu_times = [], []
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             count = read_rows(layout, path, no_crc)
             times.append(time.perf_counter() - t0)
+            cpu_times.append(time.process_time() - c0)
             assert count == rows, (name, count)
         read_seconds = statistics.median(times)
+        cpu_seconds = statistics.median(cpu_times)
         size = os.path.getsize(path) / 1e6
         write_rate = "" if no_crc or seconds != seconds else f"{rows / seconds:,.0f}"
         print(f"{label:6} {name:17} {size:8.1f} {write_rate:>13} {rows / read_seconds:12,.0f} "
-              f"{size / read_seconds:8.0f}")
+              f"{size / read_seconds:8.0f} {rows / cpu_seconds:12,.0f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,18 +133,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="float32 values per node (the node table's one feature)")
     parser.add_argument("--repeat", type=int, default=3, help="reads per file; the median counts")
     parser.add_argument("--dir", default=None, help="where to write the tables")
+    parser.add_argument("--tables", nargs="+", choices=["edges", "nodes"],
+                        default=["edges", "nodes"], help="which tables to measure")
+    parser.add_argument("--formats", nargs="+", choices=sorted(FORMAT_KEYS),
+                        default=None, help="which formats to measure (default: all)")
     args = parser.parse_args(argv)
+    formats = None if args.formats is None else [FORMAT_KEYS[f] for f in args.formats]
     folder = args.dir or tempfile.mkdtemp(prefix="unigraph-read-benchmark-")
     os.makedirs(folder, exist_ok=True)
     print(f"{args.edges} edges, {args.nodes} nodes with {args.features} float32 features, "
           f"tables in {folder}")
     print(f"{'table':6} {'format':17} {'MB':>8} {'write rows/s':>13} {'read rows/s':>12} "
-          f"{'read MB/s':>8}")
-    bench_table("edges", LAYOUT, lambda: make_batches(args.edges, args.nodes), args.edges,
-                folder, args.repeat)
-    layout = node_layout(args.features)
-    bench_table("nodes", layout, lambda: make_node_batches(args.nodes, args.features),
-                args.nodes, folder, args.repeat)
+          f"{'read MB/s':>8} {'CPU rows/s':>12}")
+    if "edges" in args.tables:
+        bench_table("edges", LAYOUT, lambda: make_batches(args.edges, args.nodes), args.edges,
+                    folder, args.repeat, formats)
+    if "nodes" in args.tables:
+        layout = node_layout(args.features)
+        bench_table("nodes", layout, lambda: make_node_batches(args.nodes, args.features),
+                    args.nodes, folder, args.repeat, formats)
     return 0
 
 

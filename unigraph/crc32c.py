@@ -1,27 +1,24 @@
 """CRC32C (the Castagnoli CRC TFRecord uses) of many byte strings at once, with numpy.
 
-google_crc32c computes one CRC per call in C at memory speed; what costs is
-calling it once per small record from Python. Three ways around that:
-  of_u64          the CRC of many 8-byte values (TFRecord length fields) by
-                  slicing-by-8 tables, a few array operations for all of them;
-  first_mismatch  a check that many spans have the CRCs they claim, with one
-                  google_crc32c pass over a copy of them in equal slots and a
-                  little GF(2) arithmetic (see there);
-  zeros_crc       the CRC of n zero bytes without making them.
+google_crc32c computes one CRC per call in C at memory speed (over 10 GB/s
+here); what costs is calling it once per small record from Python. So:
+  of_u64           the CRC of many 8-byte values (TFRecord length fields) by
+                   slicing-by-8 tables, a few array operations for all of them;
+  seal, all_sealed a check that every span of a buffer has the CRC stored
+                   after it, with ONE google_crc32c pass over the buffer in
+                   place, no copy (see seal for the arithmetic);
+  zeros_crc(s)     the CRC of n zero bytes without making them.
 of_spans is the plain one-call-per-span way, for writing and for naming the
-span a failed check is about.
+span a failed check is about (first_bad).
 """
 from __future__ import annotations
 
-import struct
+import threading
 
 import google_crc32c
 import numpy as np
 
-from unigraph.wire import gather_rows
-
-_FOOTER = struct.Struct("<I")
-FOOTER_BYTES = 4  # a stored CRC: what follows each span in the slots
+CRC_BYTES = 4  # a stored CRC: the 4 little-endian bytes after each span
 
 
 def _crc_tables() -> np.ndarray:
@@ -52,80 +49,46 @@ def of_u64(values: np.ndarray) -> np.ndarray:
     return crc ^ np.uint64(0xFFFFFFFF)
 
 
-def first_mismatch(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                   expected: np.ndarray) -> int:
-    """Index of the first span buffer[starts[i]:+lengths[i]] whose CRC32C is not
-    expected[i] (uint64), or -1. The buffer is only read.
+# ---- checking many spans with one pass ----------------------------------------------------
+#
+# Write r(X) for the "raw" CRC of bytes X: CRC32C without the initial register
+# 0xFFFFFFFF and the final inversion. r is linear over GF(2) and
+#     r(A || B) = shift_|B|(r(A)) xor r(B),
+# shift_t being the (invertible) linear map of feeding t zero bytes; r of zero
+# bytes is 0. The full CRC is crc(X) = r(X) xor K_|X|, where K_m = crc(m zero
+# bytes) depends on the length only. For the reflected CRC, r of the 4
+# little-endian bytes of a value v is shift_4(v). So for a span D of m bytes
+# followed by the 4 bytes of v:
+#     r(D || v) = shift_4(r(D)) xor shift_4(v) = shift_4(crc(D) xor K_m xor v),
+# which is 0 exactly when v = crc(D) xor K_m. `seal` overwrites each stored
+# CRC c with c xor K_m: then every (span, stored CRC) segment whose CRC holds
+# has raw CRC 0, and a buffer made of such segments side by side has raw CRC
+# 0, i.e. crc(buffer) = K_len(buffer): one google_crc32c call checks them all.
+# Any one corrupt segment makes it fail except with probability 2**-32, the
+# odds a single corrupt span has of matching its own CRC; two could cancel with
+# the same odds.
 
-    Spans are checked together, with one google_crc32c pass over a copy of
-    them laid in equal slots. CRC32C without its initial and final inversion
-    ("raw") is linear over GF(2): raw(A || B) = shift_|B|(raw(A)) xor raw(B),
-    where shift_t is the linear map of feeding t zero bytes. Slot i holds span
-    i (D_i), its expected CRC c_i as 4 little-endian bytes, then zeros up to the
-    slot width S. If c_i = crc(D_i), the slot's raw CRC depends only on the
-    span's length m_i: E(m) = shift_{S-m}(crc(0^m)). So the raw CRC of all
-    slots must equal the XOR of shift_{S*(n-1-i)}(E(m_i)), reduced pairwise in
-    a tree whose shift doubles each level. A mismatch means some span is
-    corrupt; then (only then) one call per span finds it. Two corruptions could
-    cancel out with probability 2**-32, the odds a single corrupt span has of
-    matching its own CRC.
+def seal(buffer: np.ndarray, crc_at: np.ndarray, span_lengths: np.ndarray,
+         expected: np.ndarray) -> None:
+    """Overwrites the 4 bytes at each crc_at[i] of `buffer` (uint8) with expected[i] xor
+    K_span_lengths[i], so that all_sealed(buffer) tells whether every span has its CRC.
 
-    With few distinct lengths (fixed-size rows), each length gets its own slots
-    of exactly its size, so no slot needs zeroing. With many, short spans share
-    slots of the longest's size; long ones of many lengths are checked one call
-    per span, which is then the cheaper way.
+    The span of crc_at[i] is the span_lengths[i] bytes before it; `buffer` must be
+    nothing but such spans, each followed by its 4 sealed bytes, in any order.
     """
-    n = len(starts)
-    if n == 0:
-        return -1
-    longest = int(lengths.max())
-    distinct = (np.flatnonzero(np.bincount(lengths)) if longest < (1 << 20)
-                else np.unique(lengths))
-    expected_crc = np.asarray(expected, dtype=np.uint64)
-    if len(distinct) <= _LENGTH_GROUPS:
-        for length in distinct.tolist():
-            chosen = np.flatnonzero(lengths == length) if len(distinct) > 1 else slice(None)
-            if not _slots_hold(buffer, starts[chosen], lengths[chosen], expected_crc[chosen],
-                               length + FOOTER_BYTES):
-                return _first_bad(buffer, starts, lengths, expected_crc)
-        return -1
-    width = longest + FOOTER_BYTES
-    total = int(lengths.sum())
-    if total > _SLOTS_UP_TO * n or n * width > 2 * total + (1 << 16):
-        return _first_bad(buffer, starts, lengths, expected_crc)
-    if _slots_hold(buffer, starts, lengths, expected_crc, width):
-        return -1
-    return _first_bad(buffer, starts, lengths, expected_crc)
+    if not len(crc_at):
+        return
+    values = (np.asarray(expected, dtype=np.uint64) ^ zeros_crcs(span_lengths)).astype("<u4")
+    slots = np.ndarray((len(buffer) - CRC_BYTES + 1,), dtype="<u4", buffer=buffer, strides=(1,))
+    slots[crc_at] = values
 
 
-def _slots_hold(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                expected_crc: np.ndarray, width: int) -> bool:
-    """Whether records laid in slots of `width` bytes all match `expected_crc` (see above)."""
-    n = len(starts)
-    slots = _slots(buffer, starts, lengths, width)
-    at = np.arange(n, dtype=np.int64) * width + lengths
-    flat = slots.reshape(-1)
-    for k in range(FOOTER_BYTES):
-        flat[at + k] = ((expected_crc >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.uint8)
-    raw_crc = google_crc32c.value(flat) ^ zeros_crc(n * width)  # reads the array in place
-    per_length = np.zeros(width + 1, dtype=np.uint64)
-    for m in np.flatnonzero(np.bincount(lengths)).tolist():
-        per_length[m] = _slot_value(m, width)
-    return raw_crc == _combine(per_length[lengths], width)
+def all_sealed(buffer: np.ndarray) -> bool:
+    """Whether a buffer of sealed spans (see seal) holds every CRC: one pass, in place."""
+    return google_crc32c.value(buffer) == zeros_crc(len(buffer))
 
 
-_LENGTH_GROUPS = 8  # up to this many distinct record lengths, a slot size per length
-_SLOTS_UP_TO = 200  # mean bytes up to which shared, zero-padded slots are the cheaper way
-
-
-def _slots(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-           width: int) -> np.ndarray:
-    """[n, width]: each record's data from the start of its row, zeros after data and CRC."""
-    rows = gather_rows(buffer, starts, width)
-    if int(lengths.min()) + FOOTER_BYTES < width:
-        rows *= np.arange(width, dtype=np.int64)[None, :] < (lengths + FOOTER_BYTES)[:, None]
-    return rows
-
+# ---- the CRC of zero bytes ------------------------------------------------------------------
 
 def zeros_crc(count: int) -> int:
     """crc32c of `count` zero bytes: the part of a CRC that depends on the length only.
@@ -144,30 +107,56 @@ def zeros_crc(count: int) -> int:
     return register ^ 0xFFFFFFFF
 
 
+def zeros_crcs(counts: np.ndarray) -> np.ndarray:
+    """zeros_crc of every count (uint64), computed once per distinct count, vectorized."""
+    counts = np.asarray(counts, dtype=np.int64)
+    if not len(counts):
+        return np.zeros(0, dtype=np.uint64)
+    first = int(counts[0])
+    if (counts == first).all():
+        return np.full(len(counts), zeros_crc(first), dtype=np.uint64)
+    longest = int(counts.max())
+    if longest < (1 << 20):
+        distinct = np.flatnonzero(np.bincount(counts))
+        table = np.zeros(longest + 1, dtype=np.uint64)
+        table[distinct] = _zeros_crcs_distinct(distinct)
+        return table[counts]
+    distinct, inverse = np.unique(counts, return_inverse=True)
+    return _zeros_crcs_distinct(distinct)[inverse]
+
+
+def _zeros_crcs_distinct(counts: np.ndarray) -> np.ndarray:
+    register = np.full(len(counts), 0xFFFFFFFF, dtype=np.uint64)
+    rest = counts.astype(np.uint64)
+    k = 0
+    while rest.any():
+        odd = np.flatnonzero(rest & np.uint64(1))
+        if len(odd):
+            register[odd] = _apply(_zero_shift_tables(k), register[odd])
+        rest >>= np.uint64(1)
+        k += 1
+    return register ^ np.uint64(0xFFFFFFFF)
+
+
 _ZERO_SHIFTS: list[np.ndarray] = []
+_ZERO_SHIFTS_LOCK = threading.Lock()
+_BASIS = np.array([1 << j for j in range(32)], dtype=np.uint64)
 
 
 def _zero_shift_tables(k: int) -> np.ndarray:
     """Byte tables of shift_{2**k}: the raw register fed 2**k zero bytes."""
-    if not _ZERO_SHIFTS:
-        # One zero byte: the table-driven CRC step with a zero input byte.
-        images = (_BASIS >> np.uint64(8)) ^ _TABLES[0][_BASIS & np.uint64(0xFF)]
-        _ZERO_SHIFTS.append(_shift_tables(images))
-    while len(_ZERO_SHIFTS) <= k:
-        previous = _ZERO_SHIFTS[-1]
-        _ZERO_SHIFTS.append(_shift_tables(_apply(previous, _apply(previous, _BASIS))))
+    if len(_ZERO_SHIFTS) > k:
+        return _ZERO_SHIFTS[k]
+    with _ZERO_SHIFTS_LOCK:  # readers in threads (Beam's) must not append a level twice
+        if not _ZERO_SHIFTS:
+            # One zero byte: the table-driven CRC step with a zero input byte.
+            images = (_BASIS >> np.uint64(8)) ^ _TABLES[0][_BASIS & np.uint64(0xFF)]
+            _ZERO_SHIFTS.append(_shift_tables(images))
+        while len(_ZERO_SHIFTS) <= k:
+            # shifting twice as far is the map composed with itself
+            previous = _ZERO_SHIFTS[-1]
+            _ZERO_SHIFTS.append(_shift_tables(_apply(previous, _apply(previous, _BASIS))))
     return _ZERO_SHIFTS[k]
-
-
-def _apply_one(tables: np.ndarray, value: int) -> int:
-    return int(tables[0][value & 0xFF] ^ tables[1][(value >> 8) & 0xFF]
-               ^ tables[2][(value >> 16) & 0xFF] ^ tables[3][value >> 24])
-
-
-def _slot_value(length: int, width: int) -> int:
-    """Raw CRC of a slot holding intact data of `length` bytes (any data: zeros will do)."""
-    row = bytes(length) + _FOOTER.pack(zeros_crc(length)) + bytes(width - length - FOOTER_BYTES)
-    return google_crc32c.value(row) ^ zeros_crc(width)
 
 
 def _shift_tables(images: np.ndarray) -> np.ndarray:
@@ -180,6 +169,11 @@ def _shift_tables(images: np.ndarray) -> np.ndarray:
     return tables
 
 
+def _apply_one(tables: np.ndarray, value: int) -> int:
+    return int(tables[0][value & 0xFF] ^ tables[1][(value >> 8) & 0xFF]
+               ^ tables[2][(value >> 16) & 0xFF] ^ tables[3][value >> 24])
+
+
 def _apply(tables: np.ndarray, values: np.ndarray) -> np.ndarray:
     out = tables[0][values & np.uint64(0xFF)]
     for k in range(1, 4):
@@ -187,38 +181,7 @@ def _apply(tables: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
-_SHIFTS: dict[int, list[np.ndarray]] = {}
-_BASIS = np.array([1 << j for j in range(32)], dtype=np.uint64)
-
-
-def _shift_levels(width: int, levels: int) -> list[np.ndarray]:
-    """Byte tables of shift_{width * 2**k} for k < levels (cached per width)."""
-    if width not in _SHIFTS:
-        if len(_SHIFTS) > 64:
-            _SHIFTS.clear()
-        # shift_width(1 << j): the raw CRC of the 4 bytes of 1 << j and width - 4 zeros
-        images = np.array([google_crc32c.value(_FOOTER.pack(1 << j) + bytes(width - 4))
-                           ^ zeros_crc(width) for j in range(32)], dtype=np.uint64)
-        _SHIFTS[width] = [_shift_tables(images)]
-    known = _SHIFTS[width]
-    while len(known) < levels:
-        # shifting twice as far is the map composed with itself
-        previous = known[-1]
-        known.append(_shift_tables(_apply(previous, _apply(previous, _BASIS))))
-    return known
-
-
-def _combine(values: np.ndarray, width: int) -> int:
-    """XOR over i of shift_{width * (n-1-i)}(values[i]) (raw CRCs of consecutive slots)."""
-    levels = max(int(len(values) - 1).bit_length(), 1)
-    for tables in _shift_levels(width, levels):
-        if len(values) == 1:
-            break
-        if len(values) % 2:
-            values = np.concatenate([np.zeros(1, dtype=np.uint64), values])
-        values = _apply(tables, values[0::2]) ^ values[1::2]
-    return int(values[0])
-
+# ---- one call per span --------------------------------------------------------------------
 
 def of_spans(raw: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """crc32c of raw[starts[i]:ends[i]] for every i (one C call each, no Python loop body)."""
@@ -226,9 +189,12 @@ def of_spans(raw: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.fromiter(map(google_crc32c.value, spans), dtype=np.uint64, count=len(starts))
 
 
-def _first_bad(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-               expected: np.ndarray) -> int:
-    """first_mismatch with one google_crc32c call per span."""
+def first_bad(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+              expected: np.ndarray) -> int:
+    """Index of the first span buffer[starts[i]:+lengths[i]] whose crc32c is not expected[i]
+    (uint64), or -1: one google_crc32c call per span (the slow way, to name a span)."""
+    if not len(starts):
+        return -1
     computed = of_spans(buffer.tobytes(), starts, starts + lengths)
-    bad = np.flatnonzero(computed != expected)
+    bad = np.flatnonzero(computed != np.asarray(expected, dtype=np.uint64))
     return int(bad[0]) if len(bad) else -1

@@ -100,7 +100,7 @@ def test_default_keeps_sampled_edges_only_and_named_sets_limit_it(tmp_path):
     runs = {}
     for flag in ("edge", "node", "node:ab"):
         out = tmp_path / flag.replace(":", "_")
-        assert sample.main(["--graph", str(graph_dir), "--spec", str(graph_dir / "spec.pbtxt"),
+        assert sample.main(["--workers", "1", "--graph", str(graph_dir), "--spec", str(graph_dir / "spec.pbtxt"),
                             "--output", f"{out}/", "--quiet",
                             "--edge-aggregation", flag]) == 0
         runs[flag] = {int(i): g for i, g in enumerate(records(out))}
@@ -115,7 +115,7 @@ def test_default_keeps_sampled_edges_only_and_named_sets_limit_it(tmp_path):
 
 def test_bad_edge_aggregation_is_one_line(tmp_path, capsys):
     graph_dir, _ = write_graph(tmp_path, np.random.default_rng(1))
-    code = sample.main(["--graph", str(graph_dir), "--spec", str(graph_dir / "spec.pbtxt"),
+    code = sample.main(["--workers", "1", "--graph", str(graph_dir), "--spec", str(graph_dir / "spec.pbtxt"),
                         "--output", f"{tmp_path}/out/", "--edge-aggregation", "node:zz"])
     assert code == sample.EXIT_ERROR
     assert "edge set 'zz' is not sampled by the spec" in capsys.readouterr().err
@@ -124,7 +124,7 @@ def test_bad_edge_aggregation_is_one_line(tmp_path, capsys):
 def test_induced_edges_leave_a_pairs_own_edge_out(tmp_path):
     link = os.path.join(TESTDATA, "link")
     out = tmp_path / "out"
-    assert sample.main(["--graph", link, "--spec", os.path.join(link, "sampling_spec.pbtxt"),
+    assert sample.main(["--workers", "1", "--graph", link, "--spec", os.path.join(link, "sampling_spec.pbtxt"),
                         "--seeds", os.path.join(link, "pairs.csv"), "--output", f"{out}/",
                         "--quiet", "--edge-aggregation", "node"]) == 0
     for graph in records(out):

@@ -121,7 +121,7 @@ def test_pair_with_an_endpoint_outside_the_graph_is_left_out_and_counted(tmp_pat
 def test_no_pair_in_the_graph_is_exit_1(tmp_path, capsys):
     seeds = tmp_path / "pairs.csv"
     seeds.write_text("source,target,label\nu0,ghost,1\n")
-    code = sample.main(["--graph", LINK, "--spec", SPEC, "--seeds", str(seeds),
+    code = sample.main(["--workers", "1", "--graph", LINK, "--spec", SPEC, "--seeds", str(seeds),
                         "--output", f"{tmp_path}/out/", "--quiet"])
     assert code == sample.EXIT_NOTHING_SAMPLED
     assert "none of the 1 pairs has both endpoints in node set 'user'" in capsys.readouterr().err
@@ -135,7 +135,7 @@ def test_no_pair_in_the_graph_is_exit_1(tmp_path, capsys):
 def test_bad_pairs_table_is_one_line(tmp_path, capsys, text, message):
     seeds = tmp_path / "pairs.csv"
     seeds.write_text(text)
-    code = sample.main(["--graph", LINK, "--spec", SPEC, "--seeds", str(seeds),
+    code = sample.main(["--workers", "1", "--graph", LINK, "--spec", SPEC, "--seeds", str(seeds),
                         "--output", f"{tmp_path}/out/", "--quiet"])
     err = capsys.readouterr().err
     assert code == sample.EXIT_ERROR and message in err and str(seeds) in err
@@ -144,7 +144,7 @@ def test_bad_pairs_table_is_one_line(tmp_path, capsys, text, message):
 
 
 def test_link_spec_without_seeds_is_one_line(tmp_path, capsys):
-    code = sample.main(["--graph", LINK, "--spec", SPEC, "--output", f"{tmp_path}/out/"])
+    code = sample.main(["--workers", "1", "--graph", LINK, "--spec", SPEC, "--output", f"{tmp_path}/out/"])
     assert code == sample.EXIT_ERROR
     assert "give --seeds, a table with source and target columns" in capsys.readouterr().err
 
@@ -184,14 +184,14 @@ def test_a_different_seed_draws_different_negatives(tmp_path):
     (["--target-edge-sets", "follows", "--no-exclude-target-edge"], "contradict"),
 ])
 def test_bad_link_flags_are_one_line(tmp_path, capsys, flags, message):
-    code = sample.main(["--graph", LINK, "--spec", SPEC, "--seeds", PAIRS,
+    code = sample.main(["--workers", "1", "--graph", LINK, "--spec", SPEC, "--seeds", PAIRS,
                         "--output", f"{tmp_path}/out/", *flags])
     assert code == sample.EXIT_ERROR and message in capsys.readouterr().err
 
 
 def test_link_flags_on_a_node_spec_are_refused(tmp_path, capsys):
     mag = os.path.join(os.path.dirname(TESTDATA), "..", "examples", "mag_tiny")
-    code = sample.main(["--graph", mag, "--spec", os.path.join(mag, "sampling_spec.pbtxt"),
+    code = sample.main(["--workers", "1", "--graph", mag, "--spec", os.path.join(mag, "sampling_spec.pbtxt"),
                         "--output", f"{tmp_path}/out/", "--negatives", "2"])
     assert code == sample.EXIT_ERROR
     assert "--negatives is for link seeds" in capsys.readouterr().err

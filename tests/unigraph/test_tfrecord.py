@@ -59,6 +59,14 @@ def test_small_records_are_walked_without_the_loop():
     assert read_all(data)[0] == records
 
 
+def test_records_with_two_byte_example_lengths_are_walked_without_the_loop():
+    records = [b"\x0a" + wire.varint(n) + bytes(n) for n in range(100, 900, 3)]
+    data = framed(records)
+    found, end = tfrecord._walk(np.frombuffer(data, dtype=np.uint8), 0, 10 ** 9)
+    assert isinstance(found, np.ndarray) and end == len(data)
+    assert read_all(data)[0] == records
+
+
 def test_records_that_fool_the_vectorized_walk_fall_back_to_the_loop():
     # Data holding a whole framed record: a header candidate where no record starts.
     inner = framed([b"\x0a\x00" * 10])
@@ -112,16 +120,43 @@ def test_bad_length_checksum():
         read_all(bytes(data))
 
 
-def test_combined_check_agrees_with_one_call_per_record():
+@settings(max_examples=40)
+@given(st.lists(st.binary(max_size=300), min_size=1, max_size=40), st.data())
+def test_sealed_check_agrees_with_one_call_per_span(spans, data):
+    """seal + all_sealed: one pass over spans side by side says what one call per span says."""
+    stored = [google_crc32c.value(s) for s in spans]
+    wrong = data.draw(st.one_of(st.none(), st.integers(0, len(spans) - 1)))
+    if wrong is not None:
+        stored[wrong] ^= 1 << data.draw(st.integers(0, 31))
+    buffer = np.frombuffer(b"".join(s + struct.pack("<I", c) for s, c in zip(spans, stored)),
+                           dtype=np.uint8).copy()
+    lengths = np.array([len(s) for s in spans], dtype=np.int64)
+    crc_at = np.cumsum(lengths + 4) - 4
+    # The spans in any order: the check is a sum.
+    order = np.array(data.draw(st.permutations(range(len(spans)))), dtype=np.int64)
+    crc32c.seal(buffer, crc_at[order], lengths[order], np.array(stored, np.uint64)[order])
+    assert crc32c.all_sealed(buffer) == (wrong is None)
+    starts = crc_at - lengths
+    assert crc32c.first_bad(buffer, starts, lengths, np.array(stored, np.uint64)) == (
+        -1 if wrong is None else wrong)
+
+
+def test_a_corrupt_byte_in_a_big_chunk_is_named():
     rng = np.random.default_rng(5)
-    records = [rng.bytes(int(n)) for n in rng.integers(0, 200, 500)]
-    chunk = next(tfrecord.read_chunks(io.BytesIO(framed(records)), "f", check_crc=False))
-    expected = np.array([google_crc32c.value(r) for r in records], dtype=np.uint64)
-    assert crc32c.first_mismatch(chunk.buffer, chunk.starts, chunk.lengths, expected) == -1
-    bad = 300 + int(np.flatnonzero(chunk.lengths[300:] >= 2)[0])
-    chunk.buffer[chunk.starts[bad] + 1] ^= 4
-    assert crc32c._first_bad(chunk.buffer, chunk.starts, chunk.lengths, expected) == bad
-    assert crc32c.first_mismatch(chunk.buffer, chunk.starts, chunk.lengths, expected) == bad
+    records = [rng.bytes(int(n)) for n in rng.integers(0, 200, 5000)]
+    raw = bytearray(framed(records))
+    bad = 3000 + int(np.flatnonzero(np.array([len(r) for r in records[3000:]]) >= 2)[0])
+    offset = len(framed(records[:bad]))
+    raw[offset + tfrecord.HEADER_BYTES + 1] ^= 4
+    with pytest.raises(TableError, match=f"f: record {bad} at byte {offset}: bad data checksum"):
+        read_all(bytes(raw))
+
+
+@settings(max_examples=20)
+@given(st.lists(st.integers(0, 10 ** 7), max_size=30))
+def test_crcs_of_zeros_vectorized(counts):
+    assert crc32c.zeros_crcs(np.array(counts, dtype=np.int64)).tolist() == [
+        crc32c.zeros_crc(c) for c in counts]
 
 
 @settings(max_examples=40)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unigraph import graphs
-from unigraph import example_pb2, tfrecord
+from unigraph import example_pb2, tfrecord, wire
 from unigraph.batches import EdgeBatch, NodeBatch, row_ids
 from unigraph.errors import TableError
 from unigraph.ragged import Ragged
@@ -244,3 +244,73 @@ def test_long_values_with_multi_byte_lengths(tmp_path):
     assert declined == 0
     graphs.assert_same_batch(batch, graphs.merged(fast))
     graphs.assert_same_batch(batch, graphs.merged(exact))
+
+
+def _alike(layout, path):
+    """examples._parse_alike's answer for the first chunk of a file (None: it declined)."""
+    buffer, starts, lengths = _chunk(path)
+    names = sorted(tables_tfrecord._parse(buffer[starts[0]:starts[0] + lengths[0]].tobytes(),
+                                          path, 0).features.feature)
+    roles = tables_tfrecord._roles(layout, resolve_columns(layout, names, path))
+    return examples._parse_alike(buffer, wire.windows(buffer), starts, lengths, roles, {})
+
+
+def test_records_laid_out_alike_take_the_one_pass_path(tmp_path):
+    rng = np.random.default_rng(4)
+    n = 500
+    batch = EdgeBatch("e", np.array([b"s%d" % k for k in rng.integers(0, 10 ** 6, n)]),
+                      np.array([b"t%d" % k for k in rng.integers(0, 10 ** 6, n)]),
+                      row_ids(0, 0, n), rng.random(n),
+                      {"f": rng.random(n).astype(np.float32),
+                       "v": rng.random((n, 3)).astype(np.float32)})
+    path = str(tmp_path / "e.tfrecord")
+    write_table(path, EDGE_LAYOUT, [batch])
+    assert _alike(EDGE_LAYOUT, path) is not None
+    fast, exact, declined = both_ways(EDGE_LAYOUT, path, batch_rows=1000)
+    assert declined == 0
+    graphs.assert_same_batch(graphs.merged(fast), graphs.merged(exact))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(
+    st.binary(min_size=1, max_size=200).filter(lambda b: not b.endswith(b"\0")),
+    int64s, st.one_of(st.none(), st.binary(max_size=300)), st.booleans()),
+    min_size=1, max_size=30), st.permutations(range(4)))
+def test_records_alike_or_not_read_as_protobuf_does(tmp_path_factory, rows, order):
+    """Ids and unused features whose lengths cross 127 bytes (one- and two-byte length
+    fields), int64 values of any varint size, entries in any order, a feature only some
+    records have: the one-pass path reads only records laid out like the first and the
+    general path the rest, both as protobuf does."""
+    records = []
+    for k, (id_, number, unused, reordered) in enumerate(rows):
+        entries = [("#id", [id_]), ("i", [number]), ("v", [1.0 * k, 2.0, 3.0]),
+                   ("unused", None if unused is None else [unused])]
+        records.append(proto_record(**dict(entries[o] for o in (order[::-1] if reordered
+                                                                else order)
+                                           if entries[o][1] is not None)))
+    layout = TableLayout(NODES, "n", (SPECS[1], SPECS[3]))
+    path = write(tmp_path_factory.mktemp("t") / "n.tfrecord", records)
+    fast, exact, declined = both_ways(layout, path, batch_rows=64)
+    assert declined == 0
+    graphs.assert_same_batch(graphs.merged(fast), graphs.merged(exact))
+    assert graphs.merged(fast).ids.tolist() == [r[0] for r in rows]
+
+
+@pytest.mark.parametrize("floats, id_lengths", [(128, (130, 300)), (5000, (1, 9))])
+def test_multi_byte_length_fields_take_the_one_pass_path(tmp_path, floats, id_lengths):
+    """Two-byte length fields (128 floats, ids over 127 bytes) and three-byte ones
+    (5000 floats: 20,000-byte lists) keep one layout for every record."""
+    rng = np.random.default_rng(floats)
+    n = 40
+    layout = TableLayout(NODES, "n", (FeatureSpec("wide", np.dtype(np.float32), (floats,),
+                                                  "DT_FLOAT"),))
+    batch = NodeBatch("n", np.array([b"i" * int(k) for k in rng.integers(*id_lengths, n)]),
+                      row_ids(0, 0, n),
+                      {"wide": rng.standard_normal((n, floats)).astype(np.float32)})
+    path = str(tmp_path / "n.tfrecord")
+    write_table(path, layout, [batch])
+    assert _alike(layout, path) is not None
+    fast, exact, declined = both_ways(layout, path, batch_rows=64)
+    assert declined == 0
+    graphs.assert_same_batch(graphs.merged(fast), graphs.merged(exact))
+    graphs.assert_same_batch(batch, graphs.merged(fast))

@@ -22,6 +22,7 @@ are read as before.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import sys
@@ -35,6 +36,7 @@ import pyarrow.csv as pa_csv
 from unigraph import paths
 from unigraph.batches import FeatureValues
 from unigraph.errors import TableError, one_line
+from unigraph.read_ahead import read_ahead
 from unigraph.tables import decode
 from unigraph.tables.build import Batch, make_batch, resolve_columns
 from unigraph.tables.layout import FeatureSpec, TableLayout
@@ -148,6 +150,11 @@ def _typed(layout: TableLayout, columns) -> dict[str, pa.DataType]:
     return typed
 
 
+# "" and "\n" as Arrow scalars, taken from an array: pa.scalar() imports pandas (half a second).
+_EMPTY, _NEWLINE = pa.StringArray.from_buffers(
+    2, pa.py_buffer(np.array([0, 0, 1], dtype=np.int32)), pa.py_buffer(b"\n"))
+
+
 def _vectors(spec: FeatureSpec, column) -> FeatureValues:
     """Fixed-length numeric vectors from cells of space-separated values, by Arrow's parser.
 
@@ -159,7 +166,7 @@ def _vectors(spec: FeatureSpec, column) -> FeatureValues:
     n = len(column)
     if n == 0 or size == 0 or any(d < 0 for d in spec.shape):
         raise _Declined
-    lines = pc.binary_join_element_wise(column, pa.nulls(n, pa.string()).fill_null(""), "\n")
+    lines = pc.binary_join_element_wise(column, _EMPTY, _NEWLINE)
     lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
     data = lines.buffers()[2]
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
@@ -179,7 +186,10 @@ def _vectors(spec: FeatureSpec, column) -> FeatureValues:
         raise _Declined from None
     if table.num_rows != n:
         raise _Declined
-    values = np.stack([table.column(i).to_numpy() for i in range(size)], axis=1)
+    columns = [decode.numbers_to_numpy(table.column(i)) for i in range(size)]
+    values = np.empty((n, size), dtype=columns[0].dtype)
+    for i, column_values in enumerate(columns):
+        values[:, i] = column_values
     return values.astype(spec.dtype, copy=False).reshape((n,) + spec.shape)
 
 
@@ -223,16 +233,19 @@ def read_csv(layout: TableLayout, path: str, file_index: int, batch_rows: int) -
         return lambda i: f"{path}: line {line_of_row(path, start + i)}"
 
     first_row = 0
+    # Arrow parses the next batch in a thread while this one is decoded here.
+    tables = read_ahead(_rebatched(_arrow_batches(path, header, needed,
+                                                  _typed(layout, columns)), batch_rows))
     try:
-        for table in _rebatched(_arrow_batches(path, header, needed, _typed(layout, columns)),
-                                batch_rows):
-            try:
-                batch = _decode(layout, columns, table, locator(first_row), file_index,
-                                first_row, fast=True)
-            except TableError:
-                raise _Declined from None
-            yield batch
-            first_row += table.num_rows
+        with contextlib.closing(tables):
+            for table in tables:
+                try:
+                    batch = _decode(layout, columns, table, locator(first_row), file_index,
+                                    first_row, fast=True)
+                except TableError:
+                    raise _Declined from None
+                yield batch
+                first_row += table.num_rows
         return
     except _Declined:
         pass  # the precise way, from the first row not yet delivered

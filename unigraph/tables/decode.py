@@ -110,9 +110,13 @@ def ids_from_arrow(column, locate: Locate, name: str) -> np.ndarray:
     elif not is_text(column.type):
         raise TableError(f"{locate(0)}: id column '{name}' has type {column.type}, "
                          f"expected text")
-    column = pc.cast(column, pa.large_binary())
+    if not (pa.types.is_string(column.type) or pa.types.is_binary(column.type)):
+        column = pc.cast(column, pa.large_binary())
     n = len(column)
-    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64)[column.offset:column.offset + n + 1]
+    offset_type = np.int32 if pa.types.is_string(column.type) or pa.types.is_binary(
+        column.type) else np.int64
+    offsets = np.frombuffer(column.buffers()[1], dtype=offset_type)[
+        column.offset:column.offset + n + 1].astype(np.int64)
     data_buffer = column.buffers()[2]
     data = (np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None
             else np.zeros(0, np.uint8))
@@ -130,18 +134,49 @@ def ids_from_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, lo
     if n and (lengths == 0).any():
         raise TableError(f"{locate(int(np.argmin(lengths)))}: column '{name}': empty id")
     width = int(lengths.max()) if n else 1
-    # Every id's bytes in its row of a fixed-width matrix, zeros after its end.
-    out = wire.gather_rows(data, starts, width)
-    if n and int(lengths.min()) < width:
-        out *= np.arange(width)[None, :] < lengths[:, None]
-    if n:
-        last_bytes = out[np.arange(n), lengths - 1]
-        if (last_bytes == 0).any():
-            bad = int(np.flatnonzero(last_bytes == 0)[0])
-            value = data[starts[bad]:starts[bad] + lengths[bad]].tobytes()
-            raise TableError(f"{locate(bad)}: column '{name}': id {show(value)} "
-                             f"ends with a NUL byte")
+    if n and width <= _WORD_IDS_UP_TO:
+        out, last_bytes = _ids_by_words(data, starts, lengths, width)
+    else:
+        # Every id's bytes in its row of a fixed-width matrix, zeros after its end.
+        out = wire.gather_rows(data, starts, width)
+        if n and int(lengths.min()) < width:
+            out *= np.arange(width)[None, :] < lengths[:, None]
+        last_bytes = out[np.arange(n), lengths - 1] if n else np.zeros(0, np.uint8)
+    if n and not last_bytes.all():
+        bad = int(np.flatnonzero(last_bytes == 0)[0])
+        value = data[starts[bad]:starts[bad] + lengths[bad]].tobytes()
+        raise TableError(f"{locate(bad)}: column '{name}': id {show(value)} "
+                         f"ends with a NUL byte")
     return out.view(f"S{width}").reshape(n)
+
+
+_WORD_IDS_UP_TO = 16  # ids up to this many bytes are read as one or two uint64 windows
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1],
+                      dtype=np.uint64)
+
+
+def _ids_by_words(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                  width: int) -> tuple[np.ndarray, np.ndarray]:
+    """([n, width] uint8 ids zero-padded, each id's last byte) through 8-byte windows."""
+    n = len(starts)
+    reach = int(starts.max()) + 8 * ((width + 7) // 8)  # the last window read ends before
+    if reach > len(data) - wire.WINDOW_BYTES:  # not padded enough (Arrow's buffers): a copy
+        padded = np.zeros(reach + wire.WINDOW_BYTES, dtype=np.uint8)
+        padded[:len(data)] = data
+        data = padded
+    words = wire.windows(data)
+    blocks, lasts = [], None
+    for at in range(0, width, 8):
+        left = lengths if width <= 8 else np.clip(lengths - at, 0, 8)
+        block = words[starts + at] & _LOW_BYTES[left]
+        # The id's last byte, from the block that holds it.
+        shift = (left - 1 if width <= 8 else (left - 1).clip(0)) * 8
+        last = (block >> shift.astype(np.uint64)) & np.uint64(0xFF)
+        lasts = last if lasts is None else np.where(left > 0, last, lasts)
+        blocks.append(block)
+    words_out = blocks[0] if len(blocks) == 1 else np.stack(blocks, axis=1)
+    rows = words_out.view(np.uint8).reshape(n, 8 * len(blocks))
+    return (rows if width == rows.shape[1] else np.ascontiguousarray(rows[:, :width])), lasts
 
 
 # ---- weights -----------------------------------------------------------------
@@ -174,13 +209,39 @@ def _cast(values: pa.Array, target: pa.DataType, locate: Locate,
     """`values` cast to `target` as numpy; a TableError names the first value that does
     not convert (found only on the error path, so the happy path is one cast)."""
     def convert(part):
-        return pc.cast(part, target, safe=True)
+        return part if part.type == target else pc.cast(part, target, safe=True)
 
     try:
-        return convert(values).to_numpy(zero_copy_only=False)
+        return _numbers_to_numpy(convert(values))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         bad = _first_failing(values, convert)
         raise TableError(f"{locate(bad)}: {problem(bad)}") from None
+
+
+_NUMPY_NUMBERS = {pa.from_numpy_dtype(np.dtype(t)): np.dtype(t) for t in (
+    np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float16, np.float32, np.float64)}
+
+
+def numbers_to_numpy(column) -> np.ndarray:
+    """An Arrow array or chunked array as numpy (see _numbers_to_numpy)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return _numbers_to_numpy(column)
+
+
+def _numbers_to_numpy(array: pa.Array) -> np.ndarray:
+    """An Arrow array as numpy; numbers without nulls as a view of Arrow's memory.
+
+    (Arrow's conversion that may copy imports pandas on first use: half a second.)
+    """
+    dtype = _NUMPY_NUMBERS.get(array.type)
+    if dtype is not None and array.null_count == 0:
+        data = array.buffers()[1]
+        if data is None:
+            return np.zeros(0, dtype=dtype)
+        return np.frombuffer(data, dtype=dtype)[array.offset:array.offset + len(array)]
+    return array.to_numpy(zero_copy_only=False)
 
 
 def _all_finite(weights: np.ndarray, locate: Locate, name: str,

@@ -1,5 +1,9 @@
 """tf.train.Example records of a table, parsed a whole chunk at a time.
 
+A chunk whose records are all laid out like its first (the same features in
+the same order, as every writer writes them) is read by example_layout: a few
+array operations per feature. Any other is parsed here, the general way.
+
 Every record of a chunk is parsed at once, one protobuf level at a time: the
 k-th map entry of every record in one set of array operations (so the loops
 run over entries per record and values per list, never over records), every
@@ -27,6 +31,7 @@ import dataclasses
 
 import numpy as np
 
+from unigraph.tables import example_layout
 from unigraph.wire import (TAG_BYTES_LIST, TAG_FIELD_1, TAG_FIELD_2, TAG_FLOAT_LIST,
                            TAG_INT64_LIST, byte_at, decode_varints, gather_rows, gather_spans,
                            read_varints, windows)
@@ -51,19 +56,67 @@ class Values:
 
 
 def parse_chunk(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                roles: dict[str, str]) -> dict[str, Values] | None:
+                roles: dict[str, str], memo: dict | None = None) -> dict[str, Values] | None:
     """The columns `roles` names, from the Examples at buffer[starts[i]:+lengths[i]].
 
     `buffer` is padded (unigraph.wire.WINDOW_BYTES zero bytes after the data).
     Returns None when any record needs the exact record-by-record path.
+    `memo`, a dict kept by the caller across the chunks of one file, keeps the
+    records' layout (example_layout) from one chunk to the next.
     """
     try:
         words = windows(buffer)
+        if len(starts):
+            parsed = _parse_alike(buffer, words, starts, lengths, roles,
+                                  {} if memo is None else memo)
+            if parsed is not None:
+                return parsed
         spans = _entries(buffer, words, starts, starts + lengths, list(roles))
         return {name: _column(buffer, words, *spans[name], role)
                 for name, role in roles.items()}
     except _Unusual:
         return None
+
+
+_TAGS_OF_ROLE = {KEY: (TAG_BYTES_LIST, TAG_INT64_LIST), WEIGHT: (TAG_FLOAT_LIST,),
+                 FLOAT: (TAG_FLOAT_LIST,), INT64: (TAG_INT64_LIST,), BYTES: (TAG_BYTES_LIST,)}
+
+
+def _parse_alike(buffer: np.ndarray, words: np.ndarray, starts: np.ndarray,
+                 lengths: np.ndarray, roles: dict[str, str],
+                 memo: dict) -> dict[str, Values] | None:
+    """parse_chunk for records laid out like the first one (example_layout), else None.
+
+    The layout of the chunk before is tried first; a new one is read from this
+    chunk's first record only when that does not fit.
+    """
+    layout = memo.get("layout")
+    found = (None if layout is None
+             else example_layout.read_entries(buffer, words, starts, lengths, layout))
+    if found is None:
+        first = int(starts[0])
+        layout = example_layout.layout_of(
+            buffer[first:first + int(lengths[0])].tobytes(),
+            {name: _TAGS_OF_ROLE[role] for name, role in roles.items()})
+        if layout is None or layout == memo.get("layout"):
+            return None
+        memo["layout"] = layout
+        found = example_layout.read_entries(buffer, words, starts, lengths, layout)
+        if found is None:
+            return None
+    result = {}
+    for name, role in roles.items():
+        tag, begin, length = found[name]
+        if tag == TAG_BYTES_LIST:  # one value per record (the layout says so)
+            values = Values(np.ones(len(begin), dtype=np.int64), starts=begin, lengths=length)
+        elif tag == TAG_FLOAT_LIST:
+            values = _floats(buffer, begin, length)
+        else:
+            values = _int64s(buffer, begin, length)
+        if role in (KEY, WEIGHT):
+            _require(values.counts == 1)
+        result[name] = values
+    return result
 
 
 def _require(condition) -> None:
@@ -269,7 +322,11 @@ def _packed(words: np.ndarray, list_begin: np.ndarray, list_end: np.ndarray,
 
 def _packed_float(buffer: np.ndarray, words: np.ndarray, list_begin: np.ndarray,
                   list_end: np.ndarray, window: np.ndarray | None) -> Values:
-    start, length = _packed(words, list_begin, list_end, window)
+    return _floats(buffer, *_packed(words, list_begin, list_end, window))
+
+
+def _floats(buffer: np.ndarray, start: np.ndarray, length: np.ndarray) -> Values:
+    """Packed float32 payloads at buffer[start:+length] of every record."""
     _require(length % 4 == 0)
     counts = length // 4
     if len(counts) and (counts == counts[0]).all():  # fixed length: one row per record
@@ -283,7 +340,11 @@ def _packed_float(buffer: np.ndarray, words: np.ndarray, list_begin: np.ndarray,
 
 def _packed_int64(buffer: np.ndarray, words: np.ndarray, list_begin: np.ndarray,
                   list_end: np.ndarray, window: np.ndarray | None) -> Values:
-    start, length = _packed(words, list_begin, list_end, window)
+    return _int64s(buffer, *_packed(words, list_begin, list_end, window))
+
+
+def _int64s(buffer: np.ndarray, start: np.ndarray, length: np.ndarray) -> Values:
+    """Packed int64 varint payloads at buffer[start:+length] of every record."""
     data, offsets = gather_spans(buffer, start, length)
     nonempty = length > 0
     # A varint may not run into the next record's payload: every payload ends a varint.

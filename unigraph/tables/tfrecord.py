@@ -75,6 +75,16 @@ def _roles(layout: TableLayout, columns: ColumnMap) -> dict[str, str]:
     return roles
 
 
+def _arrow_numbers(numbers: np.ndarray) -> pa.Array:
+    """A numpy array of numbers as an Arrow array, sharing its memory.
+
+    (pa.array would do, but its first call imports pandas: half a second.)
+    """
+    numbers = np.ascontiguousarray(numbers)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(numbers.dtype), len(numbers),
+                                 [None, pa.py_buffer(numbers)])
+
+
 def _decode_fast(layout: TableLayout, columns: ColumnMap, path: str,
                  chunk: tfrecord.RecordChunk, parsed: dict, file_index: int) -> Batch:
     start = chunk.first_index
@@ -87,7 +97,7 @@ def _decode_fast(layout: TableLayout, columns: ColumnMap, path: str,
     for name in columns.keys:
         values = parsed[name]
         if values.numbers is not None:  # int64 ids, named by their decimal text
-            keys.append(decode.ids_from_arrow(pa.array(values.numbers), locate, name))
+            keys.append(decode.ids_from_arrow(_arrow_numbers(values.numbers), locate, name))
         else:
             keys.append(decode.ids_from_spans(buffer, values.starts, values.lengths, locate,
                                               name))
@@ -97,7 +107,7 @@ def _decode_fast(layout: TableLayout, columns: ColumnMap, path: str,
     for spec in layout.features:
         values = parsed[spec.name]
         if values.numbers is not None:
-            flat = pa.array(values.numbers)
+            flat = _arrow_numbers(values.numbers)
         else:
             data, offsets = wire.gather_spans(buffer, values.starts, values.lengths)
             flat = pa.LargeBinaryArray.from_buffers(
@@ -193,6 +203,7 @@ def read_tfrecord(layout: TableLayout, path: str, file_index: int, batch_rows: i
     try:
         chunks = tfrecord.read_chunks(stream, path, check_crc=check_crc, records=batch_rows)
         columns = roles = None
+        layouts: dict = {}  # the records' layout, kept from chunk to chunk
         for chunk in chunks:
             if columns is None:
                 names = sorted(_parse(chunk.record(0), path, 0).features.feature)
@@ -200,7 +211,8 @@ def read_tfrecord(layout: TableLayout, path: str, file_index: int, batch_rows: i
                 roles = _roles(layout, columns)
             if len(chunk) < batch_rows:
                 _finish(chunks, chunk, path)
-            parsed = examples.parse_chunk(chunk.buffer, chunk.starts, chunk.lengths, roles)
+            parsed = examples.parse_chunk(chunk.buffer, chunk.starts, chunk.lengths, roles,
+                                          layouts)
             if parsed is None:
                 yield _decode_exact(layout, columns, path, chunk, file_index)
             else:
