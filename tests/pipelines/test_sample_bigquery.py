@@ -257,9 +257,10 @@ def test_bigquery_seeds_with_cutoffs_sample_like_a_file(graph, bigquery_server, 
                       "timestamp": pa.array([2000, 2020, 1995, 2024, 1980], pa.int64())})
     pq.write_table(seeds, str(tmp_path / "timed.parquet"))
     load_table(bigquery_server.client(), f"{PROJECT}.{DATASET}.timed_seeds", seeds)
+    one = ("--timestamp-column", "year", "--engine", "memory", "--workers", "1")  # no fork
     files = run(graph["parquet"], tmp_path / "files", "--seeds", str(tmp_path / "timed.parquet"),
-                "--timestamp-column", "year")
+                *one)
     bq = run(graph["bigquery"], tmp_path / "bq", "--seeds",
-             f"bq://{PROJECT}.{DATASET}.timed_seeds", "--timestamp-column", "year")
+             f"bq://{PROJECT}.{DATASET}.timed_seeds", *one)
     assert shard_bytes(bq) == shard_bytes(files)
     assert b"seed_timestamp" in shard_bytes(bq)["graph_schema.pbtxt"]

@@ -56,7 +56,8 @@ def temporal(tmp_path_factory):
 def memory_run(temporal, tmp_path_factory):
     _, folder, spec, seeds, _ = temporal
     out = tmp_path_factory.mktemp("out") / "memory"
-    return run_sample(out, folder, spec, "--seeds", seeds, "--engine", "memory")
+    # One process: a fork after another test started gRPC threads (Beam) can hang.
+    return run_sample(out, folder, spec, "--seeds", seeds, "--engine", "memory", "--workers", "1")
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,8 @@ def latest_run(temporal, tmp_path_factory):
     root = tmp_path_factory.mktemp("latest")
     spec = root / "spec.pbtxt"
     spec.write_text(SPEC[:SPEC.index('sampling_ops { op_name: "authors"')])
-    return run_sample(root / "out", folder, str(spec), "--seeds", seeds)
+    return run_sample(root / "out", folder, str(spec), "--seeds", seeds, "--engine", "memory",
+                      "--workers", "1")
 
 
 def _latest_eligible(graph, paper, cutoff, k):
@@ -194,7 +196,8 @@ sampling_ops { op_name: "k" input_op_names: ["s", "f"] edge_set_name: "knows" sa
                strategy: RANDOM_UNIFORM }
 """)
     seeds = str(tmp_path / "seeds.csv")
-    memory = run_sample(tmp_path / "m", folder, spec, "--seeds", seeds, "--engine", "memory")
+    memory = run_sample(tmp_path / "m", folder, spec, "--seeds", seeds, "--engine", "memory",
+                        "--workers", "1")
     beam = run_sample(tmp_path / "b", folder, spec, "--seeds", seeds, "--engine", "beam")
     from tests.pipelines.sampled_output import read_records
     assert read_records(memory) == read_records(beam)

@@ -103,7 +103,8 @@ def test_a_written_spec_runs_with_the_same_edge_set_at_two_hops(tmp_path):
     assert len(load_spec(spec_path).sampling_ops) == 2
     out = tmp_path / "out"
     assert sample.main(["--graph", folder, "--spec", spec_path, "--output", f"{out}/",
-                        "--seeds", os.path.join(folder, "timed_seeds.csv"), "--quiet"]) == 0
+                        "--seeds", os.path.join(folder, "timed_seeds.csv"), "--quiet",
+                        "--engine", "memory", "--workers", "1"]) == 0
     graphs = read_graphs(str(out))
     assert len(graphs) == graph.num_nodes["paper"]
     # Two hops of cites: some subgraph has a cites edge that does not start at the seed.
