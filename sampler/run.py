@@ -30,6 +30,7 @@ from sampler.output.files import REPORT_FILE, SCHEMA_FILE, parse_output, write_t
 from sampler.output.report import format_report
 from sampler.output.schema import sampled_schema, schema_text
 from sampler.plan.plan import Plan, pairs_table_layout
+from sampler.plan.timing import describe_time_plan, time_plan
 from unigraph import bigquery, paths
 from unigraph.errors import SamplerError
 from unigraph.batches import describe_row
@@ -92,6 +93,9 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         check_seeds(seeds_list, what=f"--seeds {seeds}", layout=layout)
     else:
         check_seed_set_has_nodes(loaded, plan)
+    timing = time_plan(loaded, plan, seeds)
+    if timing is not None and verbose:
+        say(describe_time_plan(timing))
     num_shards = final.num_shards or DEFAULT_SHARDS
     buckets = node_buckets or choose_node_buckets(loaded, plan)
     staging = begin(final, overwrite=overwrite, log=say if verbose else lambda m: None)
@@ -99,7 +103,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         stats_path = paths.join(staging.folder, STATS_FILE)
         job = SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds, output=staging.staged,
                           num_shards=num_shards, node_buckets=buckets, seed=seed,
-                          stats_path=stats_path)
+                          stats_path=stats_path, time=timing)
         if engine == "memory":
             stats, graph_bytes = _run_memory(job, workers or cores(), verbose, say)
             stats = stats.as_dict()
@@ -115,6 +119,11 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         report["dangling_edge_examples"] = _name_rows(report["dangling_edge_examples"],
                                                       loaded)
         shard_names = final.shard_names(num_shards)
+        if timing is not None:
+            report["time"] = {
+                "seed_cutoff_column": timing.seed_column.name if timing.has_cutoffs else None,
+                "time_type": timing.dtype,
+                "time_ordered_edge_sets": list(timing.ordered_edge_sets)}
         report.update({"output_shards": shard_names, "output_schema": SCHEMA_FILE,
                        "seed": seed, "engine": engine,
                        "wall_time_s": round(time.time() - started, 3)})
@@ -135,7 +144,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                 f"'{plan.seed_set}' (first missing: "
                 f"{', '.join(report['missing_seed_ids'][:3])}); nothing written", report)
         write_text(staging.staged.beside(SCHEMA_FILE),
-                   schema_text(sampled_schema(loaded.schema, plan)))
+                   schema_text(sampled_schema(loaded.schema, plan, job.seed_timestamp_dtype)))
         write_text(staging.staged.beside(REPORT_FILE), json.dumps(report, indent=2))
         commit(staging, shard_names)
     except BaseException:
