@@ -123,8 +123,10 @@ def check_sampled_graph(graph: GraphTensor, seed_set: str, link: bool = False) -
                             f"expected [{node}]: node {node} of '{seed_set}' is read out")
         seed_id = graph.context.features[context][0]
         if len(seed_ids) <= node or seed_ids[node] != seed_id:
+            found = (f" ({ID_FEATURE} {seed_ids[node]!r})" if len(seed_ids) > node
+                     else f" (it has {len(seed_ids)} nodes)")
             raise BadRecord(f"context {context} {seed_id!r} is not node {node} of "
-                            f"'{seed_set}'")
+                            f"'{seed_set}'{found}")
 
 
 def check_folder(folder: str) -> CheckReport:
