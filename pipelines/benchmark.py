@@ -169,6 +169,7 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
         "peak_pss_mb": round(stats.peak_pss_bytes / 2**20, 1),
         "max_processes": stats.max_processes,
         "pipeline_wall_s": report.get("wall_time_s"),
+        "graph_in_memory_mb": report.get("graph_in_memory_mb"),  # the memory engine's
     }
 
 
@@ -215,6 +216,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--extra-args", default="", metavar="ARGS",
                         help="one string of extra flags for `sample`; write it with '=': "
                              "--extra-args='--direct_num_workers 2'")
+    parser.add_argument("--keep-output", action="store_true",
+                        help="keep every run's output under CACHE_DIR/runs/ (default: "
+                             "deleted once measured)")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE, metavar="DIR",
                         help="where graphs and run outputs go (default benchmarks/cache)")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per run before it "
@@ -329,10 +333,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"benchmark: error: {name} run {i + 1}: {e}", file=sys.stderr)
                 print(f"benchmark: command: {shlex.join(cmd)}", file=sys.stderr)
                 return 1
+            if not args.keep_output:  # a scale-0.25 run writes about 10 GB
+                shutil.rmtree(output, ignore_errors=True)
             run["engine"] = name
             runs[name].append(run)
             if not args.json:
-                print(format_run(f"{name} run {i + 1}/{args.repeat}", run))
+                graph_mb = run["graph_in_memory_mb"]
+                print(format_run(f"{name} run {i + 1}/{args.repeat}", run)
+                      + (f", graph in memory {graph_mb:,.0f} MB" if graph_mb else ""))
     medians = {name: median_of(r) for name, r in runs.items()}
     first = runs[contenders[0]][0]
     config = {"scale": args.scale, "seed": args.seed, "strategy": args.strategy,

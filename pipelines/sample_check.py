@@ -122,11 +122,12 @@ def check_sampled_graph(graph: GraphTensor, seed_set: str, link: bool = False) -
             raise BadRecord(f"edge set '{edge_set}' has sources {adjacency.source.tolist()}, "
                             f"expected [{node}]: node {node} of '{seed_set}' is read out")
         seed_id = graph.context.features[context][0]
-        if len(seed_ids) <= node or seed_ids[node] != seed_id:
-            found = (f" ({ID_FEATURE} {seed_ids[node]!r})" if len(seed_ids) > node
-                     else f" (it has {len(seed_ids)} nodes)")
+        if len(seed_ids) <= node:
             raise BadRecord(f"context {context} {seed_id!r} is not node {node} of "
-                            f"'{seed_set}'{found}")
+                            f"'{seed_set}' (it has {len(seed_ids)} nodes)")
+        if seed_ids[node] != seed_id:
+            raise BadRecord(f"context {context} {seed_id!r} is not node {node} of "
+                            f"'{seed_set}' ({ID_FEATURE} {seed_ids[node]!r})")
 
 
 def check_folder(folder: str) -> CheckReport:

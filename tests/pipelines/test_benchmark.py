@@ -132,7 +132,11 @@ def test_tiny_benchmark_end_to_end(tmp_path, capsys):
     assert run["output_bytes"] > 0 and run["output_mb_per_s"] > 0
     # A Python process with numpy, pyarrow and the sampler holds well over 100 MB.
     assert run["peak_rss_mb"] > 100
+    assert run["graph_in_memory_mb"] > 0  # the default engine here is memory: it says
     assert result["median"]["wall_s"] == run["wall_s"] > 0
+    # Measured outputs are deleted (they are large at real scales) unless kept.
+    runs = tmp_path / "runs"
+    assert not any(f.is_file() for f in runs.rglob("*")) if runs.exists() else True
 
 
 def test_tfgnn_needs_tfrecord_tables(capsys):
