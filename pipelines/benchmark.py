@@ -58,27 +58,30 @@ from sampler.plan.spec import load_spec
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
-STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED")
+STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED", "LATEST_K")
 COMPLETE = ".complete"
 METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb",
            "peak_pss_mb")
 
 
-def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int) -> str:
-    return f"mag_scale{scale:g}_seed{seed}_{fmt}_shards{shards}_hub{hub_edges}"
+def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int,
+              timestamps: bool = False) -> str:
+    return (f"mag_scale{scale:g}_seed{seed}_{fmt}_shards{shards}_hub{hub_edges}"
+            + ("_timed" if timestamps else ""))
 
 
 def ensure_graph(cache_dir: str, *, scale: float, seed: int, fmt: str, shards: int,
-                 hub_edges: int, log=print) -> tuple[str, dict]:
+                 hub_edges: int, timestamps: bool = False, log=print) -> tuple[str, dict]:
     """The folder of a generated graph, generating it unless complete; (folder, manifest)."""
-    folder = os.path.join(cache_dir, graph_key(scale, seed, fmt, shards, hub_edges))
+    folder = os.path.join(cache_dir, graph_key(scale, seed, fmt, shards, hub_edges,
+                                               timestamps))
     marker = os.path.join(folder, COMPLETE)
     if not os.path.exists(marker):
         if os.path.exists(folder):
             shutil.rmtree(folder)
         started = time.perf_counter()
         graph = synthetic.generate(scale, seed, hub_edges=hub_edges)
-        manifest = synthetic.write_graph(graph, folder, fmt, shards)
+        manifest = synthetic.write_graph(graph, folder, fmt, shards, timestamps=timestamps)
         manifest["total_seconds"] = round(time.perf_counter() - started, 3)
         with open(os.path.join(folder, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=2)
@@ -204,10 +207,20 @@ def make_parser() -> argparse.ArgumentParser:
                         help="add a hub author with N writes edges and use its papers as seeds")
     parser.add_argument("--engine", default="memory", metavar="NAMES",
                         help="what runs the job, comma-separated and interleaved run by run: "
-                             "memory, beam (our engines), floor (a plain single-process numpy "
-                             "program, pipelines/floor_sampler.py), tfgnn (TF-GNN's "
+                             "memory, beam (our engines), memory-timed, beam-timed (the same "
+                             "with every paper's year as its cut-off; needs --timestamps), "
+                             "floor (a plain single-process numpy program, "
+                             "pipelines/floor_sampler.py), tfgnn (TF-GNN's "
                              "tfgnn_sampler; needs --format tfrecord); the first is the "
                              "reference for the ratios (default memory)")
+    parser.add_argument("--timestamps", action="store_true",
+                        help="generate the graph with synthetic-graph --timestamps (years on "
+                             "papers and edges); needed by --strategy LATEST_K and the "
+                             "memory-timed and beam-timed engines")
+    parser.add_argument("--cutoff", type=int, metavar="T",
+                        help="the -timed engines give every paper this cut-off instead of its "
+                             "own year (e.g. 9999: nothing excluded, the cost of the machinery "
+                             "alone)")
     parser.add_argument("--seed-fraction", type=float, metavar="F",
                         help="sample only about this fraction of the papers (chosen by a hash "
                              "of the id), e.g. 0.1")
@@ -231,16 +244,21 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-CONTENDERS = ("memory", "beam", "floor", "tfgnn")
+CONTENDERS = ("memory", "beam", "memory-timed", "beam-timed", "floor", "tfgnn")
+TIMED = "-timed"  # an engine of ours over the seeds with cut-offs (timed_seeds)
 
 
 def contender_command(name: str, folder: str, spec: str, seeds: str, output: str,
-                      extra: list[str]) -> list[str]:
+                      extra: list[str], timed_seeds: str | None = None) -> list[str]:
     """The command that runs the job with `name`: one of our engines, the plain numpy
     floor (pipelines/floor_sampler.py) or TF-GNN's own sampler."""
     schema = os.path.join(folder, "graph_schema.pbtxt")
     if name in ("memory", "beam"):
         return sample_command(schema, spec, seeds, output, ["--engine", name, *extra])
+    if name.endswith(TIMED):  # every paper, its own year (or --cutoff) as its cut-off
+        timed = timed_seeds or glob.glob(os.path.join(folder, "timed_seeds.*"))[0]
+        return sample_command(schema, spec, timed, output,
+                              ["--engine", name[:-len(TIMED)], *extra])
     if name == "floor":
         return [sys.executable, "-m", "pipelines.floor_sampler", "--graph", schema,
                 "--spec", spec, "--seeds", seeds, "--output", output]
@@ -272,6 +290,27 @@ def seed_subset(folder: str, manifest: dict, fraction: float) -> str:
     return path
 
 
+def constant_cutoff_seeds(folder: str, manifest: dict, cutoff: int) -> str:
+    """Every paper with the same cut-off, written once into the graph's folder."""
+    import numpy as np
+
+    from unigraph.batches import NodeBatch
+    from unigraph.tables import read_seeds
+    from unigraph.tables.layout import TimeColumn, seeds_layout
+    from unigraph.writers import write_table
+
+    path = os.path.join(folder, f"seeds_cutoff{cutoff}.parquet")
+    if not os.path.exists(path):
+        ids = np.concatenate([b.ids for b in read_seeds(
+            os.path.join(folder, manifest["seeds"]["all"]))])
+        temp = path + ".tmp.parquet"
+        write_table(temp, seeds_layout(TimeColumn("timestamp", "int64")),
+                    [NodeBatch("seeds", ids, np.arange(len(ids), dtype=np.int64),
+                               {"timestamp": np.full(len(ids), cutoff, np.int64)})])
+        os.replace(temp, path)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     if args.repeat < 1:
@@ -280,6 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [e for e in args.engine.split(",") if e not in CONTENDERS]
     if unknown:
         print(f"benchmark: error: --engine {unknown[0]}: choose from {', '.join(CONTENDERS)}",
+              file=sys.stderr)
+        return 2
+    needs_time = args.strategy == "LATEST_K" or any(e.endswith(TIMED) for e in
+                                                    args.engine.split(","))
+    if needs_time and not args.timestamps:
+        print("benchmark: error: LATEST_K and the -timed engines need --timestamps",
               file=sys.stderr)
         return 2
     if "tfgnn" in args.engine.split(",") and args.format != "tfrecord":
@@ -293,13 +338,16 @@ def main(argv: list[str] | None = None) -> int:
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     folder, manifest = ensure_graph(args.cache_dir, scale=args.scale, seed=args.seed,
                                     fmt=args.format, shards=args.shards,
-                                    hub_edges=args.hub_edges, log=log)
+                                    hub_edges=args.hub_edges, timestamps=args.timestamps,
+                                    log=log)
     spec = write_spec(folder, args.strategy)
     if args.seed_fraction is not None:
         seeds = seed_subset(folder, manifest, args.seed_fraction)
     else:
         seeds = os.path.join(folder, manifest["seeds"]["hub" if args.hub_edges else "all"])
     extra = shlex.split(args.extra_args)
+    timed_seeds = (constant_cutoff_seeds(folder, manifest, args.cutoff)
+                   if args.cutoff is not None and args.timestamps else None)
     contenders = args.engine.split(",")
     if args.link:
         if any(c not in ("memory", "beam") for c in contenders):
@@ -317,7 +365,6 @@ def main(argv: list[str] | None = None) -> int:
                 ["--engine", name, *extra])
         contenders = list(variants)
     runs = {name: [] for name in contenders}
-    runs = {name: [] for name in contenders}
     for i in range(args.repeat):
         for name in contenders:  # interleaved: the same machine state for every contender
             output = os.path.join(args.cache_dir, "runs", os.path.basename(folder),
@@ -326,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                 cmd = variants[name]
                 cmd[cmd.index("--output") + 1] = output.rstrip("/") + "/"
             else:
-                cmd = contender_command(name, folder, spec, seeds, output, extra)
+                cmd = contender_command(name, folder, spec, seeds, output, extra, timed_seeds)
             try:
                 run = run_once(cmd, output, args.timeout, tfgnn=(name == "tfgnn"))
             except SampleFailed as e:
@@ -344,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     medians = {name: median_of(r) for name, r in runs.items()}
     first = runs[contenders[0]][0]
     config = {"scale": args.scale, "seed": args.seed, "strategy": args.strategy,
+              "timestamps": args.timestamps, "cutoff": args.cutoff,
               "format": args.format, "shards": args.shards, "hub_edges": args.hub_edges,
               "seed_fraction": args.seed_fraction, "engines": contenders,
               "extra_args": args.extra_args, "graph": folder,

@@ -26,6 +26,7 @@ from sampler.plan.plan import (DEGREE, UNIFORM, Plan, build_plan, pair_edge_sets
 from sampler.plan.spec import load_spec
 from unigraph.errors import SamplerError, one_line
 from unigraph.schema import LoadedSchema, check_schema, load_schema
+from unigraph.timestamps import override_timestamp_column
 
 DEFAULT_SEED = 42
 EXIT_NOTHING_SAMPLED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
@@ -71,6 +72,11 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data_path", "--data-path", dest="data_path", metavar="FOLDER",
                         help="where the schema's tables are (default: the schema's folder), "
                              "as TF-GNN's --data_path")
+    parser.add_argument("--timestamp-column", dest="timestamp_column", metavar="COLUMN",
+                        help="the column holding node and edge timestamps in every table "
+                             "(default '#timestamp' or 'timestamp', or a set's metadata extra "
+                             "'timestamp_column'); LATEST_K and seed cut-offs use it; "
+                             "e.g. --timestamp-column year")
     parser.add_argument("--overwrite", action="store_true",
                         help="write into a non-empty output folder that `sample` did not write "
                              "(its own earlier output is always replaced, atomically)")
@@ -121,10 +127,12 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_and_check(graph: str, spec_path: str,
-                   data_path: str | None = None) -> tuple[LoadedSchema, Plan]:
+def load_and_check(graph: str, spec_path: str, data_path: str | None = None,
+                   timestamp_column: str | None = None) -> tuple[LoadedSchema, Plan]:
     """Every check of the schema and spec that can run before a pipeline exists."""
     loaded = load_schema(graph, data_path)
+    if timestamp_column:
+        override_timestamp_column(loaded, timestamp_column)
     check_schema(loaded)
     plan = build_plan(load_spec(spec_path), loaded, source=spec_path)
     return loaded, plan
@@ -187,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.workers is not None and args.workers < 1:
             raise SamplerError(f"--workers {args.workers}: give at least 1")
         check_pipeline_flags(parser, beam_args)
-        loaded, plan = load_and_check(args.graph, args.spec, args.data_path)
+        loaded, plan = load_and_check(args.graph, args.spec, args.data_path,
+                                      args.timestamp_column)
         plan = with_edge_aggregation(link_options(plan, args, loaded), args.edge_aggregation)
         for warning in plan_warnings(plan, args.spec):
             print(f"sample: warning: {warning}", file=sys.stderr)

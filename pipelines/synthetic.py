@@ -12,6 +12,8 @@ writes, into the output folder, a unigraph that `sample` reads unchanged:
   paper.<ext>           `#id`, `feat` (128 floats), `labels` (int64 [1]), `year` (int64 [1])
   cites/writes/has_topic/affiliated_with.<ext>   `#source`, `#target`, `#weight` (float)
   seeds.<ext>           every paper id (column `#id`)
+  timed_seeds.<ext>     with --timestamps: every paper id and its year as the cut-off
+                        (columns `#id`, `timestamp`)
   hub_seeds.<ext>       with --hub-edges: the papers "author/hub" wrote
   manifest.json         the arguments, counts, degree statistics and timings
 
@@ -78,6 +80,13 @@ the generator never produces (it refuses a scale so small that there are fewer
 cites than papers). The rule is `planted_labels()` below, a pure function for tests
 and training.
 
+Timestamps (--timestamps). Every table gains an int64 scalar feature `timestamp`
+(the default timestamp column, unigraph/timestamps.py), in years: a paper's is its
+`year`; a cites edge's the later of its two papers' years (a citation exists once both
+papers do); writes/written and has_topic edges take their paper's year;
+affiliated_with edges a year uniform in 2010..2019. So every edge is no older than the
+papers it touches, and a paper's own year as its seed cut-off keeps its own edges.
+
 Randomness: every table comes from its own numpy stream, SeedSequence(seed, k) with a
 fixed k per component, so the output is a function of (scale, seed, flags) alone, and
 e.g. --hub-edges does not change the rest of the graph.
@@ -96,7 +105,7 @@ import numpy as np
 from unigraph.batches import EdgeBatch, NodeBatch
 from unigraph.paths import shard_names
 from unigraph.schema import load_schema
-from unigraph.tables.layout import seeds_layout, table_layout
+from unigraph.tables.layout import FeatureSpec, seeds_layout, table_layout
 from unigraph.writers import write_sharded, write_table
 
 FEAT_DIM = 128
@@ -137,7 +146,8 @@ DEGREE_MODELS = {
 
 # Stream numbers of SeedSequence(seed, k): fixed forever, so outputs stay stable.
 _STREAMS = {"feat": 1, "year": 2, "labels": 3, "cites": 4, "writes": 5, "has_topic": 6,
-            "affiliated_with": 7, "hub": 8, "planted": 9}
+            "affiliated_with": 7, "hub": 8, "planted": 9, "affiliated_time": 10}
+TIME_FEATURE = "timestamp"  # the default timestamp column (unigraph.timestamps)
 
 
 def scaled_counts(scale: float) -> tuple[dict[str, int], dict[str, int]]:
@@ -358,6 +368,18 @@ class SyntheticGraph:
     hub_papers: np.ndarray  # int64 paper indices the hub wrote (empty without a hub)
     duplicates_left: dict[str, int]
 
+    def edge_times(self, name: str) -> np.ndarray:
+        """int64 year of every edge of `name` (see "Timestamps" in the module docstring)."""
+        sources, targets, _ = self.edges[name]
+        if name == "cites":
+            return np.maximum(self.year[sources], self.year[targets])
+        if name == "writes":
+            return self.year[targets]
+        if name == "has_topic":
+            return self.year[sources]
+        return _rng(self.seed, "affiliated_time").integers(2010, 2020, len(sources),
+                                                           dtype=np.int64)
+
     @property
     def hub_index(self) -> int:
         """The hub's author index in `edges['writes']` sources (one past the last author)."""
@@ -434,18 +456,20 @@ def table_name(name: str, fmt: str, shards: int) -> str:
     return f"{name}@{shards}{ext}" if shards > 1 else f"{name}{ext}"
 
 
-def schema_text(fmt: str, shards: int, note: str = "") -> str:
+def schema_text(fmt: str, shards: int, note: str = "", timestamps: bool = False) -> str:
     """graph_schema.pbtxt of a generated graph."""
     t = {name: table_name(name, fmt, shards) for name in ("paper", *EDGE_COUNTS)}
     header = f"# OGBN-MAG-shaped synthetic graph (pipelines/synthetic.py). {note}".rstrip()
-    return f"""{header}
+    time = (f'features {{ key: "{TIME_FEATURE}" value {{ dtype: DT_INT64 }} }} '
+            if timestamps else "")
+    text = f"""{header}
 node_sets {{
   key: "paper"
   value {{
     features {{ key: "feat"   value {{ dtype: DT_FLOAT shape {{ dim {{ size: {FEAT_DIM} }} }} }} }}
     features {{ key: "labels" value {{ dtype: DT_INT64 shape {{ dim {{ size: 1 }} }} }} }}
     features {{ key: "year"   value {{ dtype: DT_INT64 shape {{ dim {{ size: 1 }} }} }} }}
-    metadata {{ filename: "{t['paper']}" }}
+    {time}metadata {{ filename: "{t['paper']}" }}
   }}
 }}
 # Featureless node sets without tables: their nodes are the ids the edges name.
@@ -455,28 +479,29 @@ node_sets {{ key: "institution" value {{}} }}
 # Every edge table has a float '#weight' column (used by TOP_K and RANDOM_WEIGHTED).
 edge_sets {{
   key: "cites"
-  value {{ source: "paper" target: "paper" metadata {{ filename: "{t['cites']}" }} }}
+  value {{ source: "paper" target: "paper" {time}metadata {{ filename: "{t['cites']}" }} }}
 }}
 edge_sets {{
   key: "writes"
-  value {{ source: "author" target: "paper" metadata {{ filename: "{t['writes']}" }} }}
+  value {{ source: "author" target: "paper" {time}metadata {{ filename: "{t['writes']}" }} }}
 }}
 edge_sets {{
   key: "written"
   value {{
     source: "paper" target: "author"
-    metadata {{ filename: "{t['writes']}" extra {{ key: "edge_type" value: "reversed" }} }}
+    {time}metadata {{ filename: "{t['writes']}" extra {{ key: "edge_type" value: "reversed" }} }}
   }}
 }}
 edge_sets {{
   key: "has_topic"
-  value {{ source: "paper" target: "field_of_study" metadata {{ filename: "{t['has_topic']}" }} }}
+  value {{ source: "paper" target: "field_of_study" {time}metadata {{ filename: "{t['has_topic']}" }} }}
 }}
 edge_sets {{
   key: "affiliated_with"
-  value {{ source: "author" target: "institution" metadata {{ filename: "{t['affiliated_with']}" }} }}
+  value {{ source: "author" target: "institution" {time}metadata {{ filename: "{t['affiliated_with']}" }} }}
 }}
 """
+    return text
 
 
 def spec_text(strategy: str = "RANDOM_UNIFORM") -> str:
@@ -505,8 +530,10 @@ def _shard_paths(folder: str, name: str, fmt: str, shards: int) -> list[str]:
     return shard_names(pattern) if shards > 1 else [pattern]
 
 
-def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1) -> dict:
-    """Writes schema, spec, tables, seeds and manifest.json into `output`; returns the manifest."""
+def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1, *,
+                timestamps: bool = False) -> dict:
+    """Writes schema, spec, tables, seeds and manifest.json into `output`; returns the
+    manifest. `timestamps`: the `timestamp` columns and timed_seeds (module docstring)."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if shards < 1:
@@ -516,7 +543,7 @@ def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1) -
             f"classes={graph.num_classes} hub_edges={len(graph.hub_papers)}")
     schema_path = os.path.join(output, "graph_schema.pbtxt")
     with open(schema_path, "w") as f:
-        f.write(schema_text(fmt, shards, note))
+        f.write(schema_text(fmt, shards, note, timestamps))
     with open(os.path.join(output, "sampling_spec.pbtxt"), "w") as f:
         f.write(spec_text())
     loaded = load_schema(schema_path)
@@ -528,9 +555,11 @@ def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1) -
     def paper_batches():
         for lo, hi in _chunks(n_papers):
             index = np.arange(lo, hi, dtype=np.int64)
-            yield NodeBatch("paper", node_ids("paper", index), index, {
-                "feat": graph.feat[lo:hi], "labels": graph.labels[lo:hi, None],
-                "year": graph.year[lo:hi, None]})
+            features = {"feat": graph.feat[lo:hi], "labels": graph.labels[lo:hi, None],
+                        "year": graph.year[lo:hi, None]}
+            if timestamps:
+                features[TIME_FEATURE] = graph.year[lo:hi]
+            yield NodeBatch("paper", node_ids("paper", index), index, features)
 
     write_sharded(_shard_paths(output, "paper", fmt, shards),
                   table_layout(loaded, "nodes", "paper"), paper_batches())
@@ -540,13 +569,15 @@ def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1) -
         started = time.perf_counter()
         sources, targets, weights = graph.edges[name]
         hub = graph.hub_index if name == "writes" else None
+        times = graph.edge_times(name) if timestamps else None
 
         def edge_batches(name=name, sources=sources, targets=targets, weights=weights,
-                         hub=hub, src_set=src_set, tgt_set=tgt_set):
+                         hub=hub, src_set=src_set, tgt_set=tgt_set, times=times):
             for lo, hi in _chunks(len(sources)):
                 yield EdgeBatch(name, node_ids(src_set, sources[lo:hi], hub),
                                 node_ids(tgt_set, targets[lo:hi]),
-                                np.arange(lo, hi, dtype=np.int64), weights[lo:hi], {})
+                                np.arange(lo, hi, dtype=np.int64), weights[lo:hi],
+                                {} if times is None else {TIME_FEATURE: times[lo:hi]})
 
         write_sharded(_shard_paths(output, name, fmt, shards),
                       table_layout(loaded, "edges", name), edge_batches())
@@ -567,11 +598,23 @@ def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1) -
         seeds["hub"] = f"hub_seeds{ext}"
         write_table(os.path.join(output, seeds["hub"]), seeds_layout(),
                     seed_batches(np.unique(graph.hub_papers)))
+    if timestamps:  # every paper, its own year as its cut-off
+        seeds["timed"] = f"timed_seeds{ext}"
+        timed = dataclasses.replace(seeds_layout(), features=(
+            FeatureSpec(TIME_FEATURE, np.dtype(np.int64), (), "DT_INT64"),))
+
+        def timed_batches():
+            for lo, hi in _chunks(n_papers):
+                yield NodeBatch("seeds", node_ids("paper", np.arange(lo, hi)),
+                                np.arange(lo, hi, dtype=np.int64),
+                                {TIME_FEATURE: graph.year[lo:hi]})
+
+        write_table(os.path.join(output, seeds["timed"]), timed, timed_batches())
     timings["seeds"] = round(time.perf_counter() - started, 3)
 
     manifest = {
         "scale": graph.scale, "seed": graph.seed, "format": fmt, "shards": shards,
-        "planted": graph.planted, "num_classes": graph.num_classes,
+        "planted": graph.planted, "num_classes": graph.num_classes, "timestamps": timestamps,
         "hub_edges": int(len(graph.hub_papers)),
         "nodes": graph.num_nodes,
         "edges": {name: int(len(e[0])) for name, e in graph.edges.items()},
@@ -600,6 +643,7 @@ examples:
   synthetic-graph --scale 0.1 --format csv --shards 4 --seed 7 --output /tmp/mag_csv
   synthetic-graph --scale 0.01 --planted --num-classes 8 --output /tmp/mag_planted
   synthetic-graph --scale 0.01 --hub-edges 100000 --output /tmp/mag_hub
+  synthetic-graph --scale 0.01 --timestamps --output /tmp/mag_timed
 """
 
 
@@ -626,6 +670,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--num-classes", type=int, metavar="C",
                         help=f"label classes (default {OGBN_MAG_CLASSES}, or "
                              f"{PLANTED_DEFAULT_CLASSES} with --planted, at most {FEAT_DIM})")
+    parser.add_argument("--timestamps", action="store_true",
+                        help="a `timestamp` column (years) in every table and "
+                             "timed_seeds.<ext> with every paper's year as its cut-off (see "
+                             "the module docstring)")
     parser.add_argument("--quiet", action="store_true", help="print only the output folder")
     return parser
 
@@ -637,7 +685,8 @@ def main(argv: list[str] | None = None) -> int:
         graph = generate(args.scale, args.seed, hub_edges=args.hub_edges, planted=args.planted,
                          num_classes=args.num_classes)
         generated = time.perf_counter() - started
-        manifest = write_graph(graph, args.output, args.format, args.shards)
+        manifest = write_graph(graph, args.output, args.format, args.shards,
+                               timestamps=args.timestamps)
     except ValueError as e:
         print(f"synthetic-graph: error: {e}", file=sys.stderr)
         return 2

@@ -5,11 +5,13 @@ has the diagram and the contract that makes the output byte-identical):
 
   1. read      unigraph.tables (file -> columnar batch); unigraph.beam_io (Beam sources)
   2. plan      sampler.plan.plan.build_plan: SamplingSpec checked against the schema -> Plan
-  3. job       sampler.job.job.SamplingJob: plan + output + shard and bucket counts
+               (sampler.plan.timing: timestamps to read, cut-offs; plan.builder writes specs)
+  3. job       sampler.job.job.SamplingJob: plan + time plan + output + shard and bucket counts
   4. index     sampler.core.node_table, sampler.core.adjacency: per-bucket tables and CSR
   5. seeds     sampler.core.seeds.join_seeds: seed rows -> samples, found or listed missing
                (link seeds: sampler.core.pairs, negatives from sampler.core.negatives)
-  6. hop       sampler.core.hop.hop_bucket (strategies.py, rng.py): one op on one bucket
+  6. hop       sampler.core.hop.hop_bucket (strategies.py, rng.py, temporal.py): one op on
+               one bucket, each sample's cut-off an eligible prefix of the rows
                (then sampler.core.induced for --edge-aggregation node)
   7. lookup    sampler.core.node_table.features_by_shard: reached nodes' features per shard
   8. assemble  sampler.core.assemble.ShardAssembler: a shard's pieces -> canonical subgraphs

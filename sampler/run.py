@@ -31,6 +31,7 @@ from sampler.output.files import REPORT_FILE, SCHEMA_FILE, parse_output, write_t
 from sampler.output.report import format_report
 from sampler.output.schema import sampled_schema, schema_text
 from sampler.plan.plan import Plan, pairs_table_layout
+from sampler.plan.timing import describe_time_plan, time_plan
 from unigraph import bigquery, paths
 from unigraph.errors import SamplerError
 from unigraph.batches import describe_row
@@ -93,6 +94,9 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         check_seeds(seeds_list, what=f"--seeds {seeds}", layout=layout)
     else:
         check_seed_set_has_nodes(loaded, plan)
+    timing = time_plan(loaded, plan, seeds)
+    if timing is not None and verbose:
+        say(describe_time_plan(timing))
     # Shards of about 200 MB for the output this job should write (job/sizing.py).
     num_shards = final.num_shards or output_shards(loaded, plan, seeds_list)
     buckets = node_buckets or choose_node_buckets(loaded, plan)
@@ -100,20 +104,16 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         return _build_only(SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds,
                                        output=final, num_shards=num_shards,
                                        node_buckets=buckets, seed=seed,
-                                       stats_path=final.beside(STATS_FILE)),
+                                       stats_path=final.beside(STATS_FILE), time=timing),
                            beam_args, say)
     staging = begin(final, overwrite=overwrite, log=say if verbose else lambda m: None)
     try:
         stats_path = paths.join(staging.folder, STATS_FILE)
         job = SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds, output=staging.staged,
                           num_shards=num_shards, node_buckets=buckets, seed=seed,
-                          stats_path=stats_path)
+                          stats_path=stats_path, time=timing)
         if engine == "memory":
-            workers = workers or cores()
-            if verbose:
-                say(f"sampling {len(plan.ops)} op(s) into {num_shards} shard(s) with "
-                    f"{workers} worker process(es)")
-            stats, graph_bytes = _run_memory(job, workers, verbose)
+            stats, graph_bytes = _run_memory(job, workers or cores(), verbose, say)
             stats = stats.as_dict()
         else:
             if verbose:
@@ -127,6 +127,11 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         report["dangling_edge_examples"] = _name_rows(report["dangling_edge_examples"],
                                                       loaded)
         shard_names = final.shard_names(num_shards)
+        if timing is not None:
+            report["time"] = {
+                "seed_cutoff_column": timing.seed_column.name if timing.has_cutoffs else None,
+                "time_type": timing.dtype,
+                "time_ordered_edge_sets": list(timing.ordered_edge_sets)}
         report.update({"output_shards": shard_names, "output_schema": SCHEMA_FILE,
                        "seed": seed, "engine": engine,
                        "wall_time_s": round(time.time() - started, 3)})
@@ -147,7 +152,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                 f"'{plan.seed_set}' (first missing: "
                 f"{', '.join(report['missing_seed_ids'][:3])}); nothing written", report)
         write_text(staging.staged.beside(SCHEMA_FILE),
-                   schema_text(sampled_schema(loaded.schema, plan)))
+                   schema_text(sampled_schema(loaded.schema, plan, job.seed_timestamp_dtype)))
         write_text(staging.staged.beside(REPORT_FILE), json.dumps(report, indent=2))
         commit(staging, shard_names)
     except BaseException:
@@ -161,14 +166,21 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     return report
 
 
-def _run_memory(job: SamplingJob, workers: int, verbose: bool) -> tuple[RunStats, int]:
+def _run_memory(job: SamplingJob, workers: int, verbose: bool,
+                say: Callable[[str], None]) -> tuple[RunStats, int]:
     """The merged counts and the bytes of the loaded graph's arrays."""
     bar = SeedBar(verbose)
     graph_bytes = 0
 
-    def start(seeds: int, loaded_bytes: int) -> None:
+    def start(seeds: int, loaded_bytes: int, processes: int) -> None:
         nonlocal graph_bytes
         graph_bytes = loaded_bytes
+        if processes < min(workers, job.num_shards):
+            say("sampling in this one process: gRPC is loaded here (Beam or the BigQuery "
+                "client ran in it), and processes forked after it can hang")
+        if verbose:
+            say(f"sampling {len(job.plan.ops)} op(s) into {job.num_shards} shard(s) with "
+                f"{processes} worker process(es), graph loaded ({loaded_bytes / 1e6:,.0f} MB)")
         bar.start(seeds)
 
     try:

@@ -72,3 +72,14 @@ def bigquery(bigquery_server):
     """The emulator, with this test's environment pointed at it."""
     with bigquery_server.environment():
         yield bigquery_server
+
+
+@pytest.fixture(autouse=True)
+def _one_memory_worker_unless_asked(monkeypatch):
+    """`sample` in a test process runs the memory engine with one worker unless the test
+    passes --workers. A test process may have run a Beam pipeline before (its gRPC and
+    Arrow threads), and a fork of such a process can deadlock in the child (seen: a
+    worker of test_sample_safety hung on a futex after Beam tests ran in its process).
+    Worker counts are tested explicitly (--workers, or `sample` in a fresh process)."""
+    import sampler.run
+    monkeypatch.setattr(sampler.run, "cores", lambda: 1)

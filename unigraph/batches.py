@@ -46,6 +46,9 @@ class NodeBatch:
     ids: np.ndarray                     # 'S' bytes, one per row
     rows: np.ndarray                    # int64 RowId, one per row
     features: dict[str, FeatureValues]  # schema features, decoded
+    # int64 or float64 per row when the job reads the set's timestamp column
+    # (unigraph.timestamps), else None.
+    timestamps: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -53,7 +56,8 @@ class NodeBatch:
     def take(self, positions: np.ndarray) -> "NodeBatch":
         """The rows at `positions`."""
         return NodeBatch(self.node_set, self.ids[positions], self.rows[positions],
-                         {k: take(v, positions) for k, v in self.features.items()})
+                         {k: take(v, positions) for k, v in self.features.items()},
+                         None if self.timestamps is None else self.timestamps[positions])
 
 
 @dataclasses.dataclass(eq=False)
@@ -66,6 +70,7 @@ class EdgeBatch:
     rows: np.ndarray                    # int64 RowId
     weights: np.ndarray | None          # float64, or None when the table has no weight column
     features: dict[str, FeatureValues]  # schema features (not the weight unless declared)
+    timestamps: np.ndarray | None = None  # as NodeBatch.timestamps
 
     def __len__(self) -> int:
         return len(self.sources)
@@ -75,7 +80,8 @@ class EdgeBatch:
         return EdgeBatch(self.edge_set, self.sources[positions], self.targets[positions],
                          self.rows[positions],
                          None if self.weights is None else self.weights[positions],
-                         {k: take(v, positions) for k, v in self.features.items()})
+                         {k: take(v, positions) for k, v in self.features.items()},
+                         None if self.timestamps is None else self.timestamps[positions])
 
 
 @dataclasses.dataclass(eq=False)
@@ -84,12 +90,15 @@ class SeedBatch:
 
     ids: np.ndarray   # 'S' bytes
     rows: np.ndarray  # int64 RowId of each seed row (where it is, for messages)
+    # The seed's time cut-off (the seeds table's `timestamp` column), if it has one.
+    timestamps: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def take(self, positions: np.ndarray) -> "SeedBatch":
-        return SeedBatch(self.ids[positions], self.rows[positions])
+        return SeedBatch(self.ids[positions], self.rows[positions],
+                         None if self.timestamps is None else self.timestamps[positions])
 
 
 @dataclasses.dataclass(eq=False)

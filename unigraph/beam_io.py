@@ -28,6 +28,7 @@ from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables import (DEFAULT_BATCH_ROWS, TableLayout, close_bigquery, open_bigquery,
                              read_unit, seed_files, seeds_layout, seeds_source, split_file,
                              table_layout)
+from unigraph.tables.layout import TimeColumn
 
 
 use_element_coder()  # batches cross workers as raw arrays, not pickles (beam_coder.py)
@@ -88,8 +89,9 @@ class _ReadBigQuery(beam.PTransform):
         return batches
 
 
-def _read_table(loaded: LoadedSchema, kind: str, set_name: str, batch_rows: int):
-    layout = table_layout(loaded, kind, set_name)
+def _read_table(loaded: LoadedSchema, kind: str, set_name: str, batch_rows: int,
+                timestamp: TimeColumn | None = None):
+    layout = table_layout(loaded, kind, set_name, timestamp)
     source = bigquery_source(loaded, kind, set_name)
     if source is not None:
         return _ReadBigQuery(layout, source, batch_rows)
@@ -97,24 +99,26 @@ def _read_table(loaded: LoadedSchema, kind: str, set_name: str, batch_rows: int)
 
 
 class ReadNodeSet(beam.PTransform):
-    """PCollection of NodeBatch for one node set that has a table."""
+    """PCollection of NodeBatch for one node set that has a table (with `timestamp`,
+    its timestamp column too)."""
 
     def __init__(self, loaded: LoadedSchema, set_name: str, *,
-                 batch_rows: int = DEFAULT_BATCH_ROWS):
+                 batch_rows: int = DEFAULT_BATCH_ROWS, timestamp: TimeColumn | None = None):
         super().__init__()
-        self._read = _read_table(loaded, "nodes", set_name, batch_rows)
+        self._read = _read_table(loaded, "nodes", set_name, batch_rows, timestamp)
 
     def expand(self, pbegin):
         return pbegin | self._read
 
 
 class ReadEdgeSet(beam.PTransform):
-    """PCollection of EdgeBatch for one edge set, oriented per the schema."""
+    """PCollection of EdgeBatch for one edge set, oriented per the schema (with
+    `timestamp`, its timestamp column too)."""
 
     def __init__(self, loaded: LoadedSchema, set_name: str, *,
-                 batch_rows: int = DEFAULT_BATCH_ROWS):
+                 batch_rows: int = DEFAULT_BATCH_ROWS, timestamp: TimeColumn | None = None):
         super().__init__()
-        self._read = _read_table(loaded, "edges", set_name, batch_rows)
+        self._read = _read_table(loaded, "edges", set_name, batch_rows, timestamp)
 
     def expand(self, pbegin):
         return pbegin | self._read
@@ -129,11 +133,12 @@ class ReadSeeds(beam.PTransform):
     """
 
     def __init__(self, pattern: str, *, base_dir: str = ".",
-                 batch_rows: int = DEFAULT_BATCH_ROWS):
+                 batch_rows: int = DEFAULT_BATCH_ROWS, timestamp: TimeColumn | None = None):
         super().__init__()
         source = seeds_source(pattern)
-        self._read = (_ReadBigQuery(seeds_layout(), source, batch_rows) if source is not None
-                      else _ReadFiles(seeds_layout(), seed_files(pattern, base_dir), batch_rows))
+        layout = seeds_layout(timestamp)
+        self._read = (_ReadBigQuery(layout, source, batch_rows) if source is not None
+                      else _ReadFiles(layout, seed_files(pattern, base_dir), batch_rows))
 
     def expand(self, pbegin):
         return pbegin | self._read

@@ -20,6 +20,7 @@ from unigraph import bigquery
 from unigraph import graph_schema_pb2 as gs
 from unigraph import paths
 from unigraph.errors import SchemaError, TableError, one_line, text_format_message
+from unigraph.timestamps import check_declared_timestamp
 
 SCHEMA_FILE_NAME = "graph_schema.pbtxt"
 
@@ -32,7 +33,7 @@ WEIGHT_COLUMNS = ("#weight", "weight")
 
 # Feature names the output encoding writes itself.
 RESERVED_FEATURES = {"#size", "#source", "#target", "#id"}
-RESERVED_CONTEXT_FEATURES = {"seed_id", "source_id", "target_id"}
+RESERVED_CONTEXT_FEATURES = {"seed_id", "seed_timestamp", "source_id", "target_id"}
 READOUT_PREFIX = "_readout"
 # TF-GNN's link-prediction schemas declare these auxiliary sets themselves (for
 # `symmetric_link_seed_op`): the node set whose features the pairs table gives, and
@@ -256,6 +257,12 @@ def check_schema(loaded: LoadedSchema, *, check_files: bool = True) -> None:
             _check_feature(where, name, feature, RESERVED_FEATURES)
         if not has_table(edge_set.metadata):
             raise SchemaError(f"{where}: no table (metadata.filename or metadata.bigquery)")
+    for kind, name in [("nodes", n) for n in schema.node_sets] + [
+            ("edges", n) for n in schema.edge_sets]:
+        problem = check_declared_timestamp(
+            loaded, kind, name, f"graph schema {source}: {kind[:-1]} set '{name}'")
+        if problem:
+            raise SchemaError(problem)
     for kind, name in set_names(schema):
         # A BigQuery source is checked here for its form; whether the table exists and
         # holds the columns is checked when it is opened for reading (or by --dry-run).

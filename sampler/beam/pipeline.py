@@ -5,6 +5,7 @@ numpy batches for many nodes or samples, never one node or one sample.
 
     Read/nodes/<set>, Read/edges/<set>, Read/seeds    unigraph.beam_io
     NodeTable/<set>, Adjacency/<set>, SeedIds/...     beam/tables.py
+    EdgeTimes/<set> (target node times, if any)       beam/tables.py
     Pairs (link seeds), Seeds                         beam/pairs.py, beam/seeds.py
     Hop/<op>, one per op in plan order                beam/hops.py
     Nodes/<set>                                       beam/nodes.py
@@ -27,7 +28,7 @@ from sampler.beam.nodes import LookupNodes
 from sampler.beam.pairs import NumberPairs
 from sampler.beam.report import MergeReport
 from sampler.beam.seeds import JoinSeeds
-from sampler.beam.tables import BuildAdjacency, BuildNodeTable, IdsFromEdges
+from sampler.beam.tables import BuildAdjacency, BuildNodeTable, EffectiveTimes, IdsFromEdges
 from sampler.core.seeds import seeds_from_ids, seeds_from_nodes
 from sampler.job.job import SamplingJob
 from sampler.core.negatives import split_by_draw_group
@@ -50,12 +51,14 @@ class SampleSubgraphs(beam.PTransform):
         self.job = job
 
     def expand(self, pbegin):
-        job, plan = self.job, self.job.plan
+        job, plan, time = self.job, self.job.plan, self.job.time
         p = pbegin.pipeline
         node_tables = self._node_tables(p)
-        edge_batches = {name: p | f"Read/edges/{name}" >> ReadEdgeSet(job.loaded, name)
+        edge_times = time.edge_columns if time is not None else {}
+        edge_batches = {name: p | f"Read/edges/{name}" >> ReadEdgeSet(
+                            job.loaded, name, timestamp=edge_times.get(name))
                         for name in edge_sets_to_read(plan, job.loaded.schema)}
-        adjacency = {name: edge_batches[name]
+        adjacency = {name: self._timed(edge_batches[name], name, node_tables)
                      | f"Adjacency/{name}" >> BuildAdjacency(name, job.node_buckets)
                      for name in plan.edge_sets()}
         seed_table = node_tables.get(plan.seed_set) or self._ids_from_edges(edge_batches)
@@ -126,13 +129,25 @@ class SampleSubgraphs(beam.PTransform):
                      | "Assemble" >> WriteShards(job.loaded, plan, job.output, job.num_shards))
         return tuple(stats) | "Report" >> MergeReport(job.stats_path)
 
+    def _timed(self, edge_batches, name, node_tables):
+        """An edge set's batches, with effective times if its targets have timestamps."""
+        time = self.job.time
+        if time is None or name not in time.node_targets:
+            return edge_batches
+        target = self.job.loaded.schema.edge_sets[name].target
+        return ({"edges": edge_batches, "nodes": node_tables[target]}
+                | f"EdgeTimes/{name}" >> EffectiveTimes(self.job.node_buckets, time.dtype))
+
     def _node_tables(self, p) -> dict:
-        """(bucket, NodeTableBucket) of every node set the plan reaches that has a table."""
+        """(bucket, NodeTableBucket) of every node set the plan reaches that has a table
+        (with their timestamps, where the job's effective edge times need them)."""
         job = self.job
+        node_times = job.time.node_columns if job.time is not None else {}
         tables = {}
         for name in job.plan.node_sets():
             if has_table(job.loaded.schema.node_sets[name].metadata):
-                tables[name] = (p | f"Read/nodes/{name}" >> ReadNodeSet(job.loaded, name)
+                tables[name] = (p | f"Read/nodes/{name}" >> ReadNodeSet(
+                                    job.loaded, name, timestamp=node_times.get(name))
                                 | f"NodeTable/{name}" >> BuildNodeTable(
                                     name, job.node_buckets,
                                     table_locations(job.loaded, "nodes", name)))
@@ -170,7 +185,8 @@ class SampleSubgraphs(beam.PTransform):
     def _seed_batches(self, p, seed_table):
         job = self.job
         if job.seeds_path:
-            return p | "Read/seeds" >> ReadSeeds(job.seeds_path)
+            column = job.time.seed_column if job.time is not None else None
+            return p | "Read/seeds" >> ReadSeeds(job.seeds_path, timestamp=column)
         if has_table(job.loaded.schema.node_sets[job.plan.seed_set].metadata):
             return (p | "Read/seeds/all" >> ReadNodeSet(job.loaded, job.plan.seed_set)
                     | "Seeds/FromNodes" >> beam.Map(seeds_from_nodes))

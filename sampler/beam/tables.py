@@ -3,14 +3,18 @@
     NodeTable/<set>:   node batches -> (bucket, NodeTableBucket)   (core.node_table)
     Adjacency/<set>:   edge batches -> (bucket, AdjacencyBucket)   (core.adjacency)
     SeedIds/<set>:     a table-less set's nodes, the ids its edges name -> (bucket, ids-only table)
+    EdgeTimes/<set>:   edge batches ⋈ their targets' node times -> edge batches with
+                       effective times (core.temporal), before Adjacency/<set>
 """
 from __future__ import annotations
 
 import apache_beam as beam
+import numpy as np
 
 from sampler.core.adjacency import build_adjacency
 from sampler.core.buckets import distinct_ids_by_bucket, split_batch
-from sampler.core.node_table import build_node_table, ids_only_table
+from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
+from sampler.core.temporal import with_target_times
 
 
 class BuildNodeTable(beam.PTransform):
@@ -66,3 +70,36 @@ class IdsFromEdges(beam.PTransform):
                 | "Group" >> beam.GroupByKey()
                 | "Build" >> beam.MapTuple(
                     lambda bucket, arrays: (bucket, ids_only_table(node_set, list(arrays)))))
+
+
+def _times_only(bucket, table: NodeTableBucket):
+    """A node table bucket cut down to what the join needs: ids and timestamps."""
+    return bucket, NodeTableBucket(table.node_set, table.ids, {}, table.timestamps)
+
+
+class EffectiveTimes(beam.PTransform):
+    """{"edges": EdgeBatch, "nodes": (bucket, NodeTableBucket) of the target set, read with
+    its timestamps} -> EdgeBatch with effective times (the later of the edge's and its
+    target's). Edges are split by their target's bucket, so each join element is one
+    bucket's edges and one bucket's node times, never a whole table."""
+
+    def __init__(self, node_buckets: int, dtype: str):
+        super().__init__()
+        self.node_buckets, self.dtype = node_buckets, dtype
+
+    def expand(self, inputs):
+        dtype = self.dtype
+
+        def join(element):
+            _, grouped = element
+            tables = list(grouped["nodes"])
+            ids = tables[0].ids if tables else np.zeros(0, "S1")
+            times = tables[0].timestamps if tables else np.zeros(0, dtype)
+            for batch in grouped["edges"]:
+                yield with_target_times(batch, ids, times, dtype)
+
+        edges = inputs["edges"] | "Split" >> beam.FlatMap(split_batch, "targets",
+                                                          self.node_buckets)
+        nodes = inputs["nodes"] | "TimesOnly" >> beam.MapTuple(_times_only)
+        return ({"edges": edges, "nodes": nodes} | "Join" >> beam.CoGroupByKey()
+                | "Times" >> beam.FlatMap(join))

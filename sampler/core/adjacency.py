@@ -2,7 +2,9 @@
 
 An AdjacencyBucket holds every edge whose source falls in the bucket as flat
 numpy arrays in canonical order: by source id, then target id, then the row's
-position in its table (RowId). The per-source CSR `row_splits` lets the
+position in its table (RowId). Edges that carry (effective) timestamps are in time
+order instead: by source id, then time, then target id, then RowId, so a cut-off
+is a binary search in a row (sampler.core.temporal). The per-source CSR `row_splits` lets the
 strategies address a node's edges by position, and since the order depends on
 the data alone, so does every sampled result.
 """
@@ -35,6 +37,9 @@ class AdjacencyBucket:
     # uint64 fingerprint of each target id (aligned with target_ids), for engines whose ids
     # are codes (sampler/memory); None: hashed from target_ids when needed.
     target_fingerprints: np.ndarray | None = None
+    # Time-ordered edge sets (sampler.plan.timing): every edge's effective time, each
+    # row sorted by it (core.temporal); None for canonical rows.
+    times: np.ndarray | None = None
 
     def target_fingerprints_of(self, codes: np.ndarray) -> np.ndarray:
         """Fingerprints of the targets with these codes (link samples' leakage check)."""
@@ -55,8 +60,10 @@ class AdjacencyBucket:
         return np.where(self.sources[pos_clipped] == node_ids, pos_clipped, -1).astype(np.int64)
 
 
-def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The permutation that sorts edges by source id, then target id, then table row.
+def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarray,
+                        times: np.ndarray | None = None) -> np.ndarray:
+    """The permutation that sorts edges by source id, then target id, then table row;
+    with `times`, by source id, then time, then target id, then table row.
 
     `sources`, `targets` are 'S' byte arrays (compared bytewise, as numpy does),
     `rows` int64 RowIds. This order is part of the output contract: strategies
@@ -66,6 +73,8 @@ def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarr
     if not (sources.shape == targets.shape == rows.shape) or sources.ndim != 1:
         raise ValueError(f"canonical_adjacency: need three 1-D arrays of one length, got shapes "
                          f"{sources.shape}, {targets.shape}, {rows.shape}")
+    if times is not None:
+        return np.lexsort((rows, targets, times, sources))
     if (sources.dtype.kind == targets.dtype.kind == "i" and len(rows)
             and bool(np.all(rows[1:] > rows[:-1]))):
         # Integer codes (the in-memory engine) with rows in table order: one stable sort
@@ -93,7 +102,12 @@ def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch],
     rows = np.concatenate([p.rows for p in pieces])
     has_weights = [p.weights is not None for p in pieces]
     weights = np.concatenate([p.weights for p in pieces]) if all(has_weights) else None
-    order = canonical_adjacency(sources, targets, rows)
+    timed = [p.timestamps is not None for p in pieces]
+    if any(timed) and not all(timed):
+        raise ValueError(f"build_adjacency: edge set '{edge_set}': batches with and without "
+                         f"timestamps")
+    times = np.concatenate([p.timestamps for p in pieces]) if all(timed) else None
+    order = canonical_adjacency(sources, targets, rows, times)
     sources, targets, rows = sources[order], targets[order], rows[order]
     features = {name: take(concat([p.features[name] for p in pieces]), order)
                 for name in pieces[0].features}
@@ -102,4 +116,5 @@ def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch],
     target_ids, target_codes = encode_ids(targets)
     return AdjacencyBucket(edge_set, sources[starts], row_splits, target_codes, target_ids, rows,
                            None if weights is None else weights[order], features,
-                           fingerprint_of(sources[starts]))
+                           fingerprint_of(sources[starts]),
+                           times=None if times is None else times[order])

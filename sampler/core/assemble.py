@@ -105,6 +105,7 @@ class AssembledShard:
     # the source, whose ids are seed_ids) and its `_readout` features, one row per sample.
     target_ids: np.ndarray | None = None
     readout: dict[str, FeatureValues] | None = None
+    seed_timestamps: np.ndarray | None = None  # each sample's cut-off, if the seeds had one
 
     def __len__(self) -> int:
         return len(self.sample_ids)
@@ -144,7 +145,7 @@ class ShardAssembler:
         endpoints the seeds join found, and a pair missing one is left out (counted)."""
         stats = ShardStats()
         seed_pieces = [p for p in seed_pieces if len(p)]
-        target_ids, readout = None, None
+        target_ids, readout, seed_times = None, None, None
         if self.plan.link:
             sample_ids, seed_ids, target_ids, readout = self._pairs(
                 [p for p in pair_pieces if len(p)], seed_pieces, stats)
@@ -152,6 +153,7 @@ class ShardAssembler:
             seeds = SeedPiece.concat(seed_pieces)
             order = np.argsort(seeds.samples, kind="stable")
             sample_ids, seed_ids = seeds.samples[order], seeds.ids[order]
+            seed_times = None if seeds.timestamps is None else seeds.timestamps[order]
         if not self.plan.link and not seed_pieces or self.plan.link and not len(sample_ids):
             empty = np.zeros(0, np.int64)
             return AssembledShard(self.schema, self.plan.seed_set, empty, np.zeros(0, "S1"),
@@ -203,7 +205,8 @@ class ShardAssembler:
         return AssembledShard(self.schema, self.plan.seed_set, sample_ids,
                               self._named(self.plan.seed_set, seed_ids), nodes, edges,
                               None if target_ids is None else
-                              self._named(self.plan.seed_set, target_ids), readout), stats
+                              self._named(self.plan.seed_set, target_ids), readout,
+                              seed_times), stats
 
     def _pairs(self, pair_pieces: list[PairPiece], found: list[SeedPiece], stats: ShardStats):
         """(sample ids, sources, targets, readout features) of the pairs whose endpoints

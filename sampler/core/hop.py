@@ -20,6 +20,7 @@ from sampler.core.buckets import split_by_shard, split_requests
 from sampler.core.pieces import EdgePiece, Requests, prune
 from sampler.core.stats import RunStats
 from sampler.core.strategies import sample_edges
+from sampler.core.temporal import eligible_prefix
 from sampler.plan.plan import PlannedOp
 from unigraph.ragged import take
 
@@ -33,6 +34,7 @@ class Draws:
     at_cap: int     # draws that returned sample_size edges (the node had at least that many)
     pairs: np.ndarray | None = None  # link samples: each edge's sample's pair (Requests.pairs)
     pair_edges_excluded: int = 0     # edges left out: they join the sample's pair
+    cutoffs: np.ndarray | None = None  # per sampled edge: its sample's cut-off
 
     def stats(self, op: PlannedOp) -> RunStats:
         return RunStats(edges_sampled_per_op={op.name: len(self.edges)},
@@ -43,7 +45,7 @@ class Draws:
     def reached(self) -> Requests:
         """The sampled edges' targets as (sample, node) requests: the next ops' input."""
         return Requests(self.edges.samples, self.edges.target_codes, self.edges.target_ids,
-                        self.pairs)
+                        self.pairs, self.cutoffs)
 
 
 def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
@@ -55,19 +57,24 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
     samples, codes, rows = requests.samples[with_edges], requests.codes[with_edges], rows[
         with_edges]
     pairs = None if requests.pairs is None else requests.pairs[with_edges]
+    cutoffs = None if requests.cutoffs is None else requests.cutoffs[with_edges]
     if not len(rows):  # no request's node has an edge here (an empty bucket, say)
         return Draws(EdgePiece.from_ids(op.edge_set, *[np.zeros(0, t) for t in (
             np.int64, "S1", "S1", np.int32)], {}), len(requests), 0,
-            None if pairs is None else pairs[:0])
+            None if pairs is None else pairs[:0], 0,
+            None if cutoffs is None else cutoffs[:0])
     node_fingerprints = adjacency.source_fingerprints[rows]
     excluded_splits, excluded_positions = None, None
     if op.exclude_pair_edges and pairs is not None:
         excluded_splits, excluded_positions = pair_edges(adjacency, rows, node_fingerprints,
                                                          pairs)
+    # A cut-off over a time-ordered row is an eligible prefix; timeless rows are whole.
+    limit = (eligible_prefix(adjacency.row_splits, adjacency.times, rows, cutoffs)
+             if cutoffs is not None and adjacency.times is not None else None)
     query_index, edge_position = sample_edges(
         op.strategy, row_splits=adjacency.row_splits, weights=adjacency.weights,
         query_rows=rows, query_samples=samples, query_nodes=node_fingerprints,
-        k=op.sample_size, seed=seed, op_salt=rng.name_salt(op.name),
+        k=op.sample_size, seed=seed, op_salt=rng.name_salt(op.name), limit=limit,
         excluded_splits=excluded_splits, excluded_positions=excluded_positions)
     # Sources are coded by their CSR row (adjacency.sources is sorted and distinct), and
     # requests come sorted by sample, so every dictionary here is cheap to build.
@@ -84,7 +91,8 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
     per_draw = np.bincount(query_index, minlength=len(rows))
     return Draws(edges, len(requests), int((per_draw >= op.sample_size).sum()),
                  None if pairs is None else pairs[query_index],
-                 0 if excluded_positions is None else len(excluded_positions))
+                 0 if excluded_positions is None else len(excluded_positions),
+                 None if cutoffs is None else cutoffs[query_index])
 
 
 def pair_edges(adjacency: AdjacencyBucket, rows: np.ndarray, node_fingerprints: np.ndarray,

@@ -24,6 +24,7 @@ class NodeTableBucket:
     node_set: str
     ids: np.ndarray   # 'S', unique and sorted
     features: dict[str, FeatureValues]
+    timestamps: np.ndarray | None = None  # per node, when the job reads the set's times
 
     def positions_of(self, node_ids: np.ndarray) -> np.ndarray:
         """Position of each id in this bucket, -1 where it is absent."""
@@ -51,7 +52,10 @@ def build_node_table(node_set: str, batches: Sequence[NodeBatch],
             f"{_where(rows[i], files)} and {_where(rows[i + 1], files)}")
     features = {name: take(concat([b.features[name] for b in batches]), order)
                 for name in batches[0].features}
-    return NodeTableBucket(node_set, ids, features)
+    timed = batches[0].timestamps is not None
+    return NodeTableBucket(node_set, ids, features,
+                           np.concatenate([b.timestamps for b in batches])[order] if timed
+                           else None)
 
 
 def ids_only_table(node_set: str, id_arrays: Sequence[np.ndarray]) -> NodeTableBucket:

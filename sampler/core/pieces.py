@@ -61,11 +61,16 @@ class Requests:
     # Link samples only: uint64 [n, 2], the fingerprints of the request's sample's pair
     # (source, target), so a hop knows its sample's endpoints (core.pairs); else None.
     pairs: np.ndarray | None = None
+    # The sample's time cut-off per request (int64 or float64, the job's time type),
+    # or None when the samples have none. It travels with every request, hop after hop,
+    # so a hop needs no side input that grows with the graph or the seeds.
+    cutoffs: np.ndarray | None = None
 
     @staticmethod
-    def from_ids(samples: np.ndarray, nodes: np.ndarray) -> "Requests":
+    def from_ids(samples: np.ndarray, nodes: np.ndarray,
+                 cutoffs: np.ndarray | None = None) -> "Requests":
         ids, codes = encode_ids(nodes)
-        return Requests(samples, codes, ids)
+        return Requests(samples, codes, ids, cutoffs=cutoffs)
 
     @property
     def nodes(self) -> np.ndarray:
@@ -77,7 +82,8 @@ class Requests:
     def take(self, positions: np.ndarray) -> "Requests":
         ids, codes = prune(self.ids, self.codes[positions])
         return Requests(self.samples[positions], codes, ids,
-                        None if self.pairs is None else self.pairs[positions])
+                        None if self.pairs is None else self.pairs[positions],
+                        None if self.cutoffs is None else self.cutoffs[positions])
 
     @staticmethod
     def concat(parts: list["Requests"]) -> "Requests":
@@ -86,21 +92,27 @@ class Requests:
             return Requests(np.zeros(0, np.int64), np.zeros(0, np.int32), _EMPTY_IDS)
         if len(parts) == 1:
             return parts[0]
+        timed = [p.cutoffs is not None for p in parts]
+        if any(timed) and not all(timed):
+            raise ValueError("Requests.concat: parts with and without cut-offs")
         ids, codes = merge([p.ids for p in parts], [p.codes for p in parts])
         pairs = (np.concatenate([p.pairs for p in parts])
                  if all(p.pairs is not None for p in parts) else None)
-        return Requests(np.concatenate([p.samples for p in parts]), codes, ids, pairs)
+        return Requests(np.concatenate([p.samples for p in parts]), codes, ids, pairs,
+                        np.concatenate([p.cutoffs for p in parts]) if all(timed) else None)
 
     def unique(self) -> "Requests":
         """Each (sample, node) pair once, sorted by sample then node: a node reached
-        twice within one sample (by several input ops, or several edges) is sampled once."""
+        twice within one sample (by several input ops, or several edges) is sampled once.
+        (A sample has one cut-off, so the pairs dropped carry the same one.)"""
         if len(self) == 0:
             return self
         order = np.lexsort((self.codes, self.samples))
         samples, codes = self.samples[order], self.codes[order]
         keep = np.r_[True, (samples[1:] != samples[:-1]) | (codes[1:] != codes[:-1])]
         return Requests(samples[keep], codes[keep], self.ids,
-                        None if self.pairs is None else self.pairs[order][keep])
+                        None if self.pairs is None else self.pairs[order][keep],
+                        None if self.cutoffs is None else self.cutoffs[order][keep])
 
 
 @dataclasses.dataclass(eq=False)
@@ -165,17 +177,21 @@ class SeedPiece:
 
     samples: np.ndarray  # int64
     ids: np.ndarray      # 'S'
+    timestamps: np.ndarray | None = None  # the sample's cut-off (context/seed_timestamp)
 
     def __len__(self) -> int:
         return len(self.samples)
 
     def take(self, positions: np.ndarray) -> "SeedPiece":
-        return SeedPiece(self.samples[positions], self.ids[positions])
+        return SeedPiece(self.samples[positions], self.ids[positions],
+                         None if self.timestamps is None else self.timestamps[positions])
 
     @staticmethod
     def concat(parts: list["SeedPiece"]) -> "SeedPiece":
+        timed = all(p.timestamps is not None for p in parts) and bool(parts)
         return SeedPiece(np.concatenate([p.samples for p in parts]),
-                         np.concatenate([p.ids for p in parts]))
+                         np.concatenate([p.ids for p in parts]),
+                         np.concatenate([p.timestamps for p in parts]) if timed else None)
 
 
 @dataclasses.dataclass(eq=False)

@@ -36,7 +36,7 @@ _SECOND_SALT = rng.name_salt("seed-content-2")
 
 
 def seeds_from_nodes(batch: NodeBatch) -> SeedBatch:
-    """Every row of the seed set's own table is a seed."""
+    """Every row of the seed set's own table is a seed (with no cut-off)."""
     return SeedBatch(batch.ids, batch.rows)
 
 
@@ -46,8 +46,14 @@ def seeds_from_ids(ids: np.ndarray) -> SeedBatch:
 
 
 def _content_fingerprints(batch: SeedBatch) -> tuple[np.ndarray, np.ndarray]:
-    """Two independent 64-bit fingerprints of every seed row's content."""
-    return rng.fingerprint(batch.ids), rng.fingerprint(batch.ids, salt=_SECOND_SALT)
+    """Two independent 64-bit fingerprints of every seed row's content: the id, and the
+    cut-off's bits when the seeds have one (so a seed listed with two cut-offs is two
+    distinct rows, numbered the same way whatever their order)."""
+    first, second = rng.fingerprint(batch.ids), rng.fingerprint(batch.ids, salt=_SECOND_SALT)
+    if batch.timestamps is None:
+        return first, second
+    bits = np.ascontiguousarray(batch.timestamps + 0).view(np.uint64)  # + 0: -0.0 is 0.0
+    return rng.mix(first, bits), rng.mix(second, bits, np.uint64(_SECOND_SALT))
 
 
 def numbering_groups(batch: SeedBatch) -> Iterator[tuple[int, SeedBatch]]:
@@ -64,10 +70,13 @@ def number_seeds(parts: Sequence[SeedBatch]) -> Requests:
     parts = [p for p in parts if len(p)]
     if not parts:
         return Requests.concat([])
+    timed = parts[0].timestamps is not None
     batch = SeedBatch(np.concatenate([p.ids for p in parts]),
-                      np.concatenate([p.rows for p in parts]))
+                      np.concatenate([p.rows for p in parts]),
+                      np.concatenate([p.timestamps for p in parts]) if timed else None)
     order, samples = number_by_content(*_content_fingerprints(batch))
-    return Requests.from_ids(samples, batch.ids[order])
+    return Requests.from_ids(samples, batch.ids[order],
+                             None if batch.timestamps is None else batch.timestamps[order])
 
 
 def number_by_content(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -112,5 +121,6 @@ def join_seeds(table: NodeTableBucket, requests: Requests, num_shards: int, *,
     # Sent even without features: the assembly keeps a node of a set with a table only
     # if the table sent it (a seed set whose table has ids alone, say).
     features = features_by_shard(table, seeds, num_shards)[0] if with_features else []
-    return SeedJoin(seeds, list(split_by_shard(SeedPiece(seeds.samples, seeds.nodes), num_shards)),
+    return SeedJoin(seeds, list(split_by_shard(SeedPiece(seeds.samples, seeds.nodes,
+                                                         seeds.cutoffs), num_shards)),
                     features, stats)

@@ -21,6 +21,21 @@ Semantics, per query, without replacement and independently of every other query
   RANDOM_WEIGHTED successive sampling: k edges drawn one after another, each with
                   probability proportional to its weight among those left. Edges with
                   weight <= 0 are never drawn, so a row may yield fewer than k.
+  LATEST_K        the last k edges of the row (of its eligible prefix, below). Rows of
+                  an edge set a LATEST_K op samples are in time order (by timestamp,
+                  then the canonical order; sampler.core.adjacency), so these are the k
+                  latest; among equal timestamps the later canonical position (larger
+                  target id, then later table row) wins. Needs no weights, no randomness.
+
+Eligible prefix (`limit`, optional): query i considers only the first limit[i] edges
+of its row, positions [row_start, row_start + limit[i]). With time-ordered rows, a
+cut-off is a binary search giving that prefix (sampler.core.temporal), and every
+strategy above is then exact over the eligible edges alone: the prefix is sampled as
+if it were the whole row (same random streams: an edge's draw depends on its position
+in the row, which the prefix keeps), so limit = degree gives the unlimited result.
+With excluded edges too (below), a query's eligible edges are its prefix minus its
+excluded positions. Cost: per distinct (row, limit) pair, what a row of that length
+costs: O(k) for Floyd's uniform draws, O(limit) for keys, TOP_K and weighted hub rows.
 
 Reproducibility: each draw is a hash (sampler.core.rng) of (seed, op_salt, sample,
 node fingerprint, edge position within the row or a draw counter). Which method
@@ -81,7 +96,7 @@ import numpy as np
 
 from sampler.core import rng
 from sampler.core.arrays import unique_inverse
-from sampler.plan.sampling_spec_pb2 import RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
+from sampler.plan.sampling_spec_pb2 import LATEST_K, RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
 
 HUB_DEGREE = 4096        # rows with more edges than this use the O(k)-per-query methods
 UNIFORM_DRAW_FACTOR = 8  # RANDOM_UNIFORM draws (not keys) from rows of 8 k edges or more
@@ -94,21 +109,28 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 
 
 def sample_edges(strategy: int, *, row_splits, weights, query_rows, query_samples, query_nodes,
-                 k: int, seed: int, op_salt: int, excluded_splits=None,
+                 k: int, seed: int, op_salt: int, limit=None, excluded_splits=None,
                  excluded_positions=None) -> tuple[np.ndarray, np.ndarray]:
-    """Samples up to k edges of each query's row, leaving out each query's excluded
-    positions (None: nothing excluded); see the module docstring."""
+    """Samples up to k edges of each query's row: of its first `limit[i]` edges if given
+    (an eligible prefix), leaving out each query's excluded positions (None: nothing
+    excluded); see the module docstring."""
     row_splits, weights, query_rows, query_samples, query_nodes = _checked(
         strategy, row_splits, weights, query_rows, query_samples, query_nodes, k)
     if len(query_rows) == 0 or k == 0:
         return _EMPTY, _EMPTY
+    if limit is not None:
+        limit = _checked_limit(row_splits, query_rows, limit)
     if excluded_splits is not None:
         excluded_splits, excluded_positions = _checked_exclusions(
             row_splits, query_rows, excluded_splits, excluded_positions)
         if len(excluded_positions):
             return _sample_with_exclusions(
                 strategy, row_splits, weights, query_rows, query_samples, query_nodes, k,
-                seed, op_salt, excluded_splits, excluded_positions)
+                seed, op_salt, excluded_splits, excluded_positions, limit)
+    if limit is not None:
+        row_splits, query_rows = _prefix_rows(row_splits, query_rows, limit)
+    if strategy == LATEST_K:
+        return _latest_k(row_splits, query_rows, k)
     if strategy == TOP_K:
         return _top_k(row_splits, weights, query_rows, k)
     degrees = np.diff(row_splits)[query_rows]
@@ -121,7 +143,7 @@ def sample_edges(strategy: int, *, row_splits, weights, query_rows, query_sample
 # ---------------------------------------------------------------- argument checks
 
 def _checked(strategy, row_splits, weights, query_rows, query_samples, query_nodes, k):
-    if strategy not in (TOP_K, RANDOM_UNIFORM, RANDOM_WEIGHTED):
+    if strategy not in (TOP_K, RANDOM_UNIFORM, RANDOM_WEIGHTED, LATEST_K):
         raise ValueError(f"sample_edges: unknown strategy {strategy!r}")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"sample_edges: k must be an int >= 0, got {k!r}")
@@ -138,7 +160,7 @@ def _checked(strategy, row_splits, weights, query_rows, query_samples, query_nod
     if len(query_rows) and (query_rows.min() < 0 or query_rows.max() >= n_rows):
         raise ValueError(f"sample_edges: query_rows must lie in [0, {n_rows})")
     if weights is None:
-        if strategy != RANDOM_UNIFORM:
+        if strategy not in (RANDOM_UNIFORM, LATEST_K):
             raise ValueError("sample_edges: TOP_K and RANDOM_WEIGHTED need edge weights, got None")
         return row_splits, None, query_rows, query_samples, query_nodes
     weights = np.asarray(weights)
@@ -148,7 +170,7 @@ def _checked(strategy, row_splits, weights, query_rows, query_samples, query_nod
     weights = weights.astype(np.float64, copy=False)
     if len(weights) < row_splits[-1]:
         raise ValueError(f"sample_edges: {len(weights)} weights for {row_splits[-1]} edge positions")
-    if strategy != RANDOM_UNIFORM and not np.isfinite(weights[row_splits[0]:row_splits[-1]]).all():
+    if strategy in (TOP_K, RANDOM_WEIGHTED) and not np.isfinite(weights[row_splits[0]:row_splits[-1]]).all():
         raise ValueError("sample_edges: weights must be finite (found NaN or infinity)")
     return row_splits, weights, query_rows, query_samples, query_nodes
 
@@ -233,21 +255,71 @@ def _expand_to_queries(query_index, row_of_query, chosen_row, chosen_pos, n_rows
     return query_index[seg], chosen_pos[first[row_of_query][seg] + within]
 
 
+# ---------------------------------------------------------------- eligible prefixes
+
+def _checked_limit(row_splits, query_rows, limit) -> np.ndarray:
+    limit = _int_array("limit", limit, np.int64)
+    if len(limit) != len(query_rows):
+        raise ValueError(f"sample_edges: {len(limit)} limits for {len(query_rows)} queries")
+    degrees = np.diff(row_splits)[query_rows]
+    if len(limit) and (limit.min() < 0 or np.any(limit > degrees)):
+        raise ValueError("sample_edges: every limit must lie in [0, the degree of its row]")
+    return limit
+
+
+def _prefix_rows(row_splits, query_rows, limit):
+    """A CSR whose rows are the queries' eligible prefixes, and each query's row in it.
+
+    Every distinct (row, limit) pair becomes one virtual row r' = 2 j + 1 with
+    splits[2 j + 1] = row start and splits[2 j + 2] = row start + limit, so the
+    strategies, which only read splits[r'] and splits[r' + 1], see the prefix as a
+    whole row: it starts where the row starts, so edge positions (and the random
+    streams keyed by them) are the row's own. splits[0] and splits[-1] keep the
+    original span, which the weighted path's cumulative counts cover. The entries
+    in between are not monotone; nothing reads them as rows.
+    """
+    degrees = np.diff(row_splits)[query_rows]
+    pairs, pair_of_query = unique_inverse(query_rows * (int(degrees.max(initial=0)) + 1)
+                                          + limit)
+    first = np.zeros(len(pairs), np.int64)
+    first[pair_of_query] = np.arange(len(query_rows))    # any query of the pair will do
+    starts = row_splits[query_rows[first]]
+    splits = np.empty(2 * len(pairs) + 2, np.int64)
+    splits[0], splits[-1] = row_splits[0], row_splits[-1]
+    splits[1:-1:2] = starts
+    splits[2:-1:2] = starts + limit[first]
+    return splits, 2 * pair_of_query.astype(np.int64) + 1
+
+
+# ---------------------------------------------------------------- LATEST_K
+
+def _latest_k(row_splits, query_rows, k):
+    """The last k positions of each query's row, ascending."""
+    ends = row_splits[query_rows + 1]
+    starts = np.maximum(row_splits[query_rows], ends - k)
+    seg, within = _segments(ends - starts)
+    return seg, starts[seg] + within
 # ---------------------------------------------------------------- excluded edges
 
 def _sample_with_exclusions(strategy, row_splits, weights, query_rows, query_samples,
-                            query_nodes, k, seed, op_salt, excluded_splits, excluded_positions):
+                            query_nodes, k, seed, op_salt, excluded_splits, excluded_positions,
+                            limit=None):
     """Queries without exclusions as usual; the others each over a virtual row of their
-    eligible edges (see the module docstring), mapped back to real positions."""
+    eligible edges (see the module docstring), mapped back to real positions. With
+    `limit`, only a row's first limit[i] edges are eligible to begin with."""
     counts = np.diff(excluded_splits)
     plain, excluding = np.flatnonzero(counts == 0), np.flatnonzero(counts > 0)
     parts = []
     if plain.size:
         q, pos = sample_edges(strategy, row_splits=row_splits, weights=weights,
                               query_rows=query_rows[plain], query_samples=query_samples[plain],
-                              query_nodes=query_nodes[plain], k=k, seed=seed, op_salt=op_salt)
+                              query_nodes=query_nodes[plain], k=k, seed=seed, op_salt=op_salt,
+                              limit=None if limit is None else limit[plain])
         parts.append((plain[q], pos))
-    seg, pos, _ = _row_edges(row_splits, query_rows[excluding])
+    seg, pos, within = _row_edges(row_splits, query_rows[excluding])
+    if limit is not None:  # the eligible prefix first, then the exclusions within it
+        in_prefix = within < limit[excluding][seg]
+        seg, pos = seg[in_prefix], pos[in_prefix]
     # An edge (query j, position p) is excluded iff p is in j's sorted list: one searchsorted
     # over keys that order like (query, position).
     width = np.int64(row_splits[-1] + 1)

@@ -13,6 +13,7 @@ import dataclasses
 from sampler.output.files import OutputSpec
 from sampler.plan.plan import Plan
 from sampler.job.sizing import DEFAULT_SHARDS, node_buckets
+from sampler.plan.timing import TimePlan
 from unigraph.schema import LoadedSchema
 
 __all__ = ["DEFAULT_SHARDS", "SamplingJob", "choose_node_buckets"]
@@ -28,6 +29,12 @@ class SamplingJob:
     node_buckets: int
     seed: int
     stats_path: str  # where the engine leaves the merged RunStats (JSON) for the driver
+    time: TimePlan | None = None  # timestamps to read, time-ordered edge sets, cut-offs
+
+    @property
+    def seed_timestamp_dtype(self) -> str | None:
+        """The cut-offs' type when the samples have cut-offs (context/seed_timestamp)."""
+        return self.time.dtype if self.time is not None and self.time.has_cutoffs else None
 
 
 def choose_node_buckets(loaded: LoadedSchema, plan: Plan) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import signal
+import sys
 from typing import Callable, Iterator
 
 import numpy as np
@@ -49,13 +50,27 @@ CHUNK_SAMPLES = 256
 _SHARED: dict = {}
 
 
+def fork_is_safe() -> bool:
+    """Whether worker processes may be forked from this one. A fork copies only the
+    calling thread, so a lock another thread held at that moment stays locked in the
+    child forever. gRPC's core, once loaded (Beam imports it; the BigQuery Storage
+    client runs on it), keeps threads that take such locks, and children forked
+    after it were seen to hang. Without it, the threads here (Arrow's pool) are
+    fork-safe."""
+    return "grpc._cython.cygrpc" not in sys.modules
+
+
 def run_in_memory(job: SamplingJob, *, workers: int = 1,
-                  on_start: Callable[[int, int], None] = lambda seeds, graph_bytes: None,
+                  on_start: Callable[[int, int, int], None] = lambda *started: None,
                   on_progress: Callable[[int], None] = lambda seeds: None) -> RunStats:
-    """Samples the job and writes every shard; the merged counts. `on_start(n, b)` is
-    called once the n seeds are known and the loaded graph's arrays take b bytes, `on_progress(n)` (in this process) as n more are written."""
+    """Samples the job and writes every shard; the merged counts. `on_start(n, b, p)` is
+    called once the n samples are known, with the bytes b of the loaded graph's arrays
+    and the number p of processes that will write shards; `on_progress(n)` (in this
+    process) as n more are written."""
     graph = load_graph(job)
     _release_free_memory()
+    # Decided after loading: reading BigQuery tables loads gRPC.
+    processes = max(1, min(workers, job.num_shards)) if fork_is_safe() else 1
     seed_set = job.plan.seed_set
     pairs = {}
     if job.plan.link:  # a pair is a sample of two seed requests; from there on, the same path
@@ -64,10 +79,10 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
         numbered = pair_requests(numbered_pairs)
         pairs = {shard: graph.intern_pairs(seed_set, piece)
                  for shard, piece in split_by_shard(numbered_pairs, job.num_shards)}
-        on_start(len(numbered_pairs), graph.nbytes)
+        on_start(len(numbered_pairs), graph.nbytes, processes)
     else:
         numbered = number_seeds(graph.seeds)
-        on_start(len(numbered), graph.nbytes)
+        on_start(len(numbered), graph.nbytes, processes)
     # The join runs on names (a seed may name no node at all); what it finds is interned.
     join = join_seeds(graph.seed_table, numbered, job.num_shards, with_features=False)
     found = {shard: graph.intern_requests(seed_set, requests)
@@ -80,14 +95,14 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
     samples_of = pairs if job.plan.link else seeds
     try:
         shards = sorted(range(job.num_shards), key=lambda s: -len(samples_of.get(s, ())))
-        if workers <= 1 or job.num_shards == 1:
+        if processes == 1:
             for shard in shards:
                 stats.merge(_write_one_shard(shard, on_progress))
             return stats
         progress = multiprocessing.get_context("fork").SimpleQueue()
         _SHARED["progress"] = progress
         with multiprocessing.get_context("fork").Pool(
-                min(workers, job.num_shards), initializer=_init_worker) as pool:
+                processes, initializer=_init_worker) as pool:
             pending = pool.map_async(_write_one_shard_in_worker, shards)
             while not pending.ready() or not progress.empty():
                 if not progress.empty():

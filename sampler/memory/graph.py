@@ -24,6 +24,7 @@ from sampler.core.arrays import unique, unique_inverse
 from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
 from sampler.core.pieces import PairPiece, Requests, SeedPiece
 from sampler.core.seeds import seeds_from_ids
+from sampler.core.temporal import effective_times, lowest_time
 from sampler.job.job import SamplingJob
 from sampler.plan.plan import edge_sets_to_read, pairs_table_layout
 from unigraph.batches import EdgeBatch, PairBatch, SeedBatch
@@ -50,10 +51,12 @@ class GraphInMemory:
     def intern_requests(self, node_set: str, requests: Requests) -> Requests:
         """Requests of named nodes (all in the graph) as requests of codes."""
         return Requests(requests.samples, requests.codes,
-                        np.searchsorted(self.names[node_set], requests.ids), requests.pairs)
+                        np.searchsorted(self.names[node_set], requests.ids), requests.pairs,
+                        requests.cutoffs)
 
     def intern_seeds(self, node_set: str, seeds: SeedPiece) -> SeedPiece:
-        return SeedPiece(seeds.samples, np.searchsorted(self.names[node_set], seeds.ids))
+        return SeedPiece(seeds.samples, np.searchsorted(self.names[node_set], seeds.ids),
+                         seeds.timestamps)
 
     def intern_pairs(self, node_set: str, pairs: PairPiece) -> PairPiece:
         """Pairs of named nodes as pairs of codes; an id that is no node gets code -1 (the
@@ -71,22 +74,26 @@ class GraphInMemory:
 def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     """Reads the tables (several at once: Arrow and numpy release the GIL) and builds
     the indexes; a bad row or a duplicate id raises the readers' one-line TableError."""
-    loaded, plan = job.loaded, job.plan
+    loaded, plan, time = job.loaded, job.plan, job.time
     schema = loaded.schema
     with_table = [n for n in plan.node_sets() if has_table(schema.node_sets[n].metadata)]
     edge_sets = edge_sets_to_read(plan, schema)
+    node_times = time.node_columns if time is not None else {}
+    edge_times = time.edge_columns if time is not None else {}
 
     def node_table(name):
-        return build_node_table(name, list(read_set(loaded, "nodes", name)),
+        return build_node_table(name, list(read_set(loaded, "nodes", name,
+                                                    timestamp=node_times.get(name))),
                                 table_locations(loaded, "nodes", name))
 
     def edges(name):
-        return _one_batch(name, list(read_set(loaded, "edges", name)))
+        return _one_batch(name, list(read_set(loaded, "edges", name,
+                                              timestamp=edge_times.get(name))))
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         tables = dict(zip(with_table, pool.map(node_table, with_table)))
         ends = {}  # (edge set, "sources"|"targets") -> (its distinct ids, each edge's index)
-        rest = {}  # edge set -> its rows, weights and features (the ids are in `ends`)
+        rest = {}  # edge set -> its rows, weights, features, timestamps (ids: in `ends`)
         # One table read ahead of the one being coded: the id columns are an edge set's
         # largest arrays, and each is reduced to its distinct ids and an index before
         # the next set is read, so no more than two sets' raw ids are held at once.
@@ -96,7 +103,7 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
             ahead = pool.submit(edges, edge_sets[i + 1]) if i + 1 < len(edge_sets) else None
             ends[(name, "sources")], ends[(name, "targets")] = pool.map(
                 unique_inverse, (batch.sources, batch.targets))
-            rest[name] = (batch.rows, batch.weights, batch.features)
+            rest[name] = (batch.rows, batch.weights, batch.features, batch.timestamps)
             del batch
     names = {}
     for node_set in plan.node_sets():
@@ -117,16 +124,28 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
         edge_set = schema.edge_sets[name]
         source_ids, source_index = ends.pop((name, "sources"))
         target_ids, target_index = ends.pop((name, "targets"))
+        rows, weights, features, times = rest.pop(name)
+        target_codes = np.searchsorted(names[edge_set.target], target_ids)[target_index]
+        if time is not None and name in time.node_targets:
+            # Effective times: the later of the edge's and its target node's (core.temporal).
+            times = effective_times(times, times_by_code(edge_set.target)[target_codes],
+                                    time.dtype)
         coded = EdgeBatch(name, np.searchsorted(names[edge_set.source], source_ids)[source_index],
-                          np.searchsorted(names[edge_set.target], target_ids)[target_index],
-                          *rest.pop(name))
-        del source_index, target_index
+                          target_codes, rows, weights, features, times)
+        del source_index, target_index, target_codes
         if edge_set.source not in fingerprints:
             fingerprints[edge_set.source] = rng.fingerprint(names[edge_set.source])
         built = build_adjacency(name, [coded], fingerprints[edge_set.source].__getitem__)
         if edge_set.target == edge_set.source:  # the leakage check compares targets with ends
             built.target_fingerprints = fingerprints[edge_set.source][built.target_ids]
         return built
+
+    def times_by_code(node_set):
+        """Every node's timestamp by code; nodes absent from the table add nothing."""
+        table = tables[node_set]
+        times = np.full(len(names[node_set]), lowest_time(time.dtype), dtype=time.dtype)
+        times[np.searchsorted(names[node_set], table.ids)] = table.timestamps
+        return times
 
     coded_tables = {name: NodeTableBucket(name, np.searchsorted(names[name], table.ids),
                                           table.features) for name, table in tables.items()}
@@ -168,11 +187,13 @@ def _one_batch(name: str, batches: list[EdgeBatch]) -> EdgeBatch:
     if len(batches) == 1:
         return batches[0]
     has_weights = all(b.weights is not None for b in batches)
+    has_times = all(b.timestamps is not None for b in batches)
     return EdgeBatch(name, np.concatenate([b.sources for b in batches]),
                      np.concatenate([b.targets for b in batches]),
                      np.concatenate([b.rows for b in batches]),
                      np.concatenate([b.weights for b in batches]) if has_weights else None,
-                     {k: concat([b.features[k] for b in batches]) for k in batches[0].features})
+                     {k: concat([b.features[k] for b in batches]) for k in batches[0].features},
+                     np.concatenate([b.timestamps for b in batches]) if has_times else None)
 
 
 def _pair_rows(job: SamplingJob) -> list[PairBatch]:
@@ -184,5 +205,6 @@ def _seed_rows(job: SamplingJob, seed_table: NodeTableBucket) -> list[SeedBatch]
     """The seeds table's rows; without one, every node of the seed set (a sample's id
     depends on its row's content only, so the table need not be read twice)."""
     if job.seeds_path:
-        return list(read_seed_set(job.seeds_path))  # files, or a BigQuery table
+        column = job.time.seed_column if job.time is not None else None
+        return list(read_seed_set(job.seeds_path, timestamp=column))  # files, or BigQuery
     return [seeds_from_ids(seed_table.ids)]

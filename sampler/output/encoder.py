@@ -29,7 +29,8 @@ from sampler.graph_tensor import wire
 from sampler.graph_tensor.codec import flatten_field, flush_subnormals
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
 from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_KEY,
-                                  SEED_ID_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
+                                  SEED_ID_FEATURE, SEED_TIMESTAMP_FEATURE, SOURCE_ID_FEATURE,
+                                  TARGET_ID_FEATURE)
 from unigraph import graph_schema_pb2 as gs
 from unigraph.ragged import Ragged, take
 
@@ -280,6 +281,10 @@ def _encode_samples(shard: AssembledShard, first: int, end: int) -> Iterator[byt
     count = end - first
     columns = [constant_column(k.node_key(READOUT_NODE_SET, k.SIZE_NAME),
                                wire.encode_feature(wire.INT64, np.ones(1, np.int64)))]
+    if shard.seed_timestamps is not None:
+        columns.append(values_column(k.context_key(SEED_TIMESTAMP_FEATURE),
+                                     shard.seed_timestamps[first:end],
+                                     np.arange(count + 1, dtype=np.int64)))
     if shard.target_ids is None:
         columns += _seed_readout(shard, first, end)
     else:

@@ -15,7 +15,7 @@ from sampler.graph_tensor.model import Adjacency, Context, EdgeSet, GraphTensor,
 from sampler.graph_tensor.structured_readout import add_readout
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
 from sampler.output.names import (ID_FEATURE, LINK_READOUT_KEYS, READOUT_KEY, SEED_ID_FEATURE,
-                                  SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
+                                  SEED_TIMESTAMP_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
 from unigraph.ragged import take
 
 
@@ -38,8 +38,10 @@ def shard_graphs(shard: AssembledShard) -> Iterator[tuple[int, GraphTensor]]:
                                                  target=(proto.target, layout.targets[lo:hi])),
                 features=layout.features(lo, hi))
         if shard.target_ids is None:
-            context = Context.from_fields(
-                features={SEED_ID_FEATURE: np.array([bytes(seed_id)], dtype=object)}, sizes=[1])
+            context_features = {SEED_ID_FEATURE: np.array([bytes(seed_id)], dtype=object)}
+            if shard.seed_timestamps is not None:
+                context_features[SEED_TIMESTAMP_FEATURE] = shard.seed_timestamps[i:i + 1]
+            context = Context.from_fields(features=context_features, sizes=[1])
             graph = GraphTensor.from_pieces(context=context, node_sets=node_sets,
                                             edge_sets=edge_sets, validate=False)
             yield sample_id, add_readout(graph, READOUT_KEY, shard.seed_set, [0], validate=False)

@@ -4,7 +4,9 @@ It is the input schema restricted to the sets the spec reaches (sets it never
 reaches are left out, so the schema says which sets the records hold), without
 file metadata, plus what the sampler adds: `#id` on every node set, the
 `_readout` node set with the `_readout/seed` edge set from the seed, and the
-context feature `seed_id`. `tfgnn.parse_example` with a spec made from it
+context feature `seed_id` (and `seed_timestamp`, the sample's cut-off, when the seeds
+have one: DT_INT64, or DT_FLOAT for float times, as tf.train.Example stores floats
+in 32 bits). `tfgnn.parse_example` with a spec made from it
 parses every record.
 """
 from __future__ import annotations
@@ -13,13 +15,17 @@ from google.protobuf import text_format
 
 from sampler.graph_tensor import READOUT_NODE_SET
 from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_KEY,
-                                  SEED_ID_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
+                                  SEED_ID_FEATURE, SEED_TIMESTAMP_FEATURE, SOURCE_ID_FEATURE,
+                                  TARGET_ID_FEATURE)
 from sampler.plan.plan import LABEL, Plan
 from unigraph import graph_schema_pb2 as gs
 from unigraph.schema import ID_COLUMNS, SOURCE_COLUMNS, TARGET_COLUMNS
 
 
-def sampled_schema(schema: gs.GraphSchema, plan: Plan) -> gs.GraphSchema:
+def sampled_schema(schema: gs.GraphSchema, plan: Plan,
+                   seed_timestamp_dtype: str | None = None) -> gs.GraphSchema:
+    """`seed_timestamp_dtype`: the job's time type ("int64"/"float64") when the samples
+    have cut-offs, else None."""
     out = gs.GraphSchema()
     for name in plan.node_sets():
         node_set = out.node_sets[name]
@@ -45,6 +51,11 @@ def sampled_schema(schema: gs.GraphSchema, plan: Plan) -> gs.GraphSchema:
         seed_id = out.context.features[SEED_ID_FEATURE]
         seed_id.dtype = gs.DT_STRING
         seed_id.description = "the id of the subgraph's seed node"
+    if seed_timestamp_dtype is not None:
+        seed_time = out.context.features[SEED_TIMESTAMP_FEATURE]
+        seed_time.dtype = gs.DT_INT64 if seed_timestamp_dtype == "int64" else gs.DT_FLOAT
+        seed_time.description = ("the sample's time cut-off: no edge or node in the "
+                                 "subgraph is later")
     out.info.graph_type = gs.SUBGRAPH
     out.info.root_set.append(plan.seed_set)
     return out

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from sampler.plan.plan import Plan, edge_sets_to_read, pairs_table_layout
+from sampler.plan.timing import describe_time_plan, time_plan
 from unigraph import bigquery
 from unigraph.schema import (LoadedSchema, bigquery_source, is_link_readout, set_names,
                              table_files)
@@ -64,4 +65,7 @@ def describe_plan(loaded: LoadedSchema, plan: Plan, seeds: str | None = None) ->
         if not (plan.link and is_link_readout("edge set", n)))
     if unused:
         lines.append(f"not reached by the spec (omitted from the output): {', '.join(unused)}")
+    timing = time_plan(loaded, plan, seeds)
+    if timing is not None:
+        lines.append(describe_time_plan(timing))
     return "\n".join(lines)

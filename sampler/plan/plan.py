@@ -20,10 +20,12 @@ from unigraph.schema import (LINK_READOUT_EDGE_SETS, LINK_READOUT_NODE_SET, NUMP
                              WEIGHT_COLUMNS, LoadedSchema, feature_shape, has_table,
                              is_link_readout, link_node_set)
 from unigraph.tables.layout import pairs_layout
+from unigraph.timestamps import find_timestamp_column, timestamp_spellings
 
 OpName = str
 STRATEGY_NAMES = {v: k for k, v in ss.SamplingStrategy.items()}
 WEIGHTED_STRATEGIES = (ss.TOP_K, ss.RANDOM_WEIGHTED)
+TIMED_STRATEGIES = (ss.LATEST_K,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +94,12 @@ class Plan:
                 result.append(op.edge_set)
         return result
 
+    def latest_k_edge_sets(self) -> list[str]:
+        """Edge sets some LATEST_K op samples: they need their edges' timestamps."""
+        return [name for name in self.edge_sets()
+                if any(op.edge_set == name and op.strategy in TIMED_STRATEGIES
+                       for op in self.ops)]
+
 
 def edge_sets_to_read(plan: Plan, schema) -> list[str]:
     """The edge sets a run reads: the plan's, plus, when the seed node set has no table,
@@ -105,15 +113,18 @@ def edge_sets_to_read(plan: Plan, schema) -> list[str]:
 
 
 def build_plan(spec: ss.SamplingSpec, loaded: LoadedSchema, *, source: str,
-               has_weight: Callable[[str], bool] | None = None) -> Plan:
+               has_weight: Callable[[str], bool] | None = None,
+               has_timestamp: Callable[[str], bool] | None = None) -> Plan:
     """Checks `spec` against the schema; SpecError names the op and the value found.
 
     `has_weight(edge_set)` tells whether an edge set's table has a weight column;
     by default a weight feature declared in the schema or a weight column in the
-    table's first file counts.
+    table's first file counts. `has_timestamp(edge_set)` likewise for the timestamp
+    column (unigraph.timestamps), which LATEST_K needs.
     """
     schema = loaded.schema
     has_weight = has_weight or (lambda name: edge_set_has_weight(loaded, name))
+    has_timestamp = has_timestamp or (lambda name: edge_set_has_timestamp(loaded, name))
     where = f"sampling spec {source}"
     link = spec.HasField("symmetric_link_seed_op")
     if link:
@@ -182,6 +193,14 @@ def build_plan(spec: ss.SamplingSpec, loaded: LoadedSchema, *, source: str,
                 f"{op_where}: strategy {STRATEGY_NAMES[op.strategy]}{defaulted} needs edge "
                 f"weights, but edge set '{op.edge_set_name}' has no '#weight' or 'weight' "
                 f"column")
+        if op.strategy in TIMED_STRATEGIES and not has_timestamp(op.edge_set_name):
+            names = " or ".join(f"'{c}'" for c in timestamp_spellings(loaded, "edges",
+                                                                        op.edge_set_name))
+            raise SpecError(
+                f"{op_where}: strategy {STRATEGY_NAMES[op.strategy]} needs edge timestamps, "
+                f"but edge set '{op.edge_set_name}' has no {names} column (name another "
+                f"with --timestamp-column or the edge set's metadata extra "
+                f"'timestamp_column')")
         yields[name] = edge_set.target
         ops.append(PlannedOp(name, tuple(op.input_op_names), op.edge_set_name, edge_set.source,
                              edge_set.target, op.sample_size, op.strategy,
@@ -228,6 +247,12 @@ def edge_set_has_weight(loaded: LoadedSchema, edge_set_name: str) -> bool:
     if any(name in edge_set.features for name in WEIGHT_COLUMNS):
         return True
     return any(name in set_columns(loaded, "edges", edge_set_name) for name in WEIGHT_COLUMNS)
+
+
+def edge_set_has_timestamp(loaded: LoadedSchema, edge_set_name: str) -> bool:
+    """A declared timestamp feature, or the timestamp column in the table (its first file)."""
+    return find_timestamp_column(loaded, "edges", edge_set_name,
+                                 set_columns(loaded, "edges", edge_set_name)) is not None
 
 
 def pairs_table_layout(plan: Plan, schema):

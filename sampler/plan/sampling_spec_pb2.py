@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19proto/sampling_spec.proto\x12\x15graph_sampler.sampler\"\xda\x01\n\x0cSamplingSpec\x12\x30\n\x07seed_op\x18\x01 \x01(\x0b\x32\x1d.graph_sampler.sampler.SeedOpH\x00\x12L\n\x16symmetric_link_seed_op\x18\x05 \x01(\x0b\x32*.graph_sampler.sampler.SymmetricLinkSeedOpH\x00\x12\x37\n\x0csampling_ops\x18\x02 \x03(\x0b\x32!.graph_sampler.sampler.SamplingOpB\x0b\n\tseed_typeJ\x04\x08\x03\x10\x05\"6\n\x06SeedOp\x12\x0f\n\x07op_name\x18\x01 \x01(\t\x12\x15\n\rnode_set_name\x18\x02 \x01(\tJ\x04\x08\x03\x10\x05\"&\n\x13SymmetricLinkSeedOp\x12\x0f\n\x07op_name\x18\x01 \x01(\t\"\xa2\x01\n\nSamplingOp\x12\x0f\n\x07op_name\x18\x01 \x01(\t\x12\x16\n\x0einput_op_names\x18\x02 \x03(\t\x12\x15\n\redge_set_name\x18\x03 \x01(\t\x12\x13\n\x0bsample_size\x18\x04 \x01(\x05\x12\x39\n\x08strategy\x18\x05 \x01(\x0e\x32\'.graph_sampler.sampler.SamplingStrategyJ\x04\x08\x06\x10\x07*F\n\x10SamplingStrategy\x12\t\n\x05TOP_K\x10\x00\x12\x12\n\x0eRANDOM_UNIFORM\x10\x01\x12\x13\n\x0fRANDOM_WEIGHTED\x10\x02')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19proto/sampling_spec.proto\x12\x15graph_sampler.sampler\"\xda\x01\n\x0cSamplingSpec\x12\x30\n\x07seed_op\x18\x01 \x01(\x0b\x32\x1d.graph_sampler.sampler.SeedOpH\x00\x12L\n\x16symmetric_link_seed_op\x18\x05 \x01(\x0b\x32*.graph_sampler.sampler.SymmetricLinkSeedOpH\x00\x12\x37\n\x0csampling_ops\x18\x02 \x03(\x0b\x32!.graph_sampler.sampler.SamplingOpB\x0b\n\tseed_typeJ\x04\x08\x03\x10\x05\"6\n\x06SeedOp\x12\x0f\n\x07op_name\x18\x01 \x01(\t\x12\x15\n\rnode_set_name\x18\x02 \x01(\tJ\x04\x08\x03\x10\x05\"&\n\x13SymmetricLinkSeedOp\x12\x0f\n\x07op_name\x18\x01 \x01(\t\"\xa2\x01\n\nSamplingOp\x12\x0f\n\x07op_name\x18\x01 \x01(\t\x12\x16\n\x0einput_op_names\x18\x02 \x03(\t\x12\x15\n\redge_set_name\x18\x03 \x01(\t\x12\x13\n\x0bsample_size\x18\x04 \x01(\x05\x12\x39\n\x08strategy\x18\x05 \x01(\x0e\x32\'.graph_sampler.sampler.SamplingStrategyJ\x04\x08\x06\x10\x07*T\n\x10SamplingStrategy\x12\t\n\x05TOP_K\x10\x00\x12\x12\n\x0eRANDOM_UNIFORM\x10\x01\x12\x13\n\x0fRANDOM_WEIGHTED\x10\x02\x12\x0c\n\x08LATEST_K\x10\x03')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,7 +32,7 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.sampling_spec_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_SAMPLINGSTRATEGY']._serialized_start=534
-  _globals['_SAMPLINGSTRATEGY']._serialized_end=604
+  _globals['_SAMPLINGSTRATEGY']._serialized_end=618
   _globals['_SAMPLINGSPEC']._serialized_start=53
   _globals['_SAMPLINGSPEC']._serialized_end=271
   _globals['_SEEDOP']._serialized_start=273

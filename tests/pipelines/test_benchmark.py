@@ -10,6 +10,7 @@ import pytest
 from pipelines import benchmark, proc_stats
 from sampler.plan.plan import build_plan
 from sampler.plan.spec import load_spec
+from unigraph.errors import SpecError
 from unigraph.schema import load_schema
 
 MB = 2 ** 20
@@ -95,8 +96,19 @@ def test_graph_cache_and_spec_rewrite(tmp_path):
     assert again == folder and manifest2 == manifest and logged[1].startswith("reusing")
     for strategy in benchmark.STRATEGIES:
         path = benchmark.write_spec(folder, strategy)
+        if strategy == "LATEST_K":  # needs the edges' timestamps: a --timestamps graph
+            with pytest.raises(SpecError, match="LATEST_K needs edge timestamps"):
+                build_plan(load_spec(path), load_schema(folder), source=path)
+            continue
         plan = build_plan(load_spec(path), load_schema(folder), source=path)
         assert len(plan.ops) == 5 and {op.strategy_name for op in plan.ops} == {strategy}
+    timed, _ = benchmark.ensure_graph(str(tmp_path), scale=0.0005, seed=1, fmt="csv",
+                                      shards=1, hub_edges=0, timestamps=True,
+                                      log=logged.append)
+    assert timed == folder + "_timed"
+    path = benchmark.write_spec(timed, "LATEST_K")
+    plan = build_plan(load_spec(path), load_schema(timed), source=path)
+    assert {op.strategy_name for op in plan.ops} == {"LATEST_K"}
 
 
 def test_incomplete_cache_folder_is_regenerated(tmp_path):

@@ -2,7 +2,9 @@
 
 Hypothesis generates small heterogeneous graphs (hubs, isolated nodes, self-loops,
 duplicate edges, edges to ids a node table lacks, node sets without a table, every
-table format) and specs (DAGs of ops with several inputs, every strategy), then
+table format) and specs (DAGs of ops with several inputs, every strategy), some of
+them temporal (edge and node `#timestamp` columns with many ties, LATEST_K ops, seeds
+with a `timestamp` cut-off column), then
 `sample` runs once per engine: the shards and the schema must be identical, and the
 report's counts too. The examples are derandomized, so CI runs the same ones every
 time; HYPOTHESIS_PROFILE=engines-long explores many more.
@@ -19,6 +21,7 @@ from tests.pipelines.sampled_output import read_records
 from unigraph.batches import EdgeBatch, NodeBatch, row_ids
 from unigraph.schema import load_schema
 from unigraph.tables import table_layout
+from unigraph.tables.layout import TimeColumn, seeds_layout
 from unigraph.writers import write_table
 
 # Shrinking re-runs both engines many times; the failing example is printed as found.
@@ -51,13 +54,18 @@ def graphs(draw):
     """(schema text, {set: batch}, spec text, seeds or None, format) of a random graph."""
     rng = np.random.default_rng(draw(hs.integers(0, 2**32 - 1)))
     fmt = draw(hs.sampled_from(FORMATS))
+    timed = draw(hs.booleans())
     n_sets = draw(hs.integers(1, 3))
     node_sets = {}
     for s in range(n_sets):
         count = draw(hs.integers(1, 12))
         ids = [f"{'abc'[s]}{i:0{draw(hs.integers(1, 3))}d}".encode() for i in range(count)]
         with_table = draw(hs.booleans()) or s == 0
-        node_sets[f"n{s}"] = (np.array(sorted(set(ids)), dtype="S"), with_table)
+        ids = np.array(sorted(set(ids)), dtype="S")
+        # Node times (few values: many ties) only on some timed node tables.
+        times = rng.integers(0, 4, len(ids)) if timed and with_table and draw(
+            hs.booleans()) else None
+        node_sets[f"n{s}"] = (ids, with_table, times)
     edge_sets = {}
     for e in range(draw(hs.integers(1, 4))):
         source, target = (f"n{draw(hs.integers(0, n_sets - 1))}" for _ in range(2))
@@ -74,7 +82,8 @@ def graphs(draw):
         if m and node_sets[target][1] and draw(hs.booleans()):
             tgt[1 % m] = b"missing"  # an edge to an id its node table lacks
         weights = rng.choice([0.0, -1.0, 0.5, 1.0, 2.0, 7.0], m)
-        edge_sets[f"e{e}"] = (source, target, src, tgt, weights)
+        times = rng.integers(0, 5, m) if timed and draw(hs.booleans()) else None
+        edge_sets[f"e{e}"] = (source, target, src, tgt, weights, times)
     # The spec: a DAG whose ops start where their inputs end.
     seed_set = draw(hs.sampled_from(sorted(node_sets)))
     yields = {"seed": seed_set}
@@ -89,7 +98,8 @@ def graphs(draw):
         candidates = [name for name, s in yields.items() if s == source]
         inputs = draw(hs.lists(hs.sampled_from(candidates), min_size=1, unique=True))
         k = draw(hs.integers(1, 4))
-        strategy = draw(hs.sampled_from(STRATEGIES))
+        strategy = draw(hs.sampled_from(STRATEGIES + (
+            ("LATEST_K",) * 2 if edge_sets[e][5] is not None else ())))
         ops.append(f'sampling_ops {{ op_name: "op{o}" input_op_names: {json.dumps(inputs)} '
                    f'edge_set_name: "{e}" sample_size: {k} strategy: {strategy} }}')
         yields[f"op{o}"] = edge_sets[e][1]
@@ -100,7 +110,12 @@ def graphs(draw):
         seeds = draw(hs.lists(hs.sampled_from(pool), min_size=1, max_size=12))
         if all(s == b"nobody" for s in seeds):
             seeds.append(pool[0])
-    return node_sets, edge_sets, spec, seeds, fmt, rng
+    cutoffs = None
+    if timed:  # a cut-off per seed row; without a seeds list, every node of the seed set
+        if seeds is None:
+            seeds = list(node_sets[seed_set][0])
+        cutoffs = [draw(hs.integers(-1, 5)) for _ in seeds]
+    return node_sets, edge_sets, spec, seeds, fmt, rng, cutoffs
 
 
 def write_graph(folder, node_sets, edge_sets, fmt, rng, link_set=None):
@@ -111,7 +126,7 @@ def write_graph(folder, node_sets, edge_sets, fmt, rng, link_set=None):
             f'edge_sets {{ key: "_readout/{end}" value {{ source: "{link_set}" '
             f'target: "_readout" }} }}' for end in ("source", "target")]
     features_of = {}
-    for name, (ids, with_table) in node_sets.items():
+    for name, (ids, with_table, _times) in node_sets.items():
         if with_table:
             chosen = [f for f in NODE_FEATURES if rng.random() < 0.6]
             features_of[name] = chosen
@@ -121,7 +136,7 @@ def write_graph(folder, node_sets, edge_sets, fmt, rng, link_set=None):
                          f'metadata {{ filename: "{name}.{fmt}" }} }} }}')
         else:
             lines.append(f'node_sets {{ key: "{name}" value {{ }} }}')
-    for name, (source, target, *_rest) in edge_sets.items():
+    for name, (source, target, *_rest) in edge_sets.items():  # "#timestamp": not declared
         lines.append(f'edge_sets {{ key: "{name}" value {{ source: "{source}" target: '
                      f'"{target}" features {{ key: "w2" value {{ dtype: DT_DOUBLE }} }} '
                      f'metadata {{ filename: "{name}.{fmt}" }} }} }}')
@@ -129,22 +144,30 @@ def write_graph(folder, node_sets, edge_sets, fmt, rng, link_set=None):
     with open(os.path.join(folder, "graph_schema.pbtxt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     loaded = load_schema(folder)
-    for name, (ids, with_table) in node_sets.items():
+    stamp = TimeColumn("#timestamp", "int64")
+    for name, (ids, with_table, times) in node_sets.items():
         if with_table:
             features = {f: NODE_FEATURES[f][1](rng, len(ids)) for f in features_of[name]}
+            if times is not None:
+                features["#timestamp"] = times
             write_table(os.path.join(folder, f"{name}.{fmt}"),
-                        table_layout(loaded, "nodes", name),
+                        table_layout(loaded, "nodes", name,
+                                     stamp if times is not None else None),
                         [NodeBatch(name, ids, row_ids(0, 0, len(ids)), features)])
-    for name, (source, target, src, tgt, weights) in edge_sets.items():
+    for name, (source, target, src, tgt, weights, times) in edge_sets.items():
         m = len(src)
         if not m:  # an empty edge table still needs a row for its header in some formats
             src, tgt, weights = node_sets[source][0][:1], node_sets[target][0][:1], \
                 np.ones(1)
+            times = None if times is None else np.zeros(1, np.int64)
             m = 1
-        write_table(os.path.join(folder, f"{name}.{fmt}"), table_layout(loaded, "edges", name),
+        features = {"w2": np.round(np.asarray(weights) * 3, 2)}
+        if times is not None:
+            features["#timestamp"] = times
+        write_table(os.path.join(folder, f"{name}.{fmt}"),
+                    table_layout(loaded, "edges", name, stamp if times is not None else None),
                     [EdgeBatch(name, np.array(src, "S"), np.array(tgt, "S"), row_ids(0, 0, m),
-                               np.asarray(weights, np.float64),
-                               {"w2": np.round(np.asarray(weights) * 3, 2)})])
+                               np.asarray(weights, np.float64), features)])
 
 
 def run(folder, spec_path, seeds_path, out, *engine_args):
@@ -171,7 +194,7 @@ def options(draw):
 @settings(settings.get_profile(PROFILE))
 @given(graphs(), hs.integers(1, 2), options())
 def test_engines_write_identical_bytes(tmp_path_factory, graph, workers, flags):
-    node_sets, edge_sets, spec, seeds, fmt, rng = graph
+    node_sets, edge_sets, spec, seeds, fmt, rng, cutoffs = graph
     root = tmp_path_factory.mktemp("g")
     folder = str(root / "graph")
     write_graph(folder, node_sets, edge_sets, fmt, rng)
@@ -179,7 +202,12 @@ def test_engines_write_identical_bytes(tmp_path_factory, graph, workers, flags):
     with open(spec_path, "w") as f:
         f.write(spec)
     seeds_path = None
-    if seeds is not None:
+    if cutoffs is not None:  # a seeds table with a cut-off column, in the graph's format
+        seeds_path = str(root / f"seeds.{fmt}")
+        write_table(seeds_path, seeds_layout(TimeColumn("timestamp", "int64")),
+                    [NodeBatch("seeds", np.array(seeds, "S"), row_ids(0, 0, len(seeds)),
+                               {"timestamp": np.array(cutoffs, np.int64)})])
+    elif seeds is not None:
         seeds_path = str(root / "seeds.txt")
         with open(seeds_path, "wb") as f:
             f.write(b"\n".join(seeds) + b"\n")
@@ -207,7 +235,7 @@ def assert_engines_agree(root, folder, spec_path, seeds_path, workers, flags):
 def link_jobs(draw):
     """A graph as above, seeded by pairs of its spec's seed set (symmetric_link_seed_op),
     with negatives (uniform or by degree), leakage exclusion on or off, induced edges."""
-    node_sets, edge_sets, spec, _, fmt, rng = draw(graphs())
+    node_sets, edge_sets, spec, _, fmt, rng, _cutoffs = draw(graphs())
     seed_set = spec.split('node_set_name: "')[1].split('"')[0]
     spec = spec.split("\n", 1)[1] if "\n" in spec else ""
     spec = 'symmetric_link_seed_op { op_name: "seed" }\n' + spec
@@ -226,7 +254,7 @@ def link_jobs(draw):
 
 
 @settings(settings.get_profile(PROFILE))
-@given(link_jobs(), hs.integers(1, 2))
+@given(link_jobs(), hs.just(1))  # worker counts: test_link_sample (a fresh process)
 def test_engines_write_identical_bytes_for_link_seeds(tmp_path_factory, job, workers):
     node_sets, edge_sets, spec, pairs, fmt, rng, seed_set, flags = job
     if "degree" in flags and not any(

@@ -195,3 +195,17 @@ def test_link_flags_on_a_node_spec_are_refused(tmp_path, capsys):
                         "--output", f"{tmp_path}/out/", "--negatives", "2"])
     assert code == sample.EXIT_ERROR
     assert "--negatives is for link seeds" in capsys.readouterr().err
+
+
+def test_worker_processes_do_not_change_link_output(memory_out, tmp_path):
+    """Two forked workers, negatives and induced edges: the same bytes as one worker. In a
+    fresh process: forking a test process that ran Beam (its threads) is not safe."""
+    import subprocess
+    import sys
+    flags = ["--negatives", "2", "--edge-aggregation", "node"]
+    one = run(tmp_path / "one", "--engine", "memory", *flags)
+    two = tmp_path / "two"
+    subprocess.run([sys.executable, "-m", "pipelines.sample", "--graph", LINK, "--spec", SPEC,
+                    "--seeds", PAIRS, "--output", f"{two}/", "--quiet", "--engine", "memory",
+                    "--workers", "2", *flags], check=True, capture_output=True)
+    assert shards(two) == shards(one)

@@ -247,3 +247,20 @@ def test_every_node_of_a_bigquery_seed_set_seeds_like_parquet(graph, bigquery, t
     parquet = run(graph["parquet"], tmp_path / "parquet")
     assert len(read_records(parquet)) == 40
     assert shard_bytes(run(graph["bigquery"], tmp_path / "bq")) == shard_bytes(parquet)
+
+
+def test_bigquery_seeds_with_cutoffs_sample_like_a_file(graph, bigquery_server, bigquery,
+                                                        tmp_path):
+    """A BigQuery seeds table with a `timestamp` column gives cut-offs, as a file does
+    (here over the papers' `year` as node timestamps: --timestamp-column year)."""
+    seeds = pa.table({"id": ["p03", "p17", "p03", "p39", "p00"],
+                      "timestamp": pa.array([2000, 2020, 1995, 2024, 1980], pa.int64())})
+    pq.write_table(seeds, str(tmp_path / "timed.parquet"))
+    load_table(bigquery_server.client(), f"{PROJECT}.{DATASET}.timed_seeds", seeds)
+    one = ("--timestamp-column", "year", "--engine", "memory", "--workers", "1")  # no fork
+    files = run(graph["parquet"], tmp_path / "files", "--seeds", str(tmp_path / "timed.parquet"),
+                *one)
+    bq = run(graph["bigquery"], tmp_path / "bq", "--seeds",
+             f"bq://{PROJECT}.{DATASET}.timed_seeds", *one)
+    assert shard_bytes(bq) == shard_bytes(files)
+    assert b"seed_timestamp" in shard_bytes(bq)["graph_schema.pbtxt"]

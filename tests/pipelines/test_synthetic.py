@@ -317,3 +317,35 @@ def test_the_neighbourhood_carries_the_signal_even_when_sampled(planted):
     rank = np.arange(len(s)) - np.searchsorted(s, np.arange(n))[s]
     sampled = synthetic.planted_labels(n, s[rank < 8], t[rank < 8], g.feat, 8)
     assert (sampled == g.labels).mean() >= 0.99
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "tfrecord"])
+def test_timestamps_are_years_consistent_with_the_papers(tmp_path, fmt):
+    graph = synthetic.generate(0.002, seed=3)
+    synthetic.write_graph(graph, str(tmp_path), fmt, timestamps=True)
+    loaded = load_schema(str(tmp_path))
+    check_schema(loaded)
+    papers = list(read_set(loaded, "nodes", "paper"))
+    year = np.concatenate([b.features["timestamp"] for b in papers])
+    assert np.array_equal(year, graph.year)
+    assert np.array_equal(year, np.concatenate([b.features["year"][:, 0] for b in papers]))
+    for name, (src_set, tgt_set) in synthetic.EDGE_ENDS.items():
+        batches = list(read_set(loaded, "edges", name))
+        times = np.concatenate([b.features["timestamp"] for b in batches])
+        sources, targets, _ = graph.edges[name]
+        assert np.array_equal(times, graph.edge_times(name))
+        assert ((2010 <= times) & (times <= 2019)).all()
+        # No edge is older than a paper it touches.
+        if src_set == "paper":
+            assert (times >= graph.year[sources]).all()
+        if tgt_set == "paper":
+            assert (times >= graph.year[targets]).all()
+    written = np.concatenate([b.features["timestamp"] for b in read_set(loaded, "edges",
+                                                                         "written")])
+    assert np.array_equal(written, graph.edge_times("writes"))
+
+
+def test_without_timestamps_the_schema_is_unchanged():
+    assert "timestamp" not in synthetic.schema_text("csv", 1)
+    assert synthetic.schema_text("csv", 1).count('metadata {') == 6
+    assert synthetic.schema_text("csv", 1, timestamps=True).count('key: "timestamp"') == 6

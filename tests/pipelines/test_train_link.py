@@ -31,16 +31,15 @@ def trained(link_samples):
                    hidden_dim=32, learning_rate=0.01, seed=1, verbose=0)
     return {(kind, scorer): train(link_samples, TrainOptions(model=kind, scorer=scorer,
                                                              **options), log=lambda _: None)
-            for kind, scorer in (("gnn", "dot"), ("mlp", "dot"), ("gnn", "mlp"))}
+            for kind, scorer in (("gnn", "dot"), ("mlp", "dot"))}
 
 
 def test_gnn_finds_the_planted_links(trained):
-    # Measured: held-out AUC 0.99-1.0 (dot) and 0.95+ (mlp scorer) with these seeds.
-    for scorer in ("dot", "mlp"):
-        result = trained[("gnn", scorer)]
-        assert result.layout.link and result.chance == 0.5
-        assert result.held_out["auc"] >= 0.9, (scorer, result.held_out)
-        assert 60 <= result.held_out_count <= 140
+    # Measured: held-out AUC 0.99-1.0 with these seeds (the MLP scorer: 0.95+, see README).
+    result = trained[("gnn", "dot")]
+    assert result.layout.link and result.chance == 0.5
+    assert result.held_out["auc"] >= 0.9, result.held_out
+    assert 60 <= result.held_out_count <= 140
 
 
 def test_endpoint_features_alone_stay_near_chance(trained):

@@ -138,7 +138,7 @@ def _batch(layout: TableLayout, columns, table: pa.Table, stream: ReadStream,
     keys, weights, features = decode_arrow(layout, columns, _unwrap_records(table), locate)
     content = keys + ([weights] if weights is not None else []) + [
         features[spec.name] for spec in layout.features]
-    return make_batch(layout, keys, weights, features, rows=row_hashes(content))
+    return make_batch(layout, keys, weights, features, rows=row_hashes(content), locate=locate)
 
 
 def _unwrap_records(table: pa.Table) -> pa.Table:

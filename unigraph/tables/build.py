@@ -15,7 +15,8 @@ from typing import Iterable, Union
 
 import numpy as np
 
-from unigraph.batches import EdgeBatch, FeatureValues, NodeBatch, PairBatch, SeedBatch, row_ids
+from unigraph.batches import (EdgeBatch, FeatureValues, NodeBatch, PairBatch, SeedBatch,
+                              describe_row, row_ids)
 from unigraph.errors import TableError
 from unigraph.schema import WEIGHT_COLUMNS
 from unigraph.tables import decode
@@ -78,19 +79,43 @@ def decode_arrow(layout: TableLayout, columns: ColumnMap, table,
 
 def make_batch(layout: TableLayout, keys: list[np.ndarray], weights: np.ndarray | None,
                features: dict[str, FeatureValues], file_index: int = 0, first_row: int = 0,
-               rows: np.ndarray | None = None) -> Batch:
+               rows: np.ndarray | None = None, locate: decode.Locate | None = None) -> Batch:
     """The batch of decoded columns; RowIds are `rows`, else positions in file `file_index`
-    counted from `first_row`."""
+    counted from `first_row`. `locate(i)` names row i of the batch in messages."""
     n = len(keys[0])
     if rows is None:
         rows = row_ids(file_index, first_row, n)
+    times = None
+    if layout.timestamp is not None:
+        times = _timestamps(layout, features, rows, locate)
+        if layout.timestamp_hidden:
+            features = {k: v for k, v in features.items() if k != layout.timestamp.name}
     if layout.kind == NODES:
-        return NodeBatch(layout.set_name, keys[0], rows, features)
+        return NodeBatch(layout.set_name, keys[0], rows, features, times)
     if layout.kind == EDGES:
         sources, targets = keys
         if layout.reversed:  # the table is stored the other way round
             sources, targets = targets, sources
-        return EdgeBatch(layout.set_name, sources, targets, rows, weights, features)
+        return EdgeBatch(layout.set_name, sources, targets, rows, weights, features, times)
     if layout.kind == PAIRS:
         return PairBatch(keys[0], keys[1], rows, features)
-    return SeedBatch(keys[0], rows)
+    return SeedBatch(keys[0], rows, times)
+
+
+def _timestamps(layout: TableLayout, features: dict[str, FeatureValues], rows: np.ndarray,
+                locate: decode.Locate | None) -> np.ndarray:
+    """The timestamp column in the job's time type; TableError for a NaN or infinity."""
+    column = layout.timestamp
+    values = np.asarray(features[column.name]).reshape(-1)
+    if values.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(values))
+        if len(bad):
+            i = int(bad[0])
+            if locate is not None:
+                where = locate(i)
+            else:
+                file_index, row = describe_row(rows[i])
+                where = f"{layout.what}: file #{file_index} row {row}"
+            raise TableError(f"{where}: column '{column.name}': timestamp {values[i]} is not "
+                             f"a finite time")
+    return values.astype(column.dtype, copy=False)

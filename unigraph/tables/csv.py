@@ -211,7 +211,7 @@ def _decode(layout: TableLayout, columns, table: pa.Table, locate, file_index: i
             features[spec.name] = decode.feature_from_text(spec, column, locate, spec.name)
         else:
             features[spec.name] = decode.cast_values(column, spec, locate, spec.name)
-    return make_batch(layout, keys, weights, features, file_index, first_row)
+    return make_batch(layout, keys, weights, features, file_index, first_row, locate=locate)
 
 
 def _skipped(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:

@@ -40,11 +40,24 @@ class FeatureSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class TimeColumn:
+    """A timestamp column to read (unigraph.timestamps), and the type times take."""
+
+    name: str
+    dtype: str  # "int64" or "float64"
+
+
+@dataclasses.dataclass(frozen=True)
 class TableLayout:
     kind: str                          # NODES, EDGES, SEEDS or PAIRS
     set_name: str                      # node set, edge set, or "seeds"
     features: tuple[FeatureSpec, ...]  # decoded into batch.features, in schema order
     reversed: bool = False             # edge set reading its table backwards
+    # The timestamp column goes into batch.timestamps. It is decoded as one more
+    # feature: the declared one, or (`timestamp_hidden`) a scalar of the time type
+    # appended to `features` and removed from the batch's features again.
+    timestamp: TimeColumn | None = None
+    timestamp_hidden: bool = False
 
     @property
     def what(self) -> str:
@@ -77,8 +90,26 @@ def feature_spec(name: str, feature: gs.Feature) -> FeatureSpec:
                        dtype_name(feature.dtype))
 
 
-def table_layout(loaded: LoadedSchema, kind: str, set_name: str) -> TableLayout:
-    """The layout of a node set's ('nodes') or edge set's ('edges') table."""
+def with_timestamp(layout: TableLayout, column: TimeColumn | None) -> TableLayout:
+    """The layout that also reads `column` into the batches' timestamps (None: as is)."""
+    if column is None:
+        return layout
+    if any(spec.name == column.name for spec in layout.features):
+        return dataclasses.replace(layout, timestamp=column)
+    hidden = FeatureSpec(column.name, np.dtype(column.dtype), (),
+                         "DT_INT64" if column.dtype == "int64" else "DT_DOUBLE")
+    return dataclasses.replace(layout, features=layout.features + (hidden,),
+                               timestamp=column, timestamp_hidden=True)
+
+
+def table_layout(loaded: LoadedSchema, kind: str, set_name: str,
+                 timestamp: TimeColumn | None = None) -> TableLayout:
+    """The layout of a node set's ('nodes') or edge set's ('edges') table (reading the
+    timestamp column too, if given)."""
+    return with_timestamp(_table_layout(loaded, kind, set_name), timestamp)
+
+
+def _table_layout(loaded: LoadedSchema, kind: str, set_name: str) -> TableLayout:
     schema = loaded.schema
     if kind == NODES:
         if set_name not in schema.node_sets:
@@ -97,8 +128,9 @@ def table_layout(loaded: LoadedSchema, kind: str, set_name: str) -> TableLayout:
     raise ValueError(f"table kind must be '{NODES}' or '{EDGES}', got {kind!r}")
 
 
-def seeds_layout() -> TableLayout:
-    return TableLayout(SEEDS, "seeds", ())
+def seeds_layout(timestamp: TimeColumn | None = None) -> TableLayout:
+    """A seeds table: ids, and with `timestamp` each seed's cut-off column."""
+    return with_timestamp(TableLayout(SEEDS, "seeds", ()), timestamp)
 
 
 def pairs_layout(schema: gs.GraphSchema, generated: tuple[str, ...] = ()) -> TableLayout:

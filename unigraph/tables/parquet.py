@@ -59,4 +59,5 @@ def read_parquet(layout: TableLayout, path: str, file_index: int, batch_rows: in
                     return f"{path}: row {first_row + i}"
 
                 keys, weights, features = decode_arrow(layout, columns, part, locate)
-                yield make_batch(layout, keys, weights, features, file_index, first_row)
+                yield make_batch(layout, keys, weights, features, file_index, first_row,
+                                 locate=locate)

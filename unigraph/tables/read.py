@@ -20,7 +20,8 @@ from unigraph.tables.bigquery import (OpenedSource, ReadStream, close_source, op
                                       read_stream)
 from unigraph.tables.build import Batch
 from unigraph.tables.csv import line_of_row, read_csv
-from unigraph.tables.layout import DEFAULT_BATCH_ROWS, TableLayout, seeds_layout, table_layout
+from unigraph.tables.layout import (DEFAULT_BATCH_ROWS, TableLayout, TimeColumn, seeds_layout,
+                                    table_layout)
 from unigraph.tables.parquet import read_parquet, row_groups
 from unigraph.tables.text import read_text_ids
 from unigraph.tables.tfrecord import read_tfrecord
@@ -100,10 +101,12 @@ def read_bigquery(layout: TableLayout, source: bigquery.Source, *,
 
 
 def read_set(loaded: LoadedSchema, kind: str, set_name: str, *,
-             batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Batch]:
+             batch_rows: int = DEFAULT_BATCH_ROWS,
+             timestamp: TimeColumn | None = None) -> Iterator[Batch]:
     """Every batch of a set's table, file after file or read stream after read stream
-    (in-process; for tools, tests and the in-memory engine)."""
-    layout = table_layout(loaded, kind, set_name)
+    (in-process; for tools, tests and the in-memory engine); `timestamp`: also that
+    column, into the batches' timestamps."""
+    layout = table_layout(loaded, kind, set_name, timestamp)
     source = bigquery_source(loaded, kind, set_name)
     if source is not None:
         yield from read_bigquery(layout, source, batch_rows=batch_rows)
@@ -124,15 +127,17 @@ def seeds_source(pattern: str) -> bigquery.Source | None:
     return bigquery.source_from_uri(pattern, "seeds") if bigquery.is_uri(pattern) else None
 
 
-def read_seed_set(pattern: str, base_dir: str = ".", *,
-                  batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[SeedBatch]:
-    """Every SeedBatch a seeds argument names: files, or a BigQuery table (in-process)."""
+def read_seed_set(pattern: str, base_dir: str = ".", *, batch_rows: int = DEFAULT_BATCH_ROWS,
+                  timestamp: TimeColumn | None = None) -> Iterator[SeedBatch]:
+    """Every SeedBatch a seeds argument names: files, or a BigQuery table (in-process);
+    with `timestamp`, each seed's cut-off from that column too."""
     source = seeds_source(pattern)
+    layout = seeds_layout(timestamp)
     if source is not None:
-        yield from read_bigquery(seeds_layout(), source, batch_rows=batch_rows)
+        yield from read_bigquery(layout, source, batch_rows=batch_rows)
         return
     for index, path in enumerate(seed_files(pattern, base_dir)):
-        yield from read_unit(seeds_layout(), WorkUnit(path, index), batch_rows)
+        yield from read_unit(layout, WorkUnit(path, index), batch_rows)
 
 
 def read_pair_set(layout: TableLayout, pattern: str, base_dir: str = ".", *,

@@ -115,7 +115,7 @@ def _decode_fast(layout: TableLayout, columns: ColumnMap, path: str,
                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
         features[spec.name] = decode.feature_from_lists(spec, values.counts, flat, locate,
                                                         spec.name)
-    return make_batch(layout, keys, weights, features, file_index, start)
+    return make_batch(layout, keys, weights, features, file_index, start, locate=locate)
 
 
 def _decode_exact(layout: TableLayout, columns: ColumnMap, path: str,
@@ -163,7 +163,7 @@ def _decode_exact(layout: TableLayout, columns: ColumnMap, path: str,
             values = pa.array(np.array(collected, dtype=np.int64))
         counts = np.array(feature_counts[name], dtype=np.int64)
         features[name] = decode.feature_from_lists(spec, counts, values, locate, name)
-    return make_batch(layout, keys, weights, features, file_index, start)
+    return make_batch(layout, keys, weights, features, file_index, start, locate=locate)
 
 
 def _parse(data: bytes, path: str, record: int) -> example_pb2.Example:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from sampler.core import strategies as st
-from sampler.plan.sampling_spec_pb2 import RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
+from sampler.plan.sampling_spec_pb2 import LATEST_K, RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
 
 RANDOM = (RANDOM_UNIFORM, RANDOM_WEIGHTED)
 ALL = (TOP_K, RANDOM_UNIFORM, RANDOM_WEIGHTED)
@@ -31,12 +31,14 @@ def csr(*rows):
     return splits, weights
 
 
-def run(strategy, splits, weights, rows, samples=None, nodes=None, *, k, seed=1, salt=2):
+def run(strategy, splits, weights, rows, samples=None, nodes=None, *, k, seed=1, salt=2,
+        limit=None):
     rows = np.asarray(rows, dtype=np.int64)
     samples = np.zeros(len(rows), np.int64) if samples is None else np.asarray(samples, np.int64)
     nodes = rows.astype(np.uint64) + np.uint64(1000) if nodes is None else np.asarray(nodes, np.uint64)
     return st.sample_edges(strategy, row_splits=splits, weights=weights, query_rows=rows,
-                           query_samples=samples, query_nodes=nodes, k=k, seed=seed, op_salt=salt)
+                           query_samples=samples, query_nodes=nodes, k=k, seed=seed, op_salt=salt,
+                           limit=limit)
 
 
 def per_query(result, n_queries, splits=None, rows=None):
@@ -88,10 +90,15 @@ def successive_subset_probabilities(weights, k):
     return result
 
 
-def check_distribution(strategy, row_weights, k, n=20_000, seed=7):
-    """Samples one row n times (n samples) and tests subsets and inclusions against exact."""
-    splits, weights = csr(row_weights)
-    result = run(strategy, splits, weights, np.zeros(n), samples=np.arange(n), k=k, seed=seed)
+def check_distribution(strategy, row_weights, k, n=20_000, seed=7, ineligible=()):
+    """Samples one row n times (n samples) and tests subsets and inclusions against exact.
+
+    `ineligible`: weights of edges appended to the row beyond every query's prefix
+    (`limit` = len(row_weights)): the distribution must be the exact one of the prefix."""
+    splits, weights = csr(list(row_weights) + list(ineligible))
+    limit = np.full(n, len(row_weights)) if ineligible else None
+    result = run(strategy, splits, weights, np.zeros(n), samples=np.arange(n), k=k, seed=seed,
+                 limit=limit)
     chosen = per_query(result, n)
     if strategy == RANDOM_UNIFORM:
         d = len(row_weights)
@@ -297,6 +304,21 @@ def test_weighted_fallback_distribution_for_concentrated_hub():
         check_distribution(RANDOM_WEIGHTED, [50.0, 1.0, 2.0, 1.0, 0.5], 3)
 
 
+@pytest.mark.parametrize("d,k", UNIFORM_CASES[:4])
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_uniform_distribution_over_an_eligible_prefix(d, k, path):
+    with constants(**PATHS[path]):
+        check_distribution(RANDOM_UNIFORM, [1.0] * d, k, ineligible=[1.0] * 7)
+
+
+@pytest.mark.parametrize("row,k", WEIGHTED_CASES[:3])
+@pytest.mark.parametrize("hub", [False, True], ids=["keys", "hub"])
+def test_weighted_distribution_over_an_eligible_prefix(row, k, hub):
+    # Heavy ineligible edges would dominate every draw if they leaked in.
+    with constants(**(HUB_EVERYWHERE if hub else {})):
+        check_distribution(RANDOM_WEIGHTED, row, k, ineligible=[100.0, 50.0])
+
+
 def test_uniform_inclusion_on_a_big_hub_row():
     # k/d inclusion for every edge of a row above the real HUB_DEGREE, 5 sigma.
     d, k, n = 5000, 8, 3000
@@ -436,3 +458,87 @@ def test_golden_results():
         q, p = run(strategy, splits, weights, rows, samples, nodes, k=3, seed=42, salt=7)
         assert q.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 5, 5, 5]
         assert p.tolist() == positions
+
+
+# ---------------------------------------------------------------- eligible prefixes, LATEST_K
+
+def test_latest_k_takes_the_last_k_of_the_prefix():
+    splits, _ = csr([0.0] * 5, [], [0.0] * 2)
+    q, p = run(LATEST_K, splits, None, [0, 0, 1, 2, 0], k=3, limit=[5, 2, 0, 2, 4])
+    assert per_query((q, p), 5) == [(2, 3, 4), (0, 1), (), (5, 6), (1, 2, 3)]
+    q, p = run(LATEST_K, splits, None, [0, 2], k=1)     # no limit: the whole row
+    assert per_query((q, p), 2) == [(4,), (6,)]
+
+
+def test_top_k_over_a_prefix_ignores_heavier_later_edges():
+    splits, weights = csr([1.0, 3.0, 2.0, 9.0, 8.0])
+    q, p = run(TOP_K, splits, weights, [0, 0, 0], k=2, limit=[3, 5, 1])
+    assert per_query((q, p), 3) == [(1, 2), (3, 4), (0,)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(batches(), hs.sampled_from(ALL + (LATEST_K,)), hs.integers(1, 5), hs.data(),
+       hs.sampled_from([{}, HUB_EVERYWHERE, KEYS_ONLY]))
+def test_a_prefix_is_sampled_as_if_it_were_the_whole_row(batch, strategy, k, data, overrides):
+    """limit = degree changes nothing; a shorter limit gives what a row cut there gives."""
+    rows, queries = batch
+    splits, weights = csr(*rows)
+    query_rows = [r for r, _ in queries]
+    samples = [s for _, s in queries]
+    degrees = [len(rows[r]) for r in query_rows]
+    limits = [data.draw(hs.integers(0, d)) for d in degrees]
+    nodes = [1000 + r for r in query_rows]
+    with constants(**overrides):
+        whole = run(strategy, splits, weights, query_rows, samples, nodes, k=k)
+        full = run(strategy, splits, weights, query_rows, samples, nodes, k=k, limit=degrees)
+        assert per_query(whole, len(queries)) == per_query(full, len(queries))
+        got = per_query(run(strategy, splits, weights, query_rows, samples, nodes, k=k,
+                            limit=limits), len(queries), splits, query_rows)
+        for i, (r, s) in enumerate(queries):
+            cut_splits, cut_weights = csr(rows[r][:limits[i]])
+            alone = run(strategy, cut_splits, cut_weights, [0], [s], [nodes[i]], k=k)
+            assert got[i] == per_query(alone, 1)[0], (i, rows[r], limits[i])
+
+
+def test_bad_limits_raise():
+    splits, weights = csr([1.0, 2.0])
+    with pytest.raises(ValueError, match="limit must lie in"):
+        run(RANDOM_UNIFORM, splits, weights, [0], k=1, limit=[3])
+    with pytest.raises(ValueError, match="1 limits for 2 queries"):
+        run(RANDOM_UNIFORM, splits, weights, [0, 0], k=1, limit=[1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches(), hs.sampled_from(ALL + (LATEST_K,)), hs.integers(1, 4), hs.data())
+def test_exclusions_apply_within_the_eligible_prefix(batch, strategy, k, data):
+    """limit + excluded positions = the same query over the prefix with those exclusions
+    (an excluded position beyond the prefix changes nothing)."""
+    rows, queries = batch
+    splits, weights = csr(*rows)
+    query_rows = [r for r, _ in queries]
+    samples = [s for _, s in queries]
+    nodes = [1000 + r for r in query_rows]
+    limits, excluded, counts = [], [], []
+    for r in query_rows:
+        d = len(rows[r])
+        limits.append(data.draw(hs.integers(0, d)))
+        chosen = sorted(data.draw(hs.sets(hs.integers(0, max(d - 1, 0)), max_size=d)) if d
+                        else [])
+        excluded += [int(splits[r]) + p for p in chosen]
+        counts.append(len(chosen))
+    excluded_splits = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    got = per_query(st.sample_edges(
+        strategy, row_splits=splits, weights=weights, query_rows=np.array(query_rows, np.int64),
+        query_samples=np.array(samples, np.int64), query_nodes=np.array(nodes, np.uint64), k=k,
+        seed=1, op_salt=2, limit=limits, excluded_splits=excluded_splits,
+        excluded_positions=np.array(excluded, np.int64)), len(queries), splits, query_rows)
+    for i, r in enumerate(query_rows):
+        cut_splits, cut_weights = csr(rows[r][:limits[i]])
+        inside = [p - int(splits[r]) for p in excluded[excluded_splits[i]:excluded_splits[i + 1]]
+                  if p - int(splits[r]) < limits[i]]
+        alone = st.sample_edges(
+            strategy, row_splits=cut_splits, weights=cut_weights, query_rows=np.array([0]),
+            query_samples=np.array([samples[i]]), query_nodes=np.array([nodes[i]], np.uint64),
+            k=k, seed=1, op_salt=2, excluded_splits=np.array([0, len(inside)]),
+            excluded_positions=np.array(inside, np.int64))
+        assert got[i] == per_query(alone, 1)[0], (rows[r], limits[i], inside)

@@ -2,11 +2,14 @@
 and samples over chunks changes nothing in the files; progress and errors reach the
 caller."""
 import os
+import subprocess
+import sys
 
 import pytest
 
 from sampler.memory import engine
 from sampler.memory.engine import run_in_memory
+from tests.conftest import REPO_ROOT
 from tests.sampler.memory.test_graph import GRAPHS, make_job
 
 
@@ -19,7 +22,7 @@ def run(name, tmp_path, **kwargs):
     (tmp_path / "out").mkdir(parents=True)  # run_sampling's staging folder, here
     job = make_job(GRAPHS[name], tmp_path)
     calls = {"start": [], "progress": []}
-    stats = run_in_memory(job, on_start=lambda n, b: calls["start"].append((n, b)),
+    stats = run_in_memory(job, on_start=lambda *started: calls["start"].append(started),
                           on_progress=calls["progress"].append, **kwargs)
     return written(tmp_path / "out"), stats, calls
 
@@ -40,7 +43,8 @@ def test_start_and_progress_are_reported(workers, tmp_path, monkeypatch):
     monkeypatch.setattr(engine, "CHUNK_SAMPLES", 2)
     _, stats, calls = run("mag_tiny", tmp_path, workers=workers)
     report = stats.as_dict()
-    [(seeds, graph_bytes)] = calls["start"]
+    [(seeds, graph_bytes, processes)] = calls["start"]
+    assert processes == (workers if engine.fork_is_safe() else 1)
     assert seeds == report["seeds_read"] > 0
     assert graph_bytes > 0
     # Every written subgraph is reported once, a chunk (at most 2 samples) at a time.
@@ -55,3 +59,36 @@ def test_a_workers_error_reaches_the_caller(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="broken chunk"):
         run("mag_tiny", tmp_path, workers=2)
     assert not engine._SHARED  # the graph is released for the next run
+
+
+def test_no_fork_once_grpc_is_loaded(tmp_path, monkeypatch):
+    """Children forked after gRPC's threads started were seen to hang: with its core
+    loaded, the shards are written in this process, and the files are the same."""
+    monkeypatch.setitem(sys.modules, "grpc._cython.cygrpc", object())
+
+    def no_fork(*args):
+        raise AssertionError("forked although gRPC is loaded")
+    monkeypatch.setattr(engine.multiprocessing, "get_context", no_fork)
+    files, _, calls = run("mag_tiny", tmp_path / "one", workers=2)
+    assert calls["start"][0][2] == 1
+    monkeypatch.delitem(sys.modules, "grpc._cython.cygrpc")
+    monkeypatch.undo()
+    assert files == run("mag_tiny", tmp_path / "two", workers=1)[0]
+
+
+def test_two_workers_fork_in_a_fresh_process(tmp_path):
+    """The CLI in a process of its own (no gRPC loaded): 2 forked workers write the
+    bytes 1 worker writes. In this test process Beam may have loaded gRPC already, and
+    then the engine would not fork at all."""
+    outputs = []
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        result = subprocess.run(
+            [sys.executable, "-m", "pipelines.sample", "--graph", GRAPHS["mag_tiny"],
+             "--spec", os.path.join(GRAPHS["mag_tiny"], "sampling_spec.pbtxt"),
+             "--engine", "memory", "--workers", str(workers), "--output", f"{out}/"],
+            capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+        assert result.returncode == 0, result.stderr
+        assert f"with {workers} worker process(es)" in result.stdout
+        outputs.append({k: v for k, v in written(out).items() if k != "sample_report.json"})
+    assert outputs[0] == outputs[1] and outputs[0]

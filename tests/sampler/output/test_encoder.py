@@ -38,7 +38,7 @@ sampling_ops { op_name: "h2" input_op_names: ["seed", "h1"] edge_set_name: "pt" 
 """
 
 
-def random_shard(rng, num_samples=12, num_nodes=30):
+def random_shard(rng, num_samples=12, num_nodes=30, seed_times=None):
     ids = np.array([f"node/{i}".encode() * (1 + i % 3) for i in range(num_nodes)], dtype="S")
     lengths = rng.integers(0, 5, num_nodes)
     tokens = Ragged(rng.integers(-2**40, 2**40, int(lengths.sum())), lengths)
@@ -54,7 +54,8 @@ def random_shard(rng, num_samples=12, num_nodes=30):
                          dtype=object),
         "tokens": tokens, "grid": grid})
     samples = np.arange(num_samples, dtype=np.int64) * 3 + 1
-    seeds = SeedPiece(samples, ids[rng.integers(0, num_nodes, num_samples)])
+    seeds = SeedPiece(samples, ids[rng.integers(0, num_nodes, num_samples)],
+                      None if seed_times is None else seed_times(rng, num_samples))
     n = 80
     edge_samples = samples[rng.integers(0, num_samples - 2, n)]  # the last two have no edges
     pp = EdgePiece.from_ids("pp", edge_samples, ids[rng.integers(0, num_nodes, n)],
@@ -69,21 +70,33 @@ def random_shard(rng, num_samples=12, num_nodes=30):
     return [seeds], [features], [pp, pt]
 
 
+SEED_TIMES = {None: None,  # cut-offs of the samples (context/seed_timestamp), if any
+              "int64": lambda rng, n: rng.integers(-2**62, 2**62, n),
+              "float64": lambda rng, n: rng.normal(size=n) * 1e6}
+
+
+@pytest.mark.parametrize("times", sorted(SEED_TIMES, key=str))
 @pytest.mark.parametrize("seed", range(5))
-def test_examples_equal_the_core_encoder_byte_for_byte(seed):
+def test_examples_equal_the_core_encoder_byte_for_byte(seed, times):
     loaded = LoadedSchema(parse_schema_text(SCHEMA, "s"), "s", ".")
     plan = build_plan(parse_spec_text(SPEC, "spec"), loaded, source="spec",
                       has_weight=lambda name: False)
-    out_schema = sampled_schema(loaded.schema, plan)
+    out_schema = sampled_schema(loaded.schema, plan, times)
     shard, _ = ShardAssembler(plan, loaded.schema).assemble(*random_shard(
-        np.random.default_rng(seed)))
+        np.random.default_rng(seed), seed_times=SEED_TIMES[times]))
+    assert (shard.seed_timestamps is None) == (times is None)
     fast = list(encode_shard(shard))
     reference = [encode_example(graph, out_schema) for _, graph in shard_graphs(shard)]
     assert len(fast) == len(reference) == 12
     assert fast == reference
     assert list(encode_shard(shard, chunk=5)) == reference  # chunk boundaries change nothing
-    for record in fast:  # and the core parses it back against the output schema
-        parse_example(out_schema, record)
+    for record, expected in zip(fast, shard.sample_ids):  # the core parses it back
+        graph = parse_example(out_schema, record)
+        if times is not None:
+            i = int(np.searchsorted(shard.sample_ids, expected))
+            value = graph.context["seed_timestamp"][0]
+            assert value == (shard.seed_timestamps[i] if times == "int64"
+                             else np.float32(shard.seed_timestamps[i]))
 
 
 LINK_SCHEMA = SCHEMA + """

@@ -14,9 +14,9 @@ MAG = os.path.join(TESTDATA, "mag")
 CREDITCARD = os.path.join(TESTDATA, "creditcard")
 
 
-def plan_of(text, folder=MAG, has_weight=lambda name: False):
+def plan_of(text, folder=MAG, has_weight=lambda name: False, has_timestamp=lambda name: False):
     return build_plan(parse_spec_text(text, "spec.pbtxt"), load_schema(folder),
-                      source="spec.pbtxt", has_weight=has_weight)
+                      source="spec.pbtxt", has_weight=has_weight, has_timestamp=has_timestamp)
 
 
 SEED = 'seed_op { op_name: "seed" node_set_name: "paper" } '
@@ -74,6 +74,12 @@ def test_tfgnn_creditcard_spec_plans():
      "'weight' column"),
     (SEED + op("h", ["seed"], "cites", strategy="RANDOM_WEIGHTED"),
      "op 'h': strategy RANDOM_WEIGHTED needs edge weights"),
+    (SEED + op("h", ["seed"], "cites", strategy="LATEST_K"),
+     "op 'h': strategy LATEST_K needs edge timestamps, but edge set 'cites' has no "
+     "'#timestamp' or 'timestamp' column (name another with --timestamp-column or the edge "
+     "set's metadata extra 'timestamp_column')"),
+    (SEED + op("h", ["seed"], "cites", strategy="3"),
+     "op 'h': strategy LATEST_K needs edge timestamps"),
     (SEED + op("h", ["seed", "seed"], "cites"), "op 'h': input_op_names repeats an op"),
     (SEED + 'sampling_ops { input_op_names: "seed" edge_set_name: "cites" sample_size: 1 }',
      "sampling_ops[0]: no op_name"),
@@ -93,6 +99,35 @@ def test_weighted_strategies_pass_with_weights():
     plan = plan_of(SEED + op("h", ["seed"], "cites", strategy="TOP_K"),
                    has_weight=lambda name: name == "cites")
     assert plan.ops[0].strategy == ss.TOP_K
+
+
+def test_latest_k_passes_with_timestamps():
+    plan = plan_of(SEED + op("h", ["seed"], "cites", strategy="LATEST_K"),
+                   has_timestamp=lambda name: name == "cites")
+    assert plan.ops[0].strategy == ss.LATEST_K == 3
+    assert plan.latest_k_edge_sets() == ["cites"]
+
+
+def test_timestamp_column_is_found_in_the_table_or_renamed(tmp_path):
+    from unigraph.timestamps import override_timestamp_column
+
+    folder = tmp_path / "g"
+    folder.mkdir()
+    (folder / "graph_schema.pbtxt").write_text(
+        'node_sets { key: "p" value { } } edge_sets { key: "c" value { source: "p" '
+        'target: "p" metadata { filename: "c.csv" } } }')
+    (folder / "c.csv").write_text("source,target,year\na,b,2001\n")
+    spec = parse_spec_text('seed_op { op_name: "s" node_set_name: "p" } '
+                           'sampling_ops { op_name: "h" input_op_names: "s" '
+                           'edge_set_name: "c" sample_size: 2 strategy: LATEST_K }', "s")
+    loaded = load_schema(str(folder))
+    with pytest.raises(SpecError, match="no '#timestamp' or 'timestamp' column"):
+        build_plan(spec, loaded, source="s")
+    override_timestamp_column(loaded, "year")
+    assert build_plan(spec, loaded, source="s").ops[0].strategy == ss.LATEST_K
+    override_timestamp_column(loaded, "month")
+    with pytest.raises(SpecError, match="edge set 'c' has no 'month' column"):
+        build_plan(spec, loaded, source="s")
 
 
 def test_weight_column_is_found_in_the_table(tmp_path):
