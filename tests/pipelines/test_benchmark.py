@@ -43,7 +43,8 @@ def test_pss_counts_pages_shared_after_fork_once():
     stats = proc_stats.run_measured([sys.executable, "-c", FORKED])
     assert stats.returncode == 0 and stats.max_processes == 2
     assert stats.peak_rss_bytes >= 400 * MB, stats.peak_rss_bytes / MB
-    assert 200 * MB <= stats.peak_pss_bytes <= 260 * MB, stats.peak_pss_bytes / MB
+    # Each interpreter adds its own ~10-30 MB; a double count would be >= 400 MB.
+    assert 200 * MB <= stats.peak_pss_bytes <= 320 * MB, stats.peak_pss_bytes / MB
 
 
 def test_process_tree_and_rss_of_this_process():
