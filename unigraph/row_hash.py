@@ -29,35 +29,12 @@ from typing import Sequence
 
 import numpy as np
 
+from unigraph import splitmix
 from unigraph.ragged import Ragged
 
 _START = np.uint64(0x9E6C63D0676A9A99)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
-_WORD = 8
-
-
-def _step(state: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """finalize(state ^ value * golden): one link of a hash chain, elementwise."""
-    with np.errstate(over="ignore"):
-        z = np.bitwise_xor(np.asarray(state, np.uint64), np.asarray(value, np.uint64) * _GOLDEN)
-        z = np.asarray(z, dtype=np.uint64)
-        z ^= z >> _S30
-        z *= _M1
-        z ^= z >> _S27
-        z *= _M2
-        z ^= z >> _S31
-    return z
-
-
-def _words(matrix: np.ndarray) -> np.ndarray:
-    """Rows of bytes [n, width] as little-endian uint64 words [n, ceil(width / 8)]."""
-    n, width = matrix.shape
-    padded = np.zeros((n, max(1, -(-width // _WORD)) * _WORD), dtype=np.uint8)
-    padded[:, :width] = matrix
-    return padded.view("<u8").astype(np.uint64)
+_step = splitmix.step
+_words = splitmix.words
 
 
 def _fold_fixed(matrix: np.ndarray) -> np.ndarray:

@@ -24,13 +24,10 @@ import hashlib
 
 import numpy as np
 
+from unigraph import splitmix
+
 _MASK64 = (1 << 64) - 1
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)   # 2**64 / golden ratio, odd
 _START = np.uint64(0x243F6A8885A308D3)    # digits of pi: the chain's initial state
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
-_WORD = 8  # bytes per hashed word
 _UNIT = 2.0 ** -53
 
 
@@ -44,24 +41,13 @@ def _as_u64(value) -> np.ndarray:
     return array.astype(np.uint64, copy=False)
 
 
-def _finalize_inplace(z: np.ndarray) -> np.ndarray:
-    """splitmix64's output function, in place on a uint64 array: a bijection."""
-    z ^= z >> _S30
-    z *= _M1
-    z ^= z >> _S27
-    z *= _M2
-    z ^= z >> _S31
-    return z
-
-
 def _step(state, value) -> np.ndarray:
-    """One link of the chain: finalize(state ^ value * golden).
+    """One link of the chain: finalize(state ^ value * golden) (unigraph.splitmix).
 
     For a fixed state this is a bijection of `value`, so distinct positions of
     one query never get equal keys.
     """
-    z = np.asarray(np.bitwise_xor(np.asarray(state, dtype=np.uint64), _as_u64(value) * _GOLDEN))
-    _finalize_inplace(z)
+    z = splitmix.step(state, _as_u64(value))
     return z[()] if z.ndim == 0 else z
 
 
@@ -122,11 +108,8 @@ def fingerprint(ids: np.ndarray, salt: int = 0) -> np.ndarray:
         raise ValueError(f"fingerprint: ids must be a bytes array (dtype 'S'), got {ids.dtype}")
     flat = np.ascontiguousarray(ids.reshape(-1))
     n, width = len(flat), flat.dtype.itemsize
-    n_words = max(1, -(-width // _WORD))
-    padded = np.zeros((n, n_words * _WORD), dtype=np.uint8)
-    if width:
-        padded[:, :width] = flat.view(np.uint8).reshape(n, width)
-    words = padded.view("<u8").astype(np.uint64)          # [n, n_words], native order
+    words = splitmix.words(flat.view(np.uint8).reshape(n, width))  # [n, n_words]
+    n_words = words.shape[1]
     # live[:, j]: the id has a nonzero byte in word j or later.
     live = np.logical_or.accumulate((words != 0)[:, ::-1], axis=1)[:, ::-1]
     with np.errstate(over="ignore"):

@@ -131,19 +131,19 @@ def read_seed_set(pattern: str, base_dir: str = ".", *, batch_rows: int = DEFAUL
                   timestamp: TimeColumn | None = None) -> Iterator[SeedBatch]:
     """Every SeedBatch a seeds argument names: files, or a BigQuery table (in-process);
     with `timestamp`, each seed's cut-off from that column too."""
-    source = seeds_source(pattern)
-    layout = seeds_layout(timestamp)
-    if source is not None:
-        yield from read_bigquery(layout, source, batch_rows=batch_rows)
-        return
-    for index, path in enumerate(seed_files(pattern, base_dir)):
-        yield from read_unit(layout, WorkUnit(path, index), batch_rows)
+    yield from _read_seeds_like(seeds_layout(timestamp), pattern, base_dir, batch_rows)
 
 
 def read_pair_set(layout: TableLayout, pattern: str, base_dir: str = ".", *,
                   batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[PairBatch]:
     """Every PairBatch a pairs argument names (`layout` from `pairs_layout`): files
     (`@N`, globs), or a BigQuery table (in-process)."""
+    yield from _read_seeds_like(layout, pattern, base_dir, batch_rows)
+
+
+def _read_seeds_like(layout: TableLayout, pattern: str, base_dir: str, batch_rows: int):
+    """A seeds-like table (seeds or pairs) a command-line argument names: files, or a
+    BigQuery table `bq://...`."""
     source = seeds_source(pattern)
     if source is not None:
         yield from read_bigquery(layout, source, batch_rows=batch_rows)
