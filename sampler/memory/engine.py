@@ -26,18 +26,18 @@ import pyarrow
 from sampler.core.assemble import ShardAssembler
 from sampler.core.buckets import split_by_shard
 from sampler.core.hop import sample_hop
-from sampler.core.node_table import features_by_shard
-from sampler.core.negatives import negatives_in_memory
-from sampler.core.pairs import number_pairs, pair_requests
 from sampler.core.induced import candidate_edges, keep_induced
-from sampler.plan.plan import (DEGREE, excludes_pair_edges, label_dtype, members_ops,
-                               pair_edge_sets)
+from sampler.core.negatives import negatives_in_memory
+from sampler.core.node_table import features_by_shard
+from sampler.core.pairs import number_pairs, pair_requests
 from sampler.core.pieces import PairPiece, Requests, SeedPiece
 from sampler.core.seeds import join_seeds, number_seeds
 from sampler.core.stats import RunStats
 from sampler.job.job import SamplingJob
 from sampler.memory.graph import GraphInMemory, load_graph
 from sampler.output.shards import ShardChunk, write_shard
+from sampler.plan.plan import (DEGREE, excludes_pair_edges, label_dtype, members_ops,
+                               pair_edge_sets)
 
 # Samples assembled at once: big enough to vectorize, small in memory. On the MAG job
 # (about 50 KB of output per sample) 256 took the same CPU as 512 and 2048 (within the
