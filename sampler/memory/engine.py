@@ -21,7 +21,6 @@ import sys
 from typing import Callable, Iterator
 
 import numpy as np
-import pyarrow
 
 from sampler.core.assemble import ShardAssembler
 from sampler.core.buckets import split_by_shard
@@ -67,8 +66,7 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
     called once the n samples are known, with the bytes b of the loaded graph's arrays
     and the number p of processes that will write shards; `on_progress(n)` (in this
     process) as n more are written."""
-    graph = load_graph(job)
-    _release_free_memory()
+    graph = load_graph(job)  # its temporaries already handed back: workers share less
     # Decided after loading: reading BigQuery tables loads gRPC.
     processes = max(1, min(workers, job.num_shards)) if fork_is_safe() else 1
     seed_set = job.plan.seed_set
@@ -138,17 +136,6 @@ def _with_negatives(graph: GraphInMemory, job: SamplingJob) -> tuple[list, RunSt
     return rows, RunStats(positives=counts.positives, negatives=counts.negatives,
                           negatives_redrawn=counts.redrawn,
                           negatives_not_found=counts.not_found)
-
-
-def _release_free_memory() -> None:
-    """Hands what reading freed back to the system before the workers fork: Arrow's
-    allocator and glibc's keep freed blocks for reuse, which every worker would then
-    count as its own (about 30-40 MB at scale 0.01)."""
-    pyarrow.default_memory_pool().release_unused()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def _init_worker() -> None:

@@ -13,10 +13,12 @@ assembly writes names (core.assemble.ShardAssembler takes them).
 """
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pyarrow
 
 from sampler.core import rng
 from sampler.core.adjacency import AdjacencyBucket, build_adjacency
@@ -71,6 +73,19 @@ class GraphInMemory:
         return np.where(known, codes, -1).astype(np.int64)
 
 
+def release_free_memory() -> None:
+    """Hands freed memory back to the system: Arrow's allocator and glibc keep freed
+    blocks for reuse, so without this the process's resident size carries every
+    temporary it has freed (at scale 0.25 the loader's peak RSS was 994 MB trimmed
+    only at the end, 801 MB trimmed after each table and each CSR), and forked workers
+    would count those pages as their own."""
+    pyarrow.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     """Reads the tables (several at once: Arrow and numpy release the GIL) and builds
     the indexes; a bad row or a duplicate id raises the readers' one-line TableError."""
@@ -82,9 +97,11 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     edge_times = time.edge_columns if time is not None else {}
 
     def node_table(name):
-        return build_node_table(name, list(read_set(loaded, "nodes", name,
-                                                    timestamp=node_times.get(name))),
-                                table_locations(loaded, "nodes", name))
+        table = build_node_table(name, list(read_set(loaded, "nodes", name,
+                                                     timestamp=node_times.get(name))),
+                                 table_locations(loaded, "nodes", name))
+        release_free_memory()
+        return table
 
     def edges(name):
         return _one_batch(name, list(read_set(loaded, "edges", name,
@@ -105,6 +122,7 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
                 unique_inverse, (batch.sources, batch.targets))
             rest[name] = (batch.rows, batch.weights, batch.features, batch.timestamps)
             del batch
+            release_free_memory()
     names = {}
     for node_set in plan.node_sets():
         parts = [tables[node_set].ids] if node_set in tables else []
@@ -138,6 +156,8 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
         built = build_adjacency(name, [coded], fingerprints[edge_set.source].__getitem__)
         if edge_set.target == edge_set.source:  # the leakage check compares targets with ends
             built.target_fingerprints = fingerprints[edge_set.source][built.target_ids]
+        del coded
+        release_free_memory()
         return built
 
     def times_by_code(node_set):
@@ -150,9 +170,11 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     coded_tables = {name: NodeTableBucket(name, np.searchsorted(names[name], table.ids),
                                           table.features) for name, table in tables.items()}
     adjacencies = {name: adjacency(name) for name in plan.edge_sets()}
-    return GraphInMemory(names, coded_tables, adjacencies, seed_table,
-                         [] if plan.link else _seed_rows(job, seed_table),
-                         _pair_rows(job) if plan.link else [])
+    graph = GraphInMemory(names, coded_tables, adjacencies, seed_table,
+                          [] if plan.link else _seed_rows(job, seed_table),
+                          _pair_rows(job) if plan.link else [])
+    release_free_memory()
+    return graph
 
 
 def _array_bytes(value) -> int:
