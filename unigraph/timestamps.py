@@ -16,14 +16,18 @@ exact within one number type (int64 times beyond 2**53 in a float64 job round).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from unigraph import graph_schema_pb2 as gs
 
-if TYPE_CHECKING:  # unigraph.schema's checks use this module
-    from unigraph.schema import LoadedSchema
+
+class HasSchema(Protocol):
+    """What these functions read of unigraph.schema.LoadedSchema (whose checks call
+    this module, so it is not imported here)."""
+
+    schema: gs.GraphSchema
 
 TIMESTAMP_COLUMNS = ("#timestamp", "timestamp")   # defaults, the canonical first
 SEED_TIMESTAMP_COLUMNS = ("timestamp", "#timestamp")
@@ -31,11 +35,11 @@ TIMESTAMP_COLUMN_KEY = "timestamp_column"         # metadata.extra key naming th
 INT_TIMES, FLOAT_TIMES = np.dtype(np.int64), np.dtype(np.float64)
 
 
-def _set(loaded: LoadedSchema, kind: str, name: str):
+def _set(loaded: HasSchema, kind: str, name: str):
     return (loaded.schema.node_sets if kind == "nodes" else loaded.schema.edge_sets)[name]
 
 
-def timestamp_spellings(loaded: LoadedSchema, kind: str, name: str) -> tuple[str, ...]:
+def timestamp_spellings(loaded: HasSchema, kind: str, name: str) -> tuple[str, ...]:
     """The column names a set's timestamps may have: the configured one, or the defaults."""
     for kv in _set(loaded, kind, name).metadata.extra:
         if kv.key == TIMESTAMP_COLUMN_KEY and kv.value:
@@ -43,7 +47,7 @@ def timestamp_spellings(loaded: LoadedSchema, kind: str, name: str) -> tuple[str
     return TIMESTAMP_COLUMNS
 
 
-def override_timestamp_column(loaded: LoadedSchema, column: str) -> None:
+def override_timestamp_column(loaded: HasSchema, column: str) -> None:
     """`--timestamp-column`: every set's timestamps are in `column` (replaces the extras)."""
     for sets in (loaded.schema.node_sets, loaded.schema.edge_sets):
         for piece in sets.values():
@@ -53,13 +57,13 @@ def override_timestamp_column(loaded: LoadedSchema, column: str) -> None:
             piece.metadata.extra.add(key=TIMESTAMP_COLUMN_KEY, value=column)
 
 
-def declared_timestamp(loaded: LoadedSchema, kind: str, name: str) -> str | None:
+def declared_timestamp(loaded: HasSchema, kind: str, name: str) -> str | None:
     """The timestamp column if the schema declares it as a feature of the set."""
     features = _set(loaded, kind, name).features
     return next((c for c in timestamp_spellings(loaded, kind, name) if c in features), None)
 
 
-def find_timestamp_column(loaded: LoadedSchema, kind: str, name: str,
+def find_timestamp_column(loaded: HasSchema, kind: str, name: str,
                           columns: list[str]) -> str | None:
     """The set's timestamp column among a table's `columns` (or declared), else None."""
     declared = declared_timestamp(loaded, kind, name)
@@ -69,7 +73,7 @@ def find_timestamp_column(loaded: LoadedSchema, kind: str, name: str,
     return next((c for c in timestamp_spellings(loaded, kind, name) if c in present), None)
 
 
-def check_declared_timestamp(loaded: LoadedSchema, kind: str, name: str, where: str) -> str | None:
+def check_declared_timestamp(loaded: HasSchema, kind: str, name: str, where: str) -> str | None:
     """A message if the set declares its timestamp column as anything but a numeric scalar."""
     column = declared_timestamp(loaded, kind, name)
     if column is None:
@@ -83,7 +87,7 @@ def check_declared_timestamp(loaded: LoadedSchema, kind: str, name: str, where: 
     return None
 
 
-def time_dtype(loaded: LoadedSchema, timed_sets: list[tuple[str, str]]) -> np.dtype:
+def time_dtype(loaded: HasSchema, timed_sets: list[tuple[str, str]]) -> np.dtype:
     """int64, or float64 if one of the (kind, name) sets declares float timestamps."""
     for kind, name in timed_sets:
         column = declared_timestamp(loaded, kind, name)

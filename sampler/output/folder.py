@@ -84,16 +84,26 @@ def find_shards(folder: str) -> list[FilePath]:
     return sorted(files)
 
 
-def _listed_in_report(folder: str) -> list[FilePath] | None:
+def read_run_report(folder: str) -> dict | None:
+    """sample_report.json of the folder, or None when there is none."""
     path = paths.join(folder, REPORT_FILE)
     if not paths.exists(path):
         return None
     try:
         with paths.open_binary(path) as f:
             report = json.loads(f.read().decode("utf-8"))
-    except (OSError, ValueError) as e:
-        raise SamplesError(f"samples {folder}: {REPORT_FILE} is unreadable: {one_line(e)}") \
-            from None
+    except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+        raise SamplesError(f"{path}: not a JSON run report: {one_line(e)}") from None
+    if not isinstance(report, dict):
+        raise SamplesError(f"{path}: not a JSON run report: a {type(report).__name__}, "
+                           f"expected an object")
+    return report
+
+
+def _listed_in_report(folder: str) -> list[FilePath] | None:
+    report = read_run_report(folder)
+    if report is None:
+        return None
     names = report.get("output_shards")
     if not isinstance(names, list) or not names:
         return None

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import json
 import math
 import multiprocessing
 import os
@@ -36,8 +35,8 @@ import numpy as np
 
 from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
-from sampler.output.files import REPORT_FILE
-from sampler.output.folder import SampleFolder, SamplesError, iter_records, open_samples
+from sampler.output.folder import (SampleFolder, SamplesError, iter_records, open_samples,
+                                   read_run_report)
 from sampler.output.names import SEED_ID_FEATURE
 from sampler.output.sketches import (ALPHA, CAPACITY, DISTINCT_K, QUANTILE_NAMES, QUANTILES,
                                      DistinctCount, LogHistogram, Moments, TopValues)
@@ -600,22 +599,6 @@ def json_safe(value):
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
-
-
-def read_run_report(folder: str) -> dict | None:
-    """sample_report.json of the folder, or None when there is none."""
-    path = paths.join(folder, REPORT_FILE)
-    if not paths.exists(path):
-        return None
-    try:
-        with paths.open_binary(path) as f:
-            report = json.loads(f.read().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise SamplesError(f"{path}: not a JSON run report: {one_line(e)}") from None
-    if not isinstance(report, dict):
-        raise SamplesError(f"{path}: not a JSON run report: a {type(report).__name__}, "
-                           f"expected an object")
-    return report
 
 
 Progress = Callable[[int, int, str, int], None]   # (files done, files, path, records)
