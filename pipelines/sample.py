@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 
+from sampler.core.long_rows import CHUNK_EDGES
 from sampler.output.report import format_report
 from sampler.plan.describe import describe_plan
 from sampler.plan.plan import (DEGREE, UNIFORM, Plan, build_plan, pair_edge_sets, plan_warnings,
@@ -95,6 +96,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--node-buckets", type=int, metavar="B",
                         help="number of node buckets each keyed join is split into (default: "
                              "from the size of the edge tables); e.g. --node-buckets 512")
+    parser.add_argument("--chunk-edges", type=int, default=CHUNK_EDGES, metavar="N",
+                        help=f"a node with more edges is sampled in chunks of about N edges, "
+                             f"each a bounded element (default {CHUNK_EDGES}); part of the "
+                             f"output like --seed: it decides such nodes' random draws")
     parser.add_argument("--edge-aggregation", default="edge", metavar="MODE",
                         help="edge (default): a subgraph holds the edges its ops sampled; "
                              "node: also every other edge between two of its nodes, in every "
@@ -203,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             print(describe_plan(loaded, plan, seeds=args.seeds))
             return 0
+        if args.chunk_edges < 1:
+            raise SamplerError(f"--chunk-edges must be at least 1, got {args.chunk_edges}")
         if not args.output:
             raise SamplerError("--output is required (a folder, or a file pattern such as "
                                "out/samples@8)")
@@ -211,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             run_sampling(loaded, plan, spec_path=args.spec, seeds=args.seeds,
                          output=args.output, seed=args.seed, node_buckets=args.node_buckets,
+                         chunk_edges=args.chunk_edges,
                          beam_args=beam_args, engine=args.engine, workers=args.workers,
                          overwrite=args.overwrite, verbose=not args.quiet)
         except NothingSampled as e:

@@ -19,6 +19,7 @@ import time
 from typing import Callable
 
 from sampler.core.stats import RunStats
+from sampler.core.long_rows import CHUNK_EDGES
 from sampler.job.job import SamplingJob, choose_node_buckets
 from sampler.job.sizing import output_shards
 from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
@@ -72,6 +73,7 @@ def choose_engine(requested: str, beam_args: list[str], loaded: LoadedSchema,
 
 def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str | None,
                  output: str, seed: int, node_buckets: int | None, beam_args: list[str],
+                 chunk_edges: int = CHUNK_EDGES,
                  engine: str = "auto", workers: int | None = None, overwrite: bool = False,
                  verbose: bool = True, say: Callable[[str], None] = print) -> dict:
     """Samples, writes and commits; returns the report. SamplerError (one line) for every
@@ -104,14 +106,15 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         return _build_only(SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds,
                                        output=final, num_shards=num_shards,
                                        node_buckets=buckets, seed=seed,
-                                       stats_path=final.beside(STATS_FILE), time=timing),
+                                       stats_path=final.beside(STATS_FILE), time=timing,
+                                       chunk_edges=chunk_edges),
                            beam_args, say)
     staging = begin(final, overwrite=overwrite, log=say if verbose else lambda m: None)
     try:
         stats_path = paths.join(staging.folder, STATS_FILE)
         job = SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds, output=staging.staged,
                           num_shards=num_shards, node_buckets=buckets, seed=seed,
-                          stats_path=stats_path, time=timing)
+                          stats_path=stats_path, time=timing, chunk_edges=chunk_edges)
         if engine == "memory":
             stats, graph_bytes = _run_memory(job, workers or cores(), verbose, say)
             stats = stats.as_dict()

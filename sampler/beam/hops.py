@@ -6,6 +6,13 @@
     -> edges:   (shard, EdgePiece)   to the assembly
        reached: (bucket, Requests)   to later ops and the feature lookup (only if needed)
        stats:   RunStats             edges sampled by the op
+  With hubs (an edge set whose long rows travel as chunks, core.hubs), before the Join:
+    Hop/<op>/Route:      a bucket's requests -> the plain nodes' (to the Join), the hubs'
+                         once per chunk, and the hubs' by the sample's output shard
+    Hop/<op>/Chunks:     ((hub, chunk), Requests) ⋈ ((hub, chunk), AdjacencyBucket)
+                         -> (shard, ChunkDraws): each chunk's k best (core.hop.sample_chunk)
+    Hop/<op>/Merge:      (shard, hub Requests) ⋈ (shard, ChunkDraws) -> the k best of all
+                         chunks per request (core.hop.merge_chunks), flattened with the above
 """
 from __future__ import annotations
 
@@ -15,7 +22,8 @@ from apache_beam.metrics import Metrics
 from sampler.beam.report import METRICS_NAMESPACE, STATS
 from sampler.beam.tagged import split_tagged
 from sampler.core.adjacency import build_adjacency
-from sampler.core.hop import hop_bucket
+from sampler.core.hop import hop_bucket, merge_chunks, sample_chunk
+from sampler.core.hubs import hub_table, route_requests
 from sampler.core.pieces import Requests
 from sampler.job.progress import Progress
 from sampler.plan.plan import PlannedOp
@@ -51,17 +59,105 @@ class _SampleBuckets(beam.DoFn):
             yield "reached", bucket_piece
 
 
+class _SampleChunks(beam.DoFn):
+    def __init__(self, op: PlannedOp, seed: int, num_shards: int):
+        self.op, self.seed, self.num_shards = op, seed, num_shards
+
+    def process(self, element):
+        (_, chunk_index), grouped = element
+        requests = Requests.concat(list(grouped["requests"]))
+        chunk = next(iter(grouped["adjacency"]), None)
+        if chunk is None or len(requests) == 0:  # an empty chunk: no candidates
+            return
+        pieces, stats = sample_chunk(chunk, chunk_index, requests, self.op, self.seed,
+                                     self.num_shards)
+        yield STATS, stats
+        for shard_piece in pieces:
+            yield "candidates", shard_piece
+
+
+class _MergeChunks(beam.DoFn):
+    def __init__(self, op: PlannedOp, num_shards: int, node_buckets: int, emit_reached: bool):
+        self.op, self.emit_reached = op, emit_reached
+        self.num_shards, self.node_buckets = num_shards, node_buckets
+
+    def process(self, element):
+        _, grouped = element
+        out = merge_chunks(list(grouped["requests"]), list(grouped["candidates"]), self.op,
+                           num_shards=self.num_shards, node_buckets=self.node_buckets,
+                           emit_reached=self.emit_reached)
+        yield STATS, out.stats
+        for shard_piece in out.edges_by_shard:
+            yield "edges", shard_piece
+        for bucket_piece in out.reached_by_bucket:
+            yield "reached", bucket_piece
+
+
+def _routed(element, hubs, num_shards):
+    bucket, requests = element
+    plain, to_chunks, to_merge = route_requests(requests, hub_table(hubs), num_shards)
+    if len(plain):
+        yield "plain", (bucket, plain)
+    for keyed in to_chunks:
+        yield "chunked", keyed
+    for keyed in to_merge:
+        yield "merged", keyed
+
+
 class SampleHop(beam.PTransform):
-    """{"requests": (bucket, Requests), "adjacency": (bucket, AdjacencyBucket)}
-    -> {"edges", "reached", "stats"} (see the module docstring)."""
+    """{"requests": (bucket, Requests), "adjacency": (bucket, AdjacencyBucket)}, and for
+    an edge set with hubs also "hubs": (id, chunk count) and "chunks": ((id, chunk),
+    AdjacencyBucket) -> {"edges", "reached", "stats"} (see the module docstring)."""
 
     def __init__(self, op: PlannedOp, seed: int, num_shards: int, node_buckets: int,
                  emit_reached: bool):
         super().__init__()
-        self.sample = _SampleBuckets(op, seed, num_shards, node_buckets, emit_reached)
+        self.op, self.seed, self.num_shards = op, seed, num_shards
+        self.node_buckets, self.emit_reached = node_buckets, emit_reached
 
     def expand(self, inputs):
-        tagged = ({"adjacency": inputs["adjacency"], "requests": inputs["requests"]}
+        requests = inputs["requests"]
+        if "hubs" in inputs:
+            routed = split_tagged(requests | "Route" >> beam.FlatMap(
+                _routed, beam.pvalue.AsList(inputs["hubs"]), self.num_shards),
+                ("plain", "chunked", "merged"))
+            requests = routed["plain"]
+        tagged = ({"adjacency": inputs["adjacency"], "requests": requests}
                   | "Join" >> beam.CoGroupByKey()
-                  | "Sample" >> beam.ParDo(self.sample))
-        return split_tagged(tagged, ("edges", "reached", STATS))
+                  | "Sample" >> beam.ParDo(_SampleBuckets(self.op, self.seed, self.num_shards,
+                                                          self.node_buckets,
+                                                          self.emit_reached)))
+        if "hubs" not in inputs:
+            return split_tagged(tagged, ("edges", "reached", STATS))
+        merged = ({"chunks": inputs["chunks"], "chunked": routed["chunked"],
+                   "merged": routed["merged"]}
+                  | "Hubs" >> _SampleHubs(self.op, self.seed, self.num_shards,
+                                          self.node_buckets, self.emit_reached))
+        both = (tagged, merged) | "Flatten" >> beam.Flatten()
+        return split_tagged(both, ("edges", "reached", STATS))
+
+
+class _SampleHubs(beam.PTransform):
+    """{"chunks", "chunked" requests, "merged" requests} -> (tag, payload) pairs as
+    _SampleBuckets yields them: Chunks/Join, Chunks/Sample, Merge/Join, Merge."""
+
+    def __init__(self, op: PlannedOp, seed: int, num_shards: int, node_buckets: int,
+                 emit_reached: bool):
+        super().__init__()
+        self.op, self.seed, self.num_shards = op, seed, num_shards
+        self.node_buckets, self.emit_reached = node_buckets, emit_reached
+
+    def expand(self, inputs):
+        drawn = ({"adjacency": inputs["chunks"], "requests": inputs["chunked"]}
+                 | "Chunks/Join" >> beam.CoGroupByKey()
+                 | "Chunks/Sample" >> beam.ParDo(_SampleChunks(self.op, self.seed,
+                                                               self.num_shards)))
+        candidates = split_tagged(drawn, ("candidates",))["candidates"]
+        merged = ({"requests": inputs["merged"], "candidates": candidates}
+                  | "Merge/Join" >> beam.CoGroupByKey()
+                  | "Merge" >> beam.ParDo(_MergeChunks(self.op, self.num_shards,
+                                                       self.node_buckets, self.emit_reached)))
+        # The chunks' counts (edges they left out for link samples) go on with the merge's.
+        chunk_stats = drawn | "ChunkStats" >> beam.FlatMap(
+            lambda element: [element] if element[0] == STATS else [])
+        return (merged, chunk_stats) | "Flatten" >> beam.Flatten()

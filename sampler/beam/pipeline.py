@@ -5,6 +5,7 @@ numpy batches for many nodes or samples, never one node or one sample.
 
     Read/nodes/<set>, Read/edges/<set>, Read/seeds    unigraph.beam_io
     NodeTable/<set>, Adjacency/<set>, SeedIds/...     beam/tables.py
+    Hubs/<set>, HubChunks/<set> (long rows, if any)   beam/tables.py
     EdgeTimes/<set> (target node times, if any)       beam/tables.py
     Pairs (link seeds), Seeds                         beam/pairs.py, beam/seeds.py
     Hop/<op>, one per op in plan order                beam/hops.py
@@ -28,9 +29,11 @@ from sampler.beam.nodes import LookupNodes
 from sampler.beam.pairs import NumberPairs
 from sampler.beam.report import MergeReport
 from sampler.beam.seeds import JoinSeeds
-from sampler.beam.tables import BuildAdjacency, BuildNodeTable, EffectiveTimes, IdsFromEdges
+from sampler.beam.tables import (BuildAdjacency, BuildHubChunks, BuildNodeTable,
+                                 EffectiveTimes, FindHubs, IdsFromEdges)
 from sampler.core.seeds import seeds_from_ids, seeds_from_nodes
 from sampler.job.job import SamplingJob
+from sampler.job.sizing import hub_edge_sets
 from sampler.core.negatives import split_by_draw_group
 from sampler.beam.report import STATS
 from sampler.plan.plan import (DEGREE, edge_sets_to_read, excludes_pair_edges, label_dtype,
@@ -58,8 +61,16 @@ class SampleSubgraphs(beam.PTransform):
         edge_batches = {name: p | f"Read/edges/{name}" >> ReadEdgeSet(
                             job.loaded, name, timestamp=edge_times.get(name))
                         for name in edge_sets_to_read(plan, job.loaded.schema)}
-        adjacency = {name: self._timed(edge_batches[name], name, node_tables)
-                     | f"Adjacency/{name}" >> BuildAdjacency(name, job.node_buckets)
+        timed = {name: self._timed(edge_batches[name], name, node_tables)
+                 for name in plan.edge_sets()}
+        # Hubs' edges travel as chunks of bounded size (core.hubs), not in their bucket.
+        hubs = {name: timed[name] | f"Hubs/{name}" >> FindHubs(job.node_buckets,
+                                                             job.chunk_edges)
+                for name in hub_edge_sets(job.loaded, plan, job.chunk_edges)}
+        chunks = {name: timed[name] | f"HubChunks/{name}" >> BuildHubChunks(name, hubs[name])
+                  for name in hubs}
+        adjacency = {name: timed[name] | f"Adjacency/{name}" >> BuildAdjacency(
+                         name, job.node_buckets, job.chunk_edges, hubs.get(name))
                      for name in plan.edge_sets()}
         seed_table = node_tables.get(plan.seed_set) or self._ids_from_edges(edge_batches)
 
@@ -89,9 +100,12 @@ class SampleSubgraphs(beam.PTransform):
             name for e in plan.induced_edge_sets for end in self._ends(e)
             for name in members_ops(plan, end)}
         for op in plan.ops:
-            hop = ({"adjacency": adjacency[op.edge_set],
-                    "requests": _flatten([reached[name] for name in op.input_ops], p,
-                                         f"Hop/{op.name}/Inputs")}
+            inputs = {"adjacency": adjacency[op.edge_set],
+                      "requests": _flatten([reached[name] for name in op.input_ops], p,
+                                           f"Hop/{op.name}/Inputs")}
+            if op.edge_set in hubs:
+                inputs.update(hubs=hubs[op.edge_set], chunks=chunks[op.edge_set])
+            hop = (inputs
                    | f"Hop/{op.name}" >> SampleHop(op, job.seed, job.num_shards,
                                                    job.node_buckets, op.name in needed))
             stats.append(hop["stats"])

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from sampler.core import rng
+from sampler.core.long_rows import LongRows, long_row_layout
 from sampler.core.pieces import encode_ids
 from unigraph.batches import EdgeBatch, FeatureValues
 from unigraph.ragged import concat, take
@@ -40,6 +41,9 @@ class AdjacencyBucket:
     # Time-ordered edge sets (sampler.plan.timing): every edge's effective time, each
     # row sorted by it (core.temporal); None for canonical rows.
     times: np.ndarray | None = None
+    # Rows of more than the job's chunk_edges edges, laid out chunk after chunk
+    # (core.long_rows); None when there are none.
+    long_rows: LongRows | None = None
 
     def target_fingerprints_of(self, codes: np.ndarray) -> np.ndarray:
         """Fingerprints of the targets with these codes (link samples' leakage check)."""
@@ -86,12 +90,16 @@ def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarr
 
 
 def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch],
-                    fingerprint_of: Callable[[np.ndarray], np.ndarray] = rng.fingerprint
+                    fingerprint_of: Callable[[np.ndarray], np.ndarray] = rng.fingerprint,
+                    chunk_edges: int | None = None,
+                    target_fingerprint_of: Callable[[np.ndarray], np.ndarray] = rng.fingerprint
                     ) -> AdjacencyBucket:
     """One bucket's adjacency from the edge batches (any order) that fell into it.
 
     `fingerprint_of(source ids)` gives the ids' fingerprints; an engine whose ids are
-    integer codes (sampler/memory) passes a lookup of the real ids' fingerprints."""
+    integer codes (sampler/memory) passes a lookup of the real ids' fingerprints, and
+    `target_fingerprint_of` likewise for targets. Rows of more than `chunk_edges` edges
+    are laid out chunk after chunk (core.long_rows); None: no row is long."""
     pieces = [p for p in pieces if len(p)]
     if not pieces:
         return AdjacencyBucket(edge_set, np.zeros(0, "S1"), np.zeros(1, np.int64),
@@ -113,8 +121,16 @@ def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch],
                 for name in pieces[0].features}
     starts = np.flatnonzero(np.r_[True, sources[1:] != sources[:-1]])
     row_splits = np.r_[starts, len(sources)].astype(np.int64)
+    weights = None if weights is None else weights[order]
+    times = None if times is None else times[order]
+    permutation, long_rows = long_row_layout(
+        row_splits, lambda positions: target_fingerprint_of(targets[positions]), chunk_edges)
+    if permutation is not None:
+        targets, rows = targets[permutation], rows[permutation]
+        weights = None if weights is None else weights[permutation]
+        times = None if times is None else times[permutation]
+        features = {name: take(values, permutation) for name, values in features.items()}
     target_ids, target_codes = encode_ids(targets)
     return AdjacencyBucket(edge_set, sources[starts], row_splits, target_codes, target_ids, rows,
-                           None if weights is None else weights[order], features,
-                           fingerprint_of(sources[starts]),
-                           times=None if times is None else times[order])
+                           weights, features, fingerprint_of(sources[starts]), times=times,
+                           long_rows=long_rows)

@@ -161,6 +161,23 @@ class EdgePiece:
     def __len__(self) -> int:
         return len(self.sample_codes)
 
+    @staticmethod
+    def concat(parts: list["EdgePiece"]) -> "EdgePiece":
+        """The parts' edges (one edge set, features alike) in one piece, part after part."""
+        if len(parts) == 1:
+            return parts[0]
+        sample_ids, sample_codes = merge([p.sample_ids for p in parts],
+                                         [p.sample_codes for p in parts])
+        source_ids, source_codes = merge([p.source_ids for p in parts],
+                                         [p.source_codes for p in parts])
+        target_ids, target_codes = merge([p.target_ids for p in parts],
+                                         [p.target_codes for p in parts])
+        return EdgePiece(parts[0].edge_set, sample_codes, source_codes, target_codes,
+                         np.concatenate([p.positions for p in parts]),
+                         np.concatenate([p.rows for p in parts]), sample_ids.astype(np.int64),
+                         source_ids, target_ids,
+                         {k: concat([p.features[k] for p in parts]) for k in parts[0].features})
+
     def take(self, positions: np.ndarray) -> "EdgePiece":
         sample_ids, sample_codes = prune(self.sample_ids, self.sample_codes[positions])
         source_ids, source_codes = prune(self.source_ids, self.source_codes[positions])

@@ -215,7 +215,7 @@ def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return seg, within
 
 
-def _row_edges(row_splits, rows):
+def row_edges(row_splits, rows):
     """All edges of the given rows, row after row: (segment, absolute position, position in row)."""
     starts = row_splits[rows]
     seg, within = _segments(row_splits[rows + 1] - starts)
@@ -316,7 +316,7 @@ def _sample_with_exclusions(strategy, row_splits, weights, query_rows, query_sam
                               query_nodes=query_nodes[plain], k=k, seed=seed, op_salt=op_salt,
                               limit=None if limit is None else limit[plain])
         parts.append((plain[q], pos))
-    seg, pos, within = _row_edges(row_splits, query_rows[excluding])
+    seg, pos, within = row_edges(row_splits, query_rows[excluding])
     if limit is not None:  # the eligible prefix first, then the exclusions within it
         in_prefix = within < limit[excluding][seg]
         seg, pos = seg[in_prefix], pos[in_prefix]
@@ -349,13 +349,13 @@ def _top_k(row_splits, weights, query_rows, k):
     parts = []
     short = np.flatnonzero(degrees <= k)
     if short.size:                                     # every edge of the row
-        seg, pos, _ = _row_edges(row_splits, rows[short])
+        seg, pos, _ = row_edges(row_splits, rows[short])
         parts.append((short[seg], pos))
     ranked = np.flatnonzero((degrees > k) & (degrees <= HUB_DEGREE))
     if ranked.size:                                    # one sort over all their edges
-        seg, pos, within = _row_edges(row_splits, rows[ranked])
+        seg, pos, within = row_edges(row_splits, rows[ranked])
         descending = -weights[pos] + 0.0               # + 0.0 turns -0.0 into 0.0: they tie
-        keep = _k_smallest_per_segment(seg, len(ranked), within, _sortable_bits(descending),
+        keep = _k_smallest_per_segment(seg, len(ranked), within, sortable_bits(descending),
                                        descending, k)
         parts.append((ranked[seg[keep]], pos[keep]))
     for r in np.flatnonzero(degrees > max(k, HUB_DEGREE)):  # O(degree) per hub row
@@ -381,7 +381,7 @@ def _random_uniform(row_splits, query_rows, degrees, base, k):
     parts = []
     take_all = np.flatnonzero(degrees <= k)
     if take_all.size:
-        seg, pos, _ = _row_edges(row_splits, query_rows[take_all])
+        seg, pos, _ = row_edges(row_splits, query_rows[take_all])
         parts.append((take_all[seg], pos))
     if k <= FLOYD_MAX_K:  # k draws per query and no sort over the row, whatever its degree
         by_floyd = np.flatnonzero(degrees > k)
@@ -398,7 +398,7 @@ def _random_uniform(row_splits, query_rows, degrees, base, k):
                                   base[by_hub], by_hub, k))
     by_keys = np.flatnonzero((degrees > k) & ~hub)
     for part in _chunked_by_degree(by_keys, degrees):
-        seg, pos, within = _row_edges(row_splits, query_rows[part])
+        seg, pos, within = row_edges(row_splits, query_rows[part])
         keys = rng.mix_into(base[part][seg], within)
         keep = _k_smallest_per_segment(seg, len(part), within, keys, keys, k)
         parts.append((part[seg[keep]], pos[keep]))
@@ -454,7 +454,7 @@ def _uniform_hub(row_splits, rows, degrees, base, query_index, k):
         accepted = (remainder[q] == 0) | (h < limit[q])
         return (h % d[q]).astype(np.int64), accepted
 
-    q, value = _first_distinct_draws(len(rows), k, draw)
+    q, value = first_distinct_draws(len(rows), k, draw)
     return _sorted_by_query(query_index[q], row_splits[rows[q]] + value)
 
 
@@ -470,7 +470,7 @@ def _random_weighted(row_splits, weights, query_rows, degrees, base, k):
     short_rows = np.flatnonzero(positive_in_row <= k)   # every positive edge, no randomness
     take_all = np.flatnonzero(np.isin(row_of_query, short_rows))
     if take_all.size:
-        seg, pos, _ = _row_edges(row_splits, rows[short_rows])
+        seg, pos, _ = row_edges(row_splits, rows[short_rows])
         keep = weights[pos] > 0
         parts.append(_expand_to_queries(take_all, row_of_query[take_all],
                                         short_rows[seg[keep]], pos[keep], len(rows)))
@@ -490,7 +490,7 @@ def _random_weighted(row_splits, weights, query_rows, degrees, base, k):
 
     by_keys = np.flatnonzero((positive_in_row > k)[row_of_query] & ~by_hub[row_of_query])
     for part in _chunked_by_degree(by_keys, degrees):
-        seg, pos, within = _row_edges(row_splits, query_rows[part])
+        seg, pos, within = row_edges(row_splits, query_rows[part])
         w = weights[pos]
         with np.errstate(divide="ignore"):
             arrival = -np.log(rng.unit_interval(rng.mix_into(base[part][seg], within))) / w
@@ -530,13 +530,13 @@ def _weighted_hub(row_start, drawable, base, query_index, k):
         value = np.minimum(np.searchsorted(cumulative, x, side="right"), last_positive)
         return value.astype(np.int64), np.ones(len(q), dtype=bool)
 
-    q, value = _first_distinct_draws(len(base), k, draw)
+    q, value = first_distinct_draws(len(base), k, draw)
     return _sorted_by_query(query_index[q], row_start + value)
 
 
 # ---------------------------------------------------------------- selection kernels
 
-def _sortable_bits(values: np.ndarray) -> np.ndarray:
+def sortable_bits(values: np.ndarray) -> np.ndarray:
     """uint64 whose unsigned order is the float64 order of `values` (no NaN)."""
     bits = values.view(_U64)
     negative = (bits >> _U64(63)).astype(bool)
@@ -570,7 +570,7 @@ def _k_smallest_per_segment(seg, n_segments, within, sort_bits, full_key, k) -> 
     return keep
 
 
-def _first_distinct_draws(n_queries, k, draw):
+def first_distinct_draws(n_queries, k, draw):
     """For every query, the first k distinct accepted values of its stream draw(q, 0), draw(q, 1), ...
 
     `draw(q, counter)` maps int64 query indices and uint64 counters to (int64 values,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from sampler.core.long_rows import CHUNK_EDGES
 from sampler.output.files import OutputSpec
 from sampler.plan.plan import Plan
 from sampler.job.sizing import DEFAULT_SHARDS, node_buckets
@@ -30,6 +31,9 @@ class SamplingJob:
     seed: int
     stats_path: str  # where the engine leaves the merged RunStats (JSON) for the driver
     time: TimePlan | None = None  # timestamps to read, time-ordered edge sets, cut-offs
+    # Rows with more edges are sampled chunk by chunk (core.long_rows); it decides those
+    # rows' random streams, so it is part of the job like the seed.
+    chunk_edges: int = CHUNK_EDGES
 
     @property
     def seed_timestamp_dtype(self) -> str | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from sampler.plan.plan import Plan
+from sampler.plan.plan import DEGREE, Plan, pair_edge_sets
 from unigraph import paths
 from unigraph.columns import set_bytes
 from unigraph.schema import LoadedSchema, bigquery_source, has_table, table_files
@@ -76,6 +76,20 @@ def estimated_output_bytes(loaded: LoadedSchema, plan: Plan, seed_files: list[st
         edge_bytes = 16.0 + max(0.0, row_bytes.get(("edges", op.edge_set), 0.0) - 24.0)
         per_subgraph += reached[op.name] * (node_bytes.get(op.target_set, 16.0) + edge_bytes)
     return seeds * per_subgraph
+
+
+def hub_edge_sets(loaded: LoadedSchema, plan: Plan, chunk_edges: int) -> list[str]:
+    """Edge sets whose hubs the Beam pipeline ships as chunk elements (core.hubs): those
+    the plan's ops sample whose table may hold a row of more than chunk_edges edges (an
+    estimate of at least half that many rows: the estimate from the first bytes may be
+    low). Edge sets that also serve induced edges or degree-weighted negatives keep
+    long rows inside their bucket's adjacency (the same results; the bucket is larger)."""
+    keep_whole = set(plan.induced_edge_sets)
+    if plan.negatives is not None and plan.negatives.mode == DEGREE:
+        keep_whole |= set(pair_edge_sets(plan))
+    sampled = {op.edge_set for op in plan.ops} - keep_whole
+    return sorted(name for name in sampled
+                  if _table_rows(loaded, "edges", name)[0] * 2 > chunk_edges)
 
 
 def _sets(loaded: LoadedSchema, plan: Plan):

@@ -151,14 +151,20 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
         coded = EdgeBatch(name, np.searchsorted(names[edge_set.source], source_ids)[source_index],
                           target_codes, rows, weights, features, times)
         del source_index, target_index, target_codes
-        if edge_set.source not in fingerprints:
-            fingerprints[edge_set.source] = rng.fingerprint(names[edge_set.source])
-        built = build_adjacency(name, [coded], fingerprints[edge_set.source].__getitem__)
+        built = build_adjacency(name, [coded], fingerprints_of(edge_set.source).__getitem__,
+                                job.chunk_edges,
+                                lambda codes: fingerprints_of(edge_set.target)[codes])
         if edge_set.target == edge_set.source:  # the leakage check compares targets with ends
-            built.target_fingerprints = fingerprints[edge_set.source][built.target_ids]
+            built.target_fingerprints = fingerprints_of(edge_set.source)[built.target_ids]
         del coded
         release_free_memory()
         return built
+
+    def fingerprints_of(node_set):
+        """The set's fingerprints by code, computed once (they key the random streams)."""
+        if node_set not in fingerprints:
+            fingerprints[node_set] = rng.fingerprint(names[node_set])
+        return fingerprints[node_set]
 
     def times_by_code(node_set):
         """Every node's timestamp by code; nodes absent from the table add nothing."""
