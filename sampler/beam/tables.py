@@ -16,6 +16,7 @@ import numpy as np
 
 from sampler.core.adjacency import build_adjacency
 from sampler.core.buckets import distinct_ids_by_bucket, split_batch
+from sampler.core.long_rows import CHUNK_EDGES
 from sampler.core.hubs import hub_chunk_edges, hub_table, hubs_of, plain_edges, source_counts
 from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
 from sampler.core.temporal import with_target_times
@@ -43,7 +44,8 @@ class BuildAdjacency(beam.PTransform):
     `chunk_edges` are laid out chunk by chunk (core.long_rows); with `hubs` (Hubs/<set>'s
     output) the hubs' edges are left out instead, for HubChunks."""
 
-    def __init__(self, edge_set: str, node_buckets: int, chunk_edges: int, hubs=None):
+    def __init__(self, edge_set: str, node_buckets: int, chunk_edges: int = CHUNK_EDGES,
+                 hubs=None):
         super().__init__()
         self.edge_set, self.node_buckets, self.chunk_edges = edge_set, node_buckets, chunk_edges
         self.hubs = hubs

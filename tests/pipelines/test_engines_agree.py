@@ -187,8 +187,13 @@ def run(folder, spec_path, seeds_path, out, *engine_args):
 
 @hs.composite
 def options(draw):
-    """Flags every seed kind takes: induced edges on some runs."""
-    return ["--edge-aggregation", "node"] if draw(hs.booleans()) else []
+    """Flags every seed kind takes: induced edges on some runs; on some, chunks so small
+    that most nodes have long rows (core.long_rows), which the Beam engine ships as
+    chunk elements (core.hubs) and the memory engine keeps in its CSR."""
+    flags = ["--edge-aggregation", "node"] if draw(hs.booleans()) else []
+    if draw(hs.booleans()):
+        flags += ["--chunk-edges", str(draw(hs.sampled_from([1, 2, 3, 8])))]
+    return flags
 
 
 @settings(settings.get_profile(PROFILE))
