@@ -6,13 +6,13 @@
     -> edges:   (shard, EdgePiece)   to the assembly
        reached: (bucket, Requests)   to later ops and the feature lookup (only if needed)
        stats:   RunStats             edges sampled by the op
-  With hubs (an edge set whose long rows travel as chunks, core.hubs), before the Join:
-    Hop/<op>/Route:      a bucket's requests -> the plain nodes' (to the Join), the hubs'
-                         once per chunk, and the hubs' by the sample's output shard
-    Hop/<op>/Chunks:     ((hub, chunk), Requests) ⋈ ((hub, chunk), AdjacencyBucket)
-                         -> (shard, ChunkDraws): each chunk's k best (core.hop.sample_chunk)
-    Hop/<op>/Merge:      (shard, hub Requests) ⋈ (shard, ChunkDraws) -> the k best of all
-                         chunks per request (core.hop.merge_chunks), flattened with the above
+  With hubs apart (an edge set whose long rows travel as chunks, core.hubs), Sample also
+  sends a hub's requests on (tags "chunked", "merged"), and:
+    Hop/<op>/Hubs/Chunks/Join, /Sample: (chunk key, (chunk, Requests)) ⋈ (chunk key,
+        [(chunk, AdjacencyBucket)]) -> (shard, ChunkDraws): each chunk's k best
+        (core.hop.sample_chunk)
+    Hop/<op>/Hubs/Merge/Join, /Merge: (shard, hub Requests) ⋈ (shard, ChunkDraws) -> the
+        k best of all chunks per request (core.hop.merge_chunks), flattened with Sample's
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from sampler.beam.report import METRICS_NAMESPACE, STATS
 from sampler.beam.tagged import split_tagged
 from sampler.core.adjacency import build_adjacency
 from sampler.core.hop import hop_bucket, merge_chunks, sample_chunk
-from sampler.core.hubs import hub_table, route_requests
+from sampler.core.hubs import by_chunk, route_requests
 from sampler.core.pieces import Requests
 from sampler.job.progress import Progress
 from sampler.plan.plan import PlannedOp
@@ -47,6 +47,13 @@ class _SampleBuckets(beam.DoFn):
         # A bucket whose nodes have no edges in this set still counts its draws (of 0 edges).
         adjacency = next(iter(grouped["adjacency"]), None) or build_adjacency(self.op.edge_set,
                                                                               [])
+        if adjacency.hubs is not None:  # requests of hubs go to the hubs' chunks
+            requests, to_chunks, to_merge = route_requests(requests, adjacency.hubs,
+                                                           self.num_shards)
+            for keyed in to_chunks:
+                yield "chunked", keyed
+            for keyed in to_merge:
+                yield "merged", keyed
         out = hop_bucket(adjacency, requests, self.op, self.seed, num_shards=self.num_shards,
                          node_buckets=self.node_buckets, emit_reached=self.emit_reached)
         sampled = out.stats.edges_sampled_per_op[self.op.name]
@@ -64,16 +71,17 @@ class _SampleChunks(beam.DoFn):
         self.op, self.seed, self.num_shards = op, seed, num_shards
 
     def process(self, element):
-        (_, chunk_index), grouped = element
-        requests = Requests.concat(list(grouped["requests"]))
-        chunk = next(iter(grouped["adjacency"]), None)
-        if chunk is None or len(requests) == 0:  # an empty chunk: no candidates
-            return
-        pieces, stats = sample_chunk(chunk, chunk_index, requests, self.op, self.seed,
-                                     self.num_shards)
-        yield STATS, stats
-        for shard_piece in pieces:
-            yield "candidates", shard_piece
+        _, grouped = element
+        chunks = dict(chunk for listed in grouped["adjacency"] for chunk in listed)
+        for chunk_index, parts in by_chunk(grouped["requests"]):
+            if chunk_index not in chunks:  # no edge of the hub fell in this chunk
+                continue
+            pieces, stats = sample_chunk(chunks[chunk_index], chunk_index,
+                                         Requests.concat(parts), self.op, self.seed,
+                                         self.num_shards)
+            yield STATS, stats
+            for shard_piece in pieces:
+                yield "candidates", shard_piece
 
 
 class _MergeChunks(beam.DoFn):
@@ -93,21 +101,10 @@ class _MergeChunks(beam.DoFn):
             yield "reached", bucket_piece
 
 
-def _routed(element, hubs, num_shards):
-    bucket, requests = element
-    plain, to_chunks, to_merge = route_requests(requests, hub_table(hubs), num_shards)
-    if len(plain):
-        yield "plain", (bucket, plain)
-    for keyed in to_chunks:
-        yield "chunked", keyed
-    for keyed in to_merge:
-        yield "merged", keyed
-
-
 class SampleHop(beam.PTransform):
     """{"requests": (bucket, Requests), "adjacency": (bucket, AdjacencyBucket)}, and for
-    an edge set with hubs also "hubs": (id, chunk count) and "chunks": ((id, chunk),
-    AdjacencyBucket) -> {"edges", "reached", "stats"} (see the module docstring)."""
+    an edge set with hubs apart also "chunks": (chunk key, [(chunk, AdjacencyBucket)])
+    -> {"edges", "reached", "stats"} (see the module docstring)."""
 
     def __init__(self, op: PlannedOp, seed: int, num_shards: int, node_buckets: int,
                  emit_reached: bool):
@@ -116,27 +113,20 @@ class SampleHop(beam.PTransform):
         self.node_buckets, self.emit_reached = node_buckets, emit_reached
 
     def expand(self, inputs):
-        requests = inputs["requests"]
-        if "hubs" in inputs:
-            routed = split_tagged(requests | "Route" >> beam.FlatMap(
-                _routed, beam.pvalue.AsList(inputs["hubs"]), self.num_shards),
-                ("plain", "chunked", "merged"))
-            requests = routed["plain"]
-        tagged = ({"adjacency": inputs["adjacency"], "requests": requests}
+        tagged = ({"adjacency": inputs["adjacency"], "requests": inputs["requests"]}
                   | "Join" >> beam.CoGroupByKey()
                   | "Sample" >> beam.ParDo(_SampleBuckets(self.op, self.seed, self.num_shards,
                                                           self.node_buckets,
                                                           self.emit_reached)))
-        if "hubs" not in inputs:
+        if "chunks" not in inputs:
             return split_tagged(tagged, ("edges", "reached", STATS))
+        routed = split_tagged(tagged, ("chunked", "merged"))
         merged = ({"chunks": inputs["chunks"], "chunked": routed["chunked"],
                    "merged": routed["merged"]}
                   | "Hubs" >> _SampleHubs(self.op, self.seed, self.num_shards,
                                           self.node_buckets, self.emit_reached))
         both = (tagged, merged) | "Flatten" >> beam.Flatten()
         return split_tagged(both, ("edges", "reached", STATS))
-
-
 class _SampleHubs(beam.PTransform):
     """{"chunks", "chunked" requests, "merged" requests} -> (tag, payload) pairs as
     _SampleBuckets yields them: Chunks/Join, Chunks/Sample, Merge/Join, Merge."""

@@ -5,7 +5,6 @@ numpy batches for many nodes or samples, never one node or one sample.
 
     Read/nodes/<set>, Read/edges/<set>, Read/seeds    unigraph.beam_io
     NodeTable/<set>, Adjacency/<set>, SeedIds/...     beam/tables.py
-    Hubs/<set>, HubChunks/<set> (long rows, if any)   beam/tables.py
     EdgeTimes/<set> (target node times, if any)       beam/tables.py
     Pairs (link seeds), Seeds                         beam/pairs.py, beam/seeds.py
     Hop/<op>, one per op in plan order                beam/hops.py
@@ -29,8 +28,7 @@ from sampler.beam.nodes import LookupNodes
 from sampler.beam.pairs import NumberPairs
 from sampler.beam.report import MergeReport
 from sampler.beam.seeds import JoinSeeds
-from sampler.beam.tables import (BuildAdjacency, BuildHubChunks, BuildNodeTable,
-                                 EffectiveTimes, FindHubs, IdsFromEdges)
+from sampler.beam.tables import BuildAdjacency, BuildNodeTable, EffectiveTimes, IdsFromEdges
 from sampler.core.seeds import seeds_from_ids, seeds_from_nodes
 from sampler.job.job import SamplingJob
 from sampler.job.sizing import hub_edge_sets
@@ -64,14 +62,15 @@ class SampleSubgraphs(beam.PTransform):
         timed = {name: self._timed(edge_batches[name], name, node_tables)
                  for name in plan.edge_sets()}
         # Hubs' edges travel as chunks of bounded size (core.hubs), not in their bucket.
-        hubs = {name: timed[name] | f"Hubs/{name}" >> FindHubs(job.node_buckets,
-                                                             job.chunk_edges)
-                for name in hub_edge_sets(job.loaded, plan, job.chunk_edges)}
-        chunks = {name: timed[name] | f"HubChunks/{name}" >> BuildHubChunks(name, hubs[name])
-                  for name in hubs}
-        adjacency = {name: timed[name] | f"Adjacency/{name}" >> BuildAdjacency(
-                         name, job.node_buckets, job.chunk_edges, hubs.get(name))
-                     for name in plan.edge_sets()}
+        apart = hub_edge_sets(job.loaded, plan, job.chunk_edges)
+        adjacency, chunks = {}, {}
+        for name in plan.edge_sets():
+            built = timed[name] | f"Adjacency/{name}" >> BuildAdjacency(
+                name, job.node_buckets, job.chunk_edges, hubs_apart=name in apart)
+            if name in apart:
+                adjacency[name], chunks[name] = built["adjacency"], built["chunks"]
+            else:
+                adjacency[name] = built
         seed_table = node_tables.get(plan.seed_set) or self._ids_from_edges(edge_batches)
 
         pairs = None
@@ -103,8 +102,8 @@ class SampleSubgraphs(beam.PTransform):
             inputs = {"adjacency": adjacency[op.edge_set],
                       "requests": _flatten([reached[name] for name in op.input_ops], p,
                                            f"Hop/{op.name}/Inputs")}
-            if op.edge_set in hubs:
-                inputs.update(hubs=hubs[op.edge_set], chunks=chunks[op.edge_set])
+            if op.edge_set in chunks:
+                inputs["chunks"] = chunks[op.edge_set]
             hop = (inputs
                    | f"Hop/{op.name}" >> SampleHop(op, job.seed, job.num_shards,
                                                    job.node_buckets, op.name in needed))

@@ -2,9 +2,8 @@
 
     NodeTable/<set>:   node batches -> (bucket, NodeTableBucket)   (core.node_table)
     Adjacency/<set>:   edge batches -> (bucket, AdjacencyBucket)   (core.adjacency)
-    Hubs/<set>:        edge batches -> (hub id, chunk count) of every node with more than
-                       chunk_edges edges (core.hubs); with them, Adjacency/<set> leaves
-                       hubs out and HubChunks/<set> builds ((hub id, chunk), AdjacencyBucket)
+                       with hubs apart (core.hubs): also Adjacency/<set>/Chunks/...:
+                       (chunk key, [(chunk, AdjacencyBucket)]) of the hubs' long rows
     SeedIds/<set>:     a table-less set's nodes, the ids its edges name -> (bucket, ids-only table)
     EdgeTimes/<set>:   edge batches ⋈ their targets' node times -> edge batches with
                        effective times (core.temporal), before Adjacency/<set>
@@ -17,7 +16,8 @@ import numpy as np
 from sampler.core.adjacency import build_adjacency
 from sampler.core.buckets import distinct_ids_by_bucket, split_batch
 from sampler.core.long_rows import CHUNK_EDGES
-from sampler.core.hubs import hub_chunk_edges, hub_table, hubs_of, plain_edges, source_counts
+from sampler.beam.tagged import split_tagged
+from sampler.core.hubs import by_chunk, find_hubs, split_hub_edges
 from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
 from sampler.core.temporal import with_target_times
 
@@ -41,61 +41,51 @@ class BuildNodeTable(beam.PTransform):
 
 class BuildAdjacency(beam.PTransform):
     """Edge batches of one set -> (bucket of the source, AdjacencyBucket). Rows longer than
-    `chunk_edges` are laid out chunk by chunk (core.long_rows); with `hubs` (Hubs/<set>'s
-    output) the hubs' edges are left out instead, for HubChunks."""
+    `chunk_edges` are laid out chunk by chunk (core.long_rows). With `hubs_apart`, they
+    are cut out instead (core.hubs) and the output is {"adjacency": as before, the bucket
+    naming its hubs, "chunks": (chunk key, [(chunk, AdjacencyBucket)])}."""
 
     def __init__(self, edge_set: str, node_buckets: int, chunk_edges: int = CHUNK_EDGES,
-                 hubs=None):
+                 hubs_apart: bool = False):
         super().__init__()
         self.edge_set, self.node_buckets, self.chunk_edges = edge_set, node_buckets, chunk_edges
-        self.hubs = hubs
+        self.hubs_apart = hubs_apart
 
     def expand(self, batches):
         edge_set, chunk_edges = self.edge_set, self.chunk_edges
-        if self.hubs is not None:
-            batches = batches | "Plain" >> beam.Map(
-                lambda batch, hubs: plain_edges(batch, hub_table(hubs)),
-                beam.pvalue.AsList(self.hubs))
-        return (batches
-                | "Split" >> beam.FlatMap(split_batch, "sources", self.node_buckets)
-                | "Group" >> beam.GroupByKey()
-                | "Build" >> beam.MapTuple(lambda bucket, parts: (bucket, build_adjacency(
-                    edge_set, list(parts), chunk_edges=chunk_edges))))
+        grouped = (batches
+                   | "Split" >> beam.FlatMap(split_batch, "sources", self.node_buckets)
+                   | "Group" >> beam.GroupByKey())
+        if not self.hubs_apart:
+            return grouped | "Build" >> beam.MapTuple(lambda bucket, parts: (
+                bucket, build_adjacency(edge_set, list(parts), chunk_edges=chunk_edges)))
+        built = split_tagged(grouped | "Build" >> beam.FlatMapTuple(
+            lambda bucket, parts: _bucket_and_hub_chunks(bucket, parts, edge_set, chunk_edges)),
+            ("adjacency", "chunk"))
+        chunks = (built["chunk"]
+                  | "Chunks/Group" >> beam.GroupByKey()
+                  | "Chunks/Build" >> beam.MapTuple(lambda key, values: (key, [
+                      (chunk, build_adjacency(edge_set, parts))
+                      for chunk, parts in by_chunk(values)])))
+        return {"adjacency": built["adjacency"], "chunks": chunks}
 
 
-class FindHubs(beam.PTransform):
-    """Edge batches of one set -> (id, chunk count) of each node with more than
-    `chunk_edges` edges: counts per source, summed per bucket (an element is one bucket's
-    distinct sources, never a whole table). Few elements: a side input of the hop."""
-
-    def __init__(self, node_buckets: int, chunk_edges: int):
-        super().__init__()
-        self.node_buckets, self.chunk_edges = node_buckets, chunk_edges
-
-    def expand(self, batches):
-        chunk_edges = self.chunk_edges
-        return (batches
-                | "Count" >> beam.FlatMap(source_counts, self.node_buckets)
-                | "Group" >> beam.GroupByKey()
-                | "Hubs" >> beam.FlatMapTuple(lambda _, parts: hubs_of(parts, chunk_edges)))
-
-
-class BuildHubChunks(beam.PTransform):
-    """Edge batches of one set, and its hubs -> ((hub id, chunk), AdjacencyBucket): each
-    chunk of a long row (core.long_rows) as a one-row adjacency in canonical order."""
-
-    def __init__(self, edge_set: str, hubs):
-        super().__init__()
-        self.edge_set, self.hubs = edge_set, hubs
-
-    def expand(self, batches):
-        edge_set = self.edge_set
-        return (batches
-                | "Split" >> beam.FlatMap(lambda batch, hubs: hub_chunk_edges(
-                    batch, hub_table(hubs)), beam.pvalue.AsList(self.hubs))
-                | "Group" >> beam.GroupByKey()
-                | "Build" >> beam.MapTuple(
-                    lambda key, parts: (key, build_adjacency(edge_set, list(parts)))))
+def _bucket_and_hub_chunks(bucket, parts, edge_set: str, chunk_edges: int):
+    """One bucket's edges -> ("adjacency", (bucket, its plain rows, naming its hubs)) and
+    ("chunk", (chunk key, (chunk, edges))) for its hubs' edges. Two passes over the
+    grouped batches: one counting edges per source, one routing them; only plain edges
+    are held (a hub's edges go on batch by batch)."""
+    table = find_hubs(parts, chunk_edges)
+    plain = []
+    for part in parts:
+        kept, hub_parts = split_hub_edges(part, table)
+        plain.append(kept)
+        for keyed in hub_parts:
+            yield "chunk", keyed
+    adjacency = build_adjacency(edge_set, plain, chunk_edges=chunk_edges)
+    if len(table[0]):
+        adjacency.hubs = table
+    yield "adjacency", (bucket, adjacency)
 
 
 class IdsFromEdges(beam.PTransform):

@@ -44,6 +44,9 @@ class AdjacencyBucket:
     # Rows of more than the job's chunk_edges edges, laid out chunk after chunk
     # (core.long_rows); None when there are none.
     long_rows: LongRows | None = None
+    # Hubs of this bucket whose edges travel as chunk elements instead (core.hubs: the
+    # Beam pipeline): (ids 'S' sorted, chunk counts); None when there are none.
+    hubs: tuple[np.ndarray, np.ndarray] | None = None
 
     def target_fingerprints_of(self, codes: np.ndarray) -> np.ndarray:
         """Fingerprints of the targets with these codes (link samples' leakage check)."""

@@ -7,14 +7,14 @@ import pytest
 from apache_beam.testing.util import assert_that
 
 from sampler.beam.hops import SampleHop
-from sampler.beam.tables import BuildAdjacency, BuildHubChunks, FindHubs
+from sampler.beam.tables import BuildAdjacency
 from sampler.core.adjacency import build_adjacency
 from sampler.core.buckets import split_requests
 from sampler.core.hop import sample_hop
 from sampler.core.pieces import Requests
 from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.plan import PlannedOp
-from tests.sampler.beam.tiny import S, cites, matches, test_pipeline
+from tests.sampler.beam.tiny import S, matches, test_pipeline
 from unigraph.batches import EdgeBatch, row_ids
 
 BUCKETS, SHARDS, CHUNK = 3, 2, 4
@@ -33,13 +33,7 @@ def graph() -> list[EdgeBatch]:
                       weights[half:], {})]
 
 
-def test_find_hubs_counts_edges_over_every_batch():
-    with test_pipeline() as p:
-        hubs = p | beam.Create(cites()) | FindHubs(BUCKETS, chunk_edges=1)
-        assert_that(hubs, matches([(b"p1", 2)]))  # p1 has two edges, in one batch
-
-
-def test_hub_chunks_hold_each_hub_edge_once_in_its_chunk():
+def test_adjacency_with_hubs_apart_names_them_and_ships_their_chunks():
     expected = build_adjacency("e", graph(), chunk_edges=CHUNK)
     lr = expected.long_rows
     want = []
@@ -49,12 +43,17 @@ def test_hub_chunks_hold_each_hub_edge_once_in_its_chunk():
             span = slice(lr.chunk_starts[chunk], lr.chunk_ends[chunk])
             want.append((bytes(expected.sources[row]), c, tuple(expected.rows[span].tolist())))
     with test_pipeline() as p:
-        edges = p | beam.Create(graph())
-        hubs = edges | FindHubs(BUCKETS, CHUNK)
-        chunks = edges | BuildHubChunks("e", hubs)
-        assert_that(chunks | beam.MapTuple(lambda key, adj: (key[0], key[1],
-                                                            tuple(adj.rows.tolist()))),
-                    matches(want))
+        built = p | beam.Create(graph()) | BuildAdjacency("e", BUCKETS, CHUNK, hubs_apart=True)
+        chunks = built["chunks"] | "Chunks" >> beam.FlatMapTuple(lambda key, listed: [
+            (bytes(adj.sources[0]), chunk, tuple(adj.rows.tolist())) for chunk, adj in listed])
+        assert_that(chunks, matches(want), label="chunks")
+        named = built["adjacency"] | "Hubs" >> beam.FlatMapTuple(
+            lambda _, adj: [] if adj.hubs is None else list(zip(adj.hubs[0].tolist(),
+                                                                adj.hubs[1].tolist())))
+        assert_that(named, matches([(b"h1", 8), (b"h2", 3)]), label="hubs")
+        plain = built["adjacency"] | "Plain" >> beam.FlatMapTuple(
+            lambda _, adj: adj.sources.tolist())
+        assert_that(plain, matches([b"a", b"b"]), label="plain")
 
 
 @pytest.mark.parametrize("strategy", [ss.RANDOM_UNIFORM, ss.RANDOM_WEIGHTED, ss.TOP_K])
@@ -68,10 +67,9 @@ def test_a_hop_over_hub_chunks_draws_what_one_chunked_adjacency_draws(strategy):
                     drawn.edges.rows.tolist()))
     assert len(want) == 6 * (3 + 3 + 2)
     with test_pipeline() as p:
-        edges = p | "Edges" >> beam.Create(graph())
-        hubs = edges | "Hubs" >> FindHubs(BUCKETS, CHUNK)
-        inputs = {"adjacency": edges | BuildAdjacency("e", BUCKETS, CHUNK, hubs),
-                  "chunks": edges | BuildHubChunks("e", hubs), "hubs": hubs,
+        built = (p | "Edges" >> beam.Create(graph())
+                 | BuildAdjacency("e", BUCKETS, CHUNK, hubs_apart=True))
+        inputs = {"adjacency": built["adjacency"], "chunks": built["chunks"],
                   "requests": p | "Requests" >> beam.Create(
                       list(split_requests(requests, BUCKETS)))}
         out = inputs | SampleHop(op, seed=9, num_shards=SHARDS, node_buckets=BUCKETS,
