@@ -257,4 +257,8 @@ def _in_plan_order(report: dict, plan: Plan) -> dict:
     for key in ("edges_sampled_per_op", "draws_per_op", "draws_at_cap_per_op"):
         counts = report.get(key, {})
         report[key] = {op.name: counts.get(op.name, 0) for op in plan.ops}
+    if plan.induced_edge_sets:  # every induced set, 0 too: no engine's split shows
+        counts = report.get("induced_edges", {})
+        report["induced_edges"] = {name: counts.get(name, 0)
+                                   for name in sorted(plan.induced_edge_sets)}
     return report
