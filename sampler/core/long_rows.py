@@ -62,7 +62,9 @@ def chunk_counts(degrees: np.ndarray, chunk_edges: int) -> np.ndarray:
 
 def chunk_of_edges(target_fingerprints: np.ndarray, n_chunks) -> np.ndarray:
     """The chunk of each edge of a long row with `n_chunks` chunks (per edge or scalar)."""
-    mixed = rng.mix(np.asarray(target_fingerprints, _U64), _CHUNK_SALT)
+    # One step of the mixer: fingerprints are already hashes; the salt only makes the
+    # chunk independent of the other uses of a fingerprint.
+    mixed = rng.mix_into(np.asarray(target_fingerprints, _U64), _CHUNK_SALT)
     return (mixed % np.asarray(n_chunks).astype(_U64)).astype(np.int64)
 
 
@@ -98,15 +100,23 @@ def long_row_layout(row_splits: np.ndarray, target_fingerprints_of, chunk_edges:
     long = np.flatnonzero(degrees > chunk_edges) if chunk_edges else _EMPTY
     if not long.size:
         return None, None
-    seg, positions, _ = row_edges(row_splits, long)
-    n_chunks = chunk_counts(degrees[long], chunk_edges)
+    lengths = degrees[long]
+    seg = np.repeat(np.arange(len(long), dtype=np.int64), lengths)
+    # Long rows' positions: their rows' starts, then 0, 1, ... within each.
+    positions = np.arange(len(seg), dtype=np.int64)
+    positions += np.repeat(row_splits[long] - (np.cumsum(lengths) - lengths), lengths)
+    n_chunks = chunk_counts(lengths, chunk_edges)
     chunk = chunk_of_edges(target_fingerprints_of(positions), n_chunks[seg])
-    order = np.lexsort((positions, chunk, seg))   # by row, then chunk, then the old order
-    permutation = np.arange(int(row_splits[-1]), dtype=np.int64)
-    permutation[positions] = positions[order]
+    # By row, then chunk; a stable sort keeps the old (canonical) order within a chunk.
     chunk_offsets = np.r_[0, np.cumsum(n_chunks)].astype(np.int64)
-    sizes = np.bincount(chunk_offsets[seg] + chunk, minlength=int(chunk_offsets[-1]))
-    ends = np.cumsum(sizes)
+    key = chunk_offsets[seg]
+    del seg
+    key += chunk
+    del chunk
+    sizes = np.bincount(key, minlength=int(chunk_offsets[-1]))
+    permutation = np.arange(int(row_splits[-1]), dtype=np.int64)
+    permutation[positions] = positions[np.argsort(key, kind="stable")]
+    del key, positions
     row_of_chunk = np.repeat(np.arange(len(long)), n_chunks)
     before = np.cumsum(sizes) - sizes                  # edges of earlier chunks, all rows
     offset_in_row = before - before[chunk_offsets[:-1]][row_of_chunk]
