@@ -53,12 +53,7 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
                seed: int) -> Draws:
     """The edges `op` samples for every (sample, node) request."""
     requests = requests.unique()
-    rows = adjacency.rows_of(requests.ids)[requests.codes]  # the CSR row of every request
-    with_edges = np.flatnonzero(rows >= 0)
-    queries = _Queries(requests.samples[with_edges], rows[with_edges],
-                       None, None if requests.pairs is None else requests.pairs[with_edges],
-                       None if requests.cutoffs is None else requests.cutoffs[with_edges])
-    queries.nodes = adjacency.source_fingerprints[queries.rows]
+    queries = _Queries.of(adjacency, requests)
     long = (np.isin(queries.rows, adjacency.long_rows.rows) if adjacency.long_rows is not None
             else np.zeros(len(queries.rows), bool))
     parts, excluded = [], 0
@@ -87,13 +82,27 @@ class _Queries:
 
     samples: np.ndarray          # int64 sample id
     rows: np.ndarray             # int64 CSR row of the node
-    nodes: np.ndarray | None     # uint64 fingerprint of the node
+    nodes: np.ndarray            # uint64 fingerprint of the node
     pairs: np.ndarray | None     # the sample's pair (link samples)
     cutoffs: np.ndarray | None   # the sample's cut-off
+
+    @staticmethod
+    def of(adjacency: AdjacencyBucket, requests: Requests) -> "_Queries":
+        """The requests (distinct) whose node has a row in `adjacency`."""
+        rows = adjacency.rows_of(requests.ids)[requests.codes]
+        with_edges = np.flatnonzero(rows >= 0)
+        rows = rows[with_edges]
+        return _Queries(requests.samples[with_edges], rows, adjacency.source_fingerprints[rows],
+                        None if requests.pairs is None else requests.pairs[with_edges],
+                        None if requests.cutoffs is None else requests.cutoffs[with_edges])
 
     def take(self, positions: np.ndarray) -> "_Queries":
         return _Queries(*[None if a is None else a[positions] for a in (
             self.samples, self.rows, self.nodes, self.pairs, self.cutoffs)])
+
+    def on_rows(self, rows: np.ndarray) -> "_Queries":
+        """The same queries, addressing other rows (a long row's chunks)."""
+        return _Queries(self.samples, rows, self.nodes, self.pairs, self.cutoffs)
 
 
 def _at_cap(query_index: np.ndarray, n_queries: int, k: int) -> int:
@@ -101,12 +110,10 @@ def _at_cap(query_index: np.ndarray, n_queries: int, k: int) -> int:
     return int((np.bincount(query_index, minlength=n_queries) >= k).sum())
 
 
-def _sample_rows(adjacency: AdjacencyBucket, queries: _Queries, op: PlannedOp, seed: int,
-                 row_splits: np.ndarray | None = None, sample=None):
-    """The strategy on whole rows: (query index, edge position, edges excluded). With
-    `row_splits` and `sample`, the rows are those of that CSR (chunks as rows) and
-    `sample(**arguments)` runs instead of core.strategies.sample_edges."""
-    row_splits = adjacency.row_splits if row_splits is None else row_splits
+def _eligibility(adjacency: AdjacencyBucket, queries: _Queries, op: PlannedOp,
+                 row_splits: np.ndarray) -> dict:
+    """What limits each query to some of its row's edges, as core.strategies takes it: a
+    cut-off's eligible prefix, and a link sample's excluded edges."""
     excluded_splits, excluded_positions = None, None
     if op.exclude_pair_edges and queries.pairs is not None:
         excluded_splits, excluded_positions = pair_edges(adjacency, queries.rows, queries.nodes,
@@ -114,28 +121,38 @@ def _sample_rows(adjacency: AdjacencyBucket, queries: _Queries, op: PlannedOp, s
     # A cut-off over a time-ordered row is an eligible prefix; timeless rows are whole.
     limit = (eligible_prefix(row_splits, adjacency.times, queries.rows, queries.cutoffs)
              if queries.cutoffs is not None and adjacency.times is not None else None)
-    arguments = dict(row_splits=row_splits, weights=adjacency.weights,
-                     query_rows=queries.rows, query_samples=queries.samples,
-                     query_nodes=queries.nodes, k=op.sample_size, seed=seed,
-                     op_salt=rng.name_salt(op.name), limit=limit,
-                     excluded_splits=excluded_splits, excluded_positions=excluded_positions)
-    drawn = (sample or sample_edges)(op.strategy, **arguments)
-    n_excluded = 0 if excluded_positions is None else len(excluded_positions)
-    if sample is None:
-        return drawn[0], drawn[1], n_excluded
-    return drawn, n_excluded
+    return dict(limit=limit, excluded_splits=excluded_splits,
+                excluded_positions=excluded_positions)
 
 
-def chunk_candidates_of(adjacency: AdjacencyBucket, queries: "_Queries", chunk_rows: np.ndarray,
-                        chunk_index: np.ndarray, row_splits: np.ndarray, op: PlannedOp,
-                        seed: int) -> tuple[Candidates, int]:
-    """Each (query, chunk)'s k best edges of the chunk (core.long_rows): chunk_rows[i] is
-    the chunk as a row of `row_splits`, chunk_index[i] its index in its long row."""
-    queries = _Queries(queries.samples, chunk_rows, queries.nodes, queries.pairs,
-                       queries.cutoffs)
-    return _sample_rows(adjacency, queries, op, seed, row_splits,
-                        lambda strategy, **a: chunk_candidates(strategy, times=adjacency.times,
-                                                               query_chunks=chunk_index, **a))
+def _excluded_count(eligibility: dict) -> int:
+    positions = eligibility["excluded_positions"]
+    return 0 if positions is None else len(positions)
+
+
+def _sample_rows(adjacency: AdjacencyBucket, queries: _Queries, op: PlannedOp, seed: int):
+    """The strategy on whole rows: (query index, edge position, edges excluded)."""
+    eligibility = _eligibility(adjacency, queries, op, adjacency.row_splits)
+    query_index, edge_position = sample_edges(
+        op.strategy, row_splits=adjacency.row_splits, weights=adjacency.weights,
+        query_rows=queries.rows, query_samples=queries.samples, query_nodes=queries.nodes,
+        k=op.sample_size, seed=seed, op_salt=rng.name_salt(op.name), **eligibility)
+    return query_index, edge_position, _excluded_count(eligibility)
+
+
+def _chunk_candidates(adjacency: AdjacencyBucket, queries: _Queries, chunk_index: np.ndarray,
+                      row_splits: np.ndarray, op: PlannedOp, seed: int
+                      ) -> tuple[Candidates, int]:
+    """Each (query, chunk)'s k best edges of the chunk (core.long_rows), and the edges
+    left out: queries.rows[i] is the chunk as a row of `row_splits`, chunk_index[i] its
+    index in its long row."""
+    eligibility = _eligibility(adjacency, queries, op, row_splits)
+    candidates = chunk_candidates(
+        op.strategy, row_splits=row_splits, weights=adjacency.weights, times=adjacency.times,
+        query_rows=queries.rows, query_samples=queries.samples, query_nodes=queries.nodes,
+        query_chunks=chunk_index, k=op.sample_size, seed=seed,
+        op_salt=rng.name_salt(op.name), **eligibility)
+    return candidates, _excluded_count(eligibility)
 
 
 def _sample_long_rows(adjacency: AdjacencyBucket, queries: _Queries, op: PlannedOp, seed: int):
@@ -143,8 +160,8 @@ def _sample_long_rows(adjacency: AdjacencyBucket, queries: _Queries, op: Planned
     long_rows = adjacency.long_rows
     query_of, chunk_index, chunk = long_rows.chunks_of(queries.rows)
     row_splits, rows = chunk_rows(long_rows.chunk_starts, long_rows.chunk_ends, chunk)
-    candidates, n_excluded = chunk_candidates_of(adjacency, queries.take(query_of), rows,
-                                                 chunk_index, row_splits, op, seed)
+    candidates, n_excluded = _chunk_candidates(adjacency, queries.take(query_of).on_rows(rows),
+                                               chunk_index, row_splits, op, seed)
     query = query_of[candidates.query]
     kept = best(query, candidates.primary, candidates.secondary, op.sample_size)
     return query[kept], candidates.position[kept], n_excluded
@@ -249,16 +266,10 @@ def sample_chunk(chunk: AdjacencyBucket, chunk_index: int, requests: Requests, o
     """`op` on one chunk of a hub (`chunk`: the chunk's edges as a one-row adjacency):
     every request's k best edges of the chunk, by the output shard of its sample, and
     the edges it left out for link samples."""
-    requests = requests.unique()
-    rows = chunk.rows_of(requests.ids)[requests.codes]
-    with_edges = np.flatnonzero(rows >= 0)
-    queries = _Queries(requests.samples[with_edges], rows[with_edges], None,
-                       None if requests.pairs is None else requests.pairs[with_edges],
-                       None if requests.cutoffs is None else requests.cutoffs[with_edges])
-    queries.nodes = chunk.source_fingerprints[queries.rows]
-    candidates, n_excluded = chunk_candidates_of(
-        chunk, queries, queries.rows, np.full(len(queries.rows), chunk_index, np.int64),
-        chunk.row_splits, op, seed)
+    queries = _Queries.of(chunk, requests.unique())
+    candidates, n_excluded = _chunk_candidates(
+        chunk, queries, np.full(len(queries.rows), chunk_index, np.int64), chunk.row_splits,
+        op, seed)
     q = candidates.query
     drawn = ChunkDraws(edge_piece(chunk, op, queries.samples, queries.rows, q,
                                   candidates.position),

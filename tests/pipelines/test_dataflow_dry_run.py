@@ -77,8 +77,10 @@ def _coder_name(coders, coder_id):
 
 def test_a_dataflow_dry_run_builds_the_whole_job_offline(gcs, tmp_path):
     graph = _upload(gcs, "mag")
+    # Chunks of 2 edges: most nodes are hubs, so the hub stages are built and coded too.
     job, result, stdout = _dry_run(tmp_path, graph, f"gs://{BUCKET}/mag/seeds.csv",
-                                   "--dataflow_job_file", str(tmp_path / "job.json"))
+                                   "--dataflow_job_file", str(tmp_path / "job.json"),
+                                   "--chunk-edges", "2")
     assert os.path.exists(tmp_path / "job.json")
     assert not result["tensorflow"]
     # Nothing was written to the output: no lock, no staging folder, no report.
@@ -87,7 +89,8 @@ def test_a_dataflow_dry_run_builds_the_whole_job_offline(gcs, tmp_path):
     names = {t["uniqueName"] for t in components["transforms"].values()}
     for op in OPS:
         assert {f"Sample/Hop/{op}/Join", f"Sample/Hop/{op}/Sample",
-                f"Sample/Hop/{op}/Edges"} <= names, op
+                f"Sample/Hop/{op}/Edges", f"Sample/Hop/{op}/Hubs/Chunks/Sample",
+                f"Sample/Hop/{op}/Hubs/Merge"} <= names, op
     assert {"Sample/Seeds/Check", "Sample/Nodes/paper/Lookup", "Sample/Assemble/Write",
             "Sample/Report/Merge"} <= names
     # Every PCollection's coder is the project's element coder (or Beam's own for

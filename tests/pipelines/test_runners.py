@@ -79,6 +79,18 @@ def test_the_released_dask_runner_on_two_worker_processes_writes_the_same_files(
     assert list(dask_cluster.scheduler.clients) == ["fire-and-forget"]
 
 
+def test_hubs_in_chunks_on_the_dask_cluster_write_what_the_memory_engine_writes(
+        tmp_path, dask_cluster):
+    # Chunks of 3 edges: most nodes are hubs, shipped as chunk elements with int keys.
+    chunked = ("--chunk-edges", "3")
+    memory = _sample(tmp_path / "memory", "--engine", "memory", *chunked)
+    dask = _sample(tmp_path / "dask", "--runner", "DaskRunner",
+                   "--dask_client_address", dask_cluster.scheduler_address, *chunked)
+    assert dask == memory
+    assert read_report(str(tmp_path / "dask"))["draws_per_op"] == read_report(
+        str(tmp_path / "memory"))["draws_per_op"]
+
+
 def test_a_bad_input_on_the_dask_cluster_is_one_line(tmp_path, dask_cluster, capsys):
     # A duplicate node id is found inside the pipeline, on a worker: the error crosses
     # the cluster and reaches the user as one line, and nothing is written.
