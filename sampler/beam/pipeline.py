@@ -27,6 +27,7 @@ from sampler.beam.negatives import DrawNegatives
 from sampler.beam.nodes import LookupNodes
 from sampler.beam.pairs import NumberPairs
 from sampler.beam.report import MergeReport
+from sampler.beam.runner import on_dask
 from sampler.beam.seeds import JoinSeeds
 from sampler.beam.tables import BuildAdjacency, BuildNodeTable, EffectiveTimes, IdsFromEdges
 from sampler.core.seeds import seeds_from_ids, seeds_from_nodes
@@ -61,8 +62,11 @@ class SampleSubgraphs(beam.PTransform):
                         for name in edge_sets_to_read(plan, job.loaded.schema)}
         timed = {name: self._timed(edge_batches[name], name, node_tables)
                  for name in plan.edge_sets()}
-        # Hubs' edges travel as chunks of bounded size (core.hubs), not in their bucket.
-        apart = hub_edge_sets(job.loaded, plan, job.chunk_edges)
+        # Hubs' edges travel as chunks of bounded size (core.hubs), not in their bucket;
+        # not on the DaskRunner, whose task graph the extra joins would multiply
+        # (docs/architecture.md, "Bounded elements").
+        apart = ([] if on_dask(p.options)
+                 else hub_edge_sets(job.loaded, plan, job.chunk_edges))
         adjacency, chunks = {}, {}
         for name in plan.edge_sets():
             built = timed[name] | f"Adjacency/{name}" >> BuildAdjacency(

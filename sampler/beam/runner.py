@@ -72,6 +72,11 @@ def make_pipeline(beam_args: list[str]) -> beam.Pipeline:
     return beam.Pipeline(runner=FnApiRunner(), options=options)
 
 
+def on_dask(options: PipelineOptions) -> bool:
+    """Whether the pipeline runs on Beam's DaskRunner (make_pipeline names it in full)."""
+    return options.view_as(StandardOptions).runner == DASK_RUNNER
+
+
 def _is_dataflow(runner) -> bool:
     return runner is not None and str(runner).rsplit(".", 1)[-1] in ("DataflowRunner",
                                                                      "TestDataflowRunner")

@@ -79,9 +79,9 @@ def test_the_released_dask_runner_on_two_worker_processes_writes_the_same_files(
     assert list(dask_cluster.scheduler.clients) == ["fire-and-forget"]
 
 
-def test_hubs_in_chunks_on_the_dask_cluster_write_what_the_memory_engine_writes(
+def test_long_rows_on_the_dask_cluster_write_what_the_memory_engine_writes(
         tmp_path, dask_cluster):
-    # Chunks of 3 edges: most nodes are hubs, shipped as chunk elements with int keys.
+    # Chunks of 3 edges: most nodes have long rows (kept in their bucket on Dask).
     chunked = ("--chunk-edges", "3")
     memory = _sample(tmp_path / "memory", "--engine", "memory", *chunked)
     dask = _sample(tmp_path / "dask", "--runner", "DaskRunner",
