@@ -12,7 +12,10 @@ Two keyed joins by node bucket, so no edge set is ever held whole by one worker:
 The result is an EdgePiece like a hop's (positions in the source bucket's canonical
 adjacency), so the assembly keeps an edge that was also sampled once, and orders
 and encodes induced edges with the others. For link samples, the edges between a
-pair are left out here too when the edge set leaves them out in hops (core.hop).
+pair are left out here too when the edge set leaves them out in hops (core.hop). A
+sample with a time cut-off gets no edge later than it (effective time, as in hops:
+core.temporal): its members' rows of a time-ordered edge set are cut to their
+eligible prefix, so induced edges leak no future either.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from sampler.core.arrays import unique_inverse
 from sampler.core.buckets import node_buckets, split_by_bucket
 from sampler.core.hop import pair_edges
 from sampler.core.pieces import EdgePiece, Requests, prune
+from sampler.core.temporal import eligible_prefix
 from unigraph.ragged import take
 
 
@@ -37,6 +41,9 @@ def candidate_edges(adjacency: AdjacencyBucket, members: Requests, *,
     pairs = None if members.pairs is None else members.pairs[with_edges]
     starts = adjacency.row_splits[rows]
     lengths = adjacency.row_splits[rows + 1] - starts
+    if members.cutoffs is not None and adjacency.times is not None:
+        lengths = eligible_prefix(adjacency.row_splits, adjacency.times, rows,
+                                  members.cutoffs[with_edges])
     query = np.repeat(np.arange(len(rows)), lengths)
     positions = (np.arange(len(query)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
                  + starts[query]).astype(np.int64)

@@ -223,6 +223,8 @@ edge_sets { key: "_readout/target" value { source: "paper" target: "_readout" } 
 LINK_SPEC = SPEC.replace('seed_op { op_name: "seed" node_set_name: "paper" }',
                          'symmetric_link_seed_op { op_name: "seed" }')
 NEGATIVES = 2
+# Induced edges too: they must not be later than the cut-off either.
+LINK_FLAGS = ("--negatives", str(NEGATIVES), "--edge-aggregation", "node")
 
 
 def _pairs_layout(folder):
@@ -276,7 +278,7 @@ def link_memory_run(link_temporal, tmp_path_factory):
     _, folder, spec, pairs, _ = link_temporal
     out = tmp_path_factory.mktemp("link_out") / "memory"
     return run_sample(out, folder, spec, "--seeds", pairs, "--engine", "memory", "--workers",
-                      "1", "--negatives", str(NEGATIVES))
+                      "1", *LINK_FLAGS)
 
 
 def _link_records(folder):
@@ -322,14 +324,14 @@ def test_no_edge_or_node_is_later_than_its_pairs_cutoff(link_temporal, link_memo
     for source, _, cutoff in rows:
         cutoffs_of.setdefault(source, set()).add(cutoff)
     assert all(cutoff in cutoffs_of[source] for source, _, cutoff in negatives)
-    assert report["negatives_after_cutoff"] > 0
+    assert report["negatives_after_cutoff"] > 0 and sum(report["induced_edges"].values()) > 0
     assert checked_edges > 2000 and checked_nodes > 500  # the check saw real data
 
 
 def test_link_cutoffs_beam_writes_the_same_bytes(link_temporal, link_memory_run, tmp_path):
     _, folder, spec, pairs, _ = link_temporal
     beam = run_sample(tmp_path / "beam", folder, spec, "--seeds", pairs, "--engine", "beam",
-                      "--node-buckets", "4", "--negatives", str(NEGATIVES))
+                      "--node-buckets", "4", *LINK_FLAGS)
     for name in sorted(os.listdir(link_memory_run)):
         if name.endswith(".tfrecord") or name == "graph_schema.pbtxt":
             with open(os.path.join(link_memory_run, name), "rb") as f, \
@@ -358,7 +360,7 @@ def test_every_pairs_format_gives_the_same_records(link_temporal, link_memory_ru
     path = str(tmp_path / f"pairs.{fmt}")
     write_table(path, layout, [reordered])
     out = run_sample(tmp_path / "out", folder, spec, "--seeds", path, "--engine", "memory",
-                     "--workers", "1", "--negatives", str(NEGATIVES))
+                     "--workers", "1", *LINK_FLAGS)
     from tests.pipelines.sampled_output import read_records
     assert read_records(out) == read_records(link_memory_run)
 
