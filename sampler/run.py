@@ -132,6 +132,8 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                 "seed_cutoff_column": timing.seed_column.name if timing.has_cutoffs else None,
                 "time_type": timing.dtype,
                 "time_ordered_edge_sets": list(timing.ordered_edge_sets)}
+            if plan.negatives and timing.has_cutoffs:  # whose node times gate negatives
+                report["time"]["negative_target_times"] = timing.negative_target_set
         report.update({"output_shards": shard_names, "output_schema": SCHEMA_FILE,
                        "seed": seed, "engine": engine,
                        "wall_time_s": round(time.time() - started, 3)})

@@ -338,7 +338,10 @@ def test_link_cutoffs_beam_writes_the_same_bytes(link_temporal, link_memory_run,
                     open(os.path.join(beam, name), "rb") as g:
                 assert f.read() == g.read(), name
     report = read_report(beam)
-    assert report["time"]["seed_cutoff_column"] == "timestamp"
+    assert report["time"] == {"seed_cutoff_column": "timestamp", "time_type": "int64",
+                              "time_ordered_edge_sets": ["cites", "written", "writes",
+                                                         "has_topic"],
+                              "negative_target_times": "paper"}
     assert report["negatives_after_cutoff"] == read_report(link_memory_run)[
         "negatives_after_cutoff"]
     with open(os.path.join(beam, "graph_schema.pbtxt")) as f:
