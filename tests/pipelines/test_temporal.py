@@ -381,3 +381,23 @@ def test_a_bad_pair_cutoff_is_one_line_naming_the_file(link_temporal, tmp_path, 
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "pairs.csv: line 3" in err and f"'{value}'" in err, err
     assert not os.path.exists(tmp_path / "out" / "sample_report.json")
+
+
+def test_tfgnn_parses_link_records_with_their_cutoffs(link_temporal, link_memory_run):
+    """TF-GNN reads the timed link records with the output schema: seed_timestamp in the
+    context, and the structured readout of the endpoints (a negative's target existed at
+    the cut-off)."""
+    tf = pytest.importorskip("tensorflow")
+    tfgnn = pytest.importorskip("tensorflow_gnn")
+    from tests.pipelines.sampled_output import read_records
+
+    schema = tfgnn.read_schema(os.path.join(link_memory_run, "graph_schema.pbtxt"))
+    spec = tfgnn.create_graph_spec_from_schema_pb(schema)
+    graph = tfgnn.parse_example(spec, tf.constant(read_records(link_memory_run)))
+    graph = graph.merge_batch_to_components()
+    cutoffs = graph.context["seed_timestamp"].numpy().reshape(-1)
+    labels = graph.node_sets["_readout"]["label"].numpy().reshape(-1)
+    targets = tfgnn.structured_readout(graph, "target", feature_name="timestamp").numpy()
+    rows = link_temporal[4]
+    assert sorted(cutoffs[labels == 1].tolist()) == sorted(c for _, _, c in rows)
+    assert (targets[labels == 0] <= cutoffs[labels == 0]).all()
