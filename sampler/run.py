@@ -252,8 +252,14 @@ def _name_rows(examples: list, loaded: LoadedSchema) -> list[dict]:
 
 
 def _in_plan_order(report: dict, plan: Plan) -> dict:
-    """Per-op counts in spec order, whatever order the workers merged them in."""
+    """Per-op counts in spec order, whatever order the workers merged them in; induced
+    edges for every edge set that gets them, 0 included (an engine reports a count only
+    where it found candidates, which differs between engines)."""
     for key in ("edges_sampled_per_op", "draws_per_op", "draws_at_cap_per_op"):
         counts = report.get(key, {})
         report[key] = {op.name: counts.get(op.name, 0) for op in plan.ops}
+    if plan.induced_edge_sets:
+        counts = report.get("induced_edges", {})
+        report["induced_edges"] = {name: counts.get(name, 0)
+                                   for name in sorted(plan.induced_edge_sets)}
     return report
