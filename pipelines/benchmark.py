@@ -32,7 +32,9 @@
    fraction) run as a link job (symmetric_link_seed_op on paper, the graph's schema
    with TF-GNN's `_readout` link sets, the benchmark spec's ops), interleaved with a
    node job over the pairs' 2N endpoints as seeds, per engine; the ratio of the two
-   wall times is the issue's measure (a link job should cost no more).
+   wall times is the issue's measure (a link job should cost no more). With
+   `--timestamps` every pair has its `cites` edge's time as its cut-off, and both its
+   endpoints have it as node seeds (so both jobs sample as of that time).
 Extra flags for `sample` go in one string: --extra-args="--direct_num_workers 2".
 """
 from __future__ import annotations
@@ -238,7 +240,8 @@ def make_parser() -> argparse.ArgumentParser:
                         "is killed (default: none)")
     parser.add_argument("--link", action="store_true",
                         help="time a link job over N pairs against a node job over their 2N "
-                             "endpoints (see the module docstring)")
+                             "endpoints (with --timestamps: each at its edge's time as "
+                             "cut-off; see the module docstring)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON line (config, runs, median) instead of text")
     return parser
@@ -355,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         link_schema, link_spec, pairs, endpoints = link_inputs(
-            folder, spec, args.strategy, args.seed_fraction or 1.0)
+            folder, spec, args.strategy, args.seed_fraction or 1.0, timed=args.timestamps)
         variants = {}
         for name in contenders:
             variants[f"{name}/link"] = sample_command(link_schema, link_spec, pairs, "", [
@@ -430,12 +433,13 @@ edge_sets { key: "_readout/target" value { source: "paper" target: "_readout" } 
 """
 
 
-def link_inputs(folder: str, spec_path: str, strategy: str, fraction: float
-                ) -> tuple[str, str, str, str]:
+def link_inputs(folder: str, spec_path: str, strategy: str, fraction: float,
+                timed: bool = False) -> tuple[str, str, str, str]:
     """(schema, spec, pairs, endpoint seeds) of the link benchmark, written once into the
     graph's folder: the schema with TF-GNN's link sets, the spec seeded by pairs of
     papers, the `cites` edges whose source is in the fraction as pairs, and their 2N
-    endpoints as node seeds (in pair order, repeats kept)."""
+    endpoints as node seeds (in pair order, repeats kept); `timed`: each pair and its
+    two endpoints with the edge's time as their `timestamp` cut-off."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -443,6 +447,7 @@ def link_inputs(folder: str, spec_path: str, strategy: str, fraction: float
     from sampler.core.rng import fingerprint
     from unigraph.schema import load_schema
     from unigraph.tables import read_set
+    from unigraph.tables.layout import TimeColumn
 
     schema = os.path.join(folder, "graph_schema_link.pbtxt")
     if not os.path.exists(schema):
@@ -459,21 +464,27 @@ def link_inputs(folder: str, spec_path: str, strategy: str, fraction: float
     with open(spec_out, "w") as f:
         f.write(f"# spec_{strategy}.pbtxt seeded by pairs of papers (pipelines/benchmark.py)\n")
         f.write(text_format.MessageToString(link_spec))
-    pairs = os.path.join(folder, f"pairs_fraction{fraction:g}.parquet")
-    endpoints = os.path.join(folder, f"pair_endpoints_fraction{fraction:g}.parquet")
+    kind = "timed_" if timed else ""
+    pairs = os.path.join(folder, f"{kind}pairs_fraction{fraction:g}.parquet")
+    endpoints = os.path.join(folder, f"{kind}pair_endpoints_fraction{fraction:g}.parquet")
     if not os.path.exists(endpoints):
+        column = TimeColumn("timestamp", "int64") if timed else None
         batches = list(read_set(load_schema(os.path.join(folder, "graph_schema.pbtxt")),
-                                "edges", "cites"))
+                                "edges", "cites", timestamp=column))
         sources = np.concatenate([b.sources for b in batches])
         targets = np.concatenate([b.targets for b in batches])
         keep = (fingerprint(sources) % np.uint64(1_000_000)) < np.uint64(int(fraction * 1e6))
         sources, targets = sources[keep], targets[keep]
-        table = pa.table({"source": pa.array(sources.tolist(), pa.binary()),
-                          "target": pa.array(targets.tolist(), pa.binary())})
-        pq.write_table(table, pairs + ".tmp")
+        columns = {"source": pa.array(sources.tolist(), pa.binary()),
+                   "target": pa.array(targets.tolist(), pa.binary())}
+        ends = {"id": pa.array(np.stack([sources, targets], axis=1).reshape(-1).tolist(),
+                               pa.binary())}
+        if timed:
+            times = np.concatenate([b.timestamps for b in batches])[keep]
+            columns["timestamp"] = pa.array(times, pa.int64())
+            ends["timestamp"] = pa.array(np.repeat(times, 2), pa.int64())
+        pq.write_table(pa.table(columns), pairs + ".tmp")
         os.replace(pairs + ".tmp", pairs)
-        ends = np.stack([sources, targets], axis=1).reshape(-1)
-        pq.write_table(pa.table({"id": pa.array(ends.tolist(), pa.binary())}),
-                       endpoints + ".tmp")
+        pq.write_table(pa.table(ends), endpoints + ".tmp")
         os.replace(endpoints + ".tmp", endpoints)
     return schema, spec_out, pairs, endpoints

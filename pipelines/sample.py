@@ -65,6 +65,8 @@ def make_parser() -> argparse.ArgumentParser:
                         help="seed ids: a CSV/TFRecord/Parquet table with an id column, or a .txt "
                              "file with one id per line; `name@N` shards and globs work; or a "
                              "BigQuery table with an id column, bq://project.dataset.table; "
+                             "a link spec's pairs: source and target columns; a 'timestamp' "
+                             "column gives each seed or pair a time cut-off; "
                              "default: every node of the seed node set; e.g. --seeds seeds.csv")
     parser.add_argument("--output", "--output_samples", dest="output", metavar="PATH",
                         help="output folder (always a folder, whether or not it exists), or a "

@@ -9,7 +9,8 @@ has the diagram and the contract that makes the output byte-identical):
   3. job       sampler.job.job.SamplingJob: plan + time plan + output + shard and bucket counts
   4. index     sampler.core.node_table, sampler.core.adjacency: per-bucket tables and CSR
   5. seeds     sampler.core.seeds.join_seeds: seed rows -> samples, found or listed missing
-               (link seeds: sampler.core.pairs, negatives from sampler.core.negatives)
+               (link seeds: sampler.core.pairs, negatives from sampler.core.negatives);
+               a seed's or pair's time cut-off is part of its content and its requests
   6. hop       sampler.core.hop.hop_bucket (strategies.py, rng.py, temporal.py): one op on
                one bucket, each sample's cut-off an eligible prefix of the rows
                (then sampler.core.induced for --edge-aggregation node)

@@ -135,6 +135,8 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                 "seed_cutoff_column": timing.seed_column.name if timing.has_cutoffs else None,
                 "time_type": timing.dtype,
                 "time_ordered_edge_sets": list(timing.ordered_edge_sets)}
+            if plan.negatives and timing.has_cutoffs:  # whose node times gate negatives
+                report["time"]["negative_target_times"] = timing.negative_target_set
         report.update({"output_shards": shard_names, "output_schema": SCHEMA_FILE,
                        "seed": seed, "engine": engine,
                        "wall_time_s": round(time.time() - started, 3)})
@@ -253,11 +255,13 @@ def _name_rows(examples: list, loaded: LoadedSchema) -> list[dict]:
 
 
 def _in_plan_order(report: dict, plan: Plan) -> dict:
-    """Per-op counts in spec order, whatever order the workers merged them in."""
+    """Per-op counts in spec order, whatever order the workers merged them in; induced
+    edges for every edge set that gets them, 0 included (an engine reports a count only
+    where it found candidates, which differs between engines)."""
     for key in ("edges_sampled_per_op", "draws_per_op", "draws_at_cap_per_op"):
         counts = report.get(key, {})
         report[key] = {op.name: counts.get(op.name, 0) for op in plan.ops}
-    if plan.induced_edge_sets:  # every induced set, 0 too: no engine's split shows
+    if plan.induced_edge_sets:
         counts = report.get("induced_edges", {})
         report["induced_edges"] = {name: counts.get(name, 0)
                                    for name in sorted(plan.induced_edge_sets)}

@@ -110,10 +110,13 @@ class PairBatch:
     targets: np.ndarray                 # 'S' bytes
     rows: np.ndarray                    # int64 RowId (where the row is, for messages)
     features: dict[str, FeatureValues]  # dense, item dimension first
+    # The pair's time cut-off (the pairs table's `timestamp` column), if it has one.
+    timestamps: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.sources)
 
     def take(self, positions: np.ndarray) -> "PairBatch":
         return PairBatch(self.sources[positions], self.targets[positions], self.rows[positions],
-                         {k: take(v, positions) for k, v in self.features.items()})
+                         {k: take(v, positions) for k, v in self.features.items()},
+                         None if self.timestamps is None else self.timestamps[positions])

@@ -1,6 +1,7 @@
 """Stage: negatives for link seeds, drawn before the pairs are numbered (core.negatives).
 
-    Negatives/Groups:  candidate targets by draw group (ids, degrees) -> DrawGroup
+    Negatives/Groups:  candidate targets by draw group (ids, degrees or node times)
+                       -> DrawGroup
     Negatives/Totals:  every group's total weight (a few KB), sent to every source bucket
                        (a keyed join, not a side input: docs/architecture.md, Beam rules)
     Negatives/BySource: the pairs by source bucket (all rows of a source together)
@@ -16,8 +17,8 @@ import apache_beam as beam
 
 from sampler.core.buckets import split_batch, split_by_bucket
 from sampler.core.negatives import (Draws, GroupTotals, build_draw_group, choose_negatives,
-                                    concat_pairs, draw_negatives, resolve_draws)
-from sampler.core.stats import RunStats
+                                    concat_pairs, draw_negatives, negative_stats,
+                                    resolve_draws)
 from sampler.plan.plan import NegativeSampling
 from unigraph.batches import PairBatch
 
@@ -27,21 +28,26 @@ def _concat(batches) -> PairBatch:
 
 
 class DrawNegatives(beam.PTransform):
-    """{"pairs": PairBatch, "candidates": (draw group, (ids, degrees or None))}
-    -> {"pairs": PairBatch (positives and negatives, labelled), "stats": RunStats}."""
+    """{"pairs": PairBatch, "candidates": (draw group, Candidates)}
+    -> {"pairs": PairBatch (positives and negatives, labelled), "stats": RunStats}.
 
-    def __init__(self, sampling: NegativeSampling, seed: int, node_buckets: int, label_dtype):
+    `time_dtype` (the job's time type): the candidates include the paired set's node
+    times, and a negative's target must not be later than its row's cut-off."""
+
+    def __init__(self, sampling: NegativeSampling, seed: int, node_buckets: int, label_dtype,
+                 time_dtype: str | None = None):
         super().__init__()
         self.sampling, self.seed, self.node_buckets = sampling, seed, node_buckets
-        self.label_dtype = label_dtype
+        self.label_dtype, self.time_dtype = label_dtype, time_dtype
 
     def expand(self, inputs):
         sampling, seed, label_dtype = self.sampling, self.seed, self.label_dtype
-        node_buckets = self.node_buckets
+        node_buckets, time_dtype = self.node_buckets, self.time_dtype
         groups = (inputs["candidates"]
                   | "Groups/Gather" >> beam.GroupByKey()
                   | "Groups/Build" >> beam.MapTuple(
-                      lambda g, parts: (g, build_draw_group(g, list(parts), sampling.mode))))
+                      lambda g, parts: (g, build_draw_group(g, list(parts), sampling.mode,
+                                                            time_dtype))))
         keyed_totals = groups | "Totals/Key" >> beam.MapTuple(
             lambda g, group: (0, (g, group.total)))
         # One neutral element, so that the totals exist without any candidate.
@@ -78,9 +84,7 @@ class DrawNegatives(beam.PTransform):
                 return
             chosen, counts = choose_negatives(rows[0], Draws.concat(list(grouped["draws"])),
                                               sampling, label_dtype)
-            yield chosen, RunStats(positives=counts.positives, negatives=counts.negatives,
-                                   negatives_redrawn=counts.redrawn,
-                                   negatives_not_found=counts.not_found)
+            yield chosen, negative_stats(counts)
 
         draws = ({"rows": by_source, "totals": totals}
                  | "Draw/Join" >> beam.CoGroupByKey()

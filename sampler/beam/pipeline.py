@@ -79,13 +79,16 @@ class SampleSubgraphs(beam.PTransform):
 
         pairs = None
         if plan.link:  # a pair is a sample of two seed requests; from there on, the same path
-            rows = p | "Read/seeds" >> ReadPairs(pairs_table_layout(plan, job.loaded.schema),
-                                                 job.seeds_path)
+            column = time.seed_column if time is not None else None
+            rows = p | "Read/seeds" >> ReadPairs(
+                pairs_table_layout(plan, job.loaded.schema, column), job.seeds_path)
             if plan.negatives:
+                timed = time is not None and time.negative_target_set is not None
                 drawn = ({"pairs": rows, "candidates": self._candidates(seed_table, adjacency)}
                          | "Negatives" >> DrawNegatives(plan.negatives, job.seed,
                                                         job.node_buckets,
-                                                        label_dtype(job.loaded.schema)))
+                                                        label_dtype(job.loaded.schema),
+                                                        time.dtype if timed else None))
                 rows, negative_stats = drawn["pairs"], drawn["stats"]
             pairs = rows | "Pairs" >> NumberPairs(job.num_shards, job.node_buckets)
             seed_input = {"table": seed_table, "requests": pairs["requests"]}
@@ -176,15 +179,19 @@ class SampleSubgraphs(beam.PTransform):
 
     def _candidates(self, seed_table, adjacency):
         """Negatives' candidate targets by draw group: the paired set's nodes, or (degree)
-        the sources of its edge sets to itself with their out-degrees."""
-        plan = self.job.plan
-        if plan.negatives.mode == DEGREE:
-            parts = tuple(adjacency[name] | f"Negatives/Candidates/{name}" >> beam.FlatMapTuple(
-                lambda _, adj: split_by_draw_group(adj.sources, np.diff(adj.row_splits)))
-                for name in pair_edge_sets(plan))
-            return parts | "Negatives/Candidates" >> beam.Flatten()
-        return seed_table | "Negatives/Candidates" >> beam.FlatMapTuple(
-            lambda _, table: split_by_draw_group(table.ids))
+        the sources of its edge sets to itself with their out-degrees; with the paired
+        set's node times when negatives must exist at their pair's cut-off."""
+        plan, time = self.job.plan, self.job.time
+        timed = time is not None and time.negative_target_set is not None
+        nodes = seed_table | "Negatives/Candidates/Nodes" >> beam.FlatMapTuple(
+            lambda _, table: split_by_draw_group(table.ids,
+                                                 times=table.timestamps if timed else None))
+        if plan.negatives.mode != DEGREE:
+            return nodes
+        parts = tuple(adjacency[name] | f"Negatives/Candidates/{name}" >> beam.FlatMapTuple(
+            lambda _, adj: split_by_draw_group(adj.sources, np.diff(adj.row_splits)))
+            for name in pair_edge_sets(plan)) + ((nodes,) if timed else ())
+        return parts | "Negatives/Candidates" >> beam.Flatten()
 
     def _ids_from_edges(self, edge_batches):
         """The table-less seed set's nodes: every id the edge sets read name in it."""

@@ -147,7 +147,7 @@ class ShardAssembler:
         seed_pieces = [p for p in seed_pieces if len(p)]
         target_ids, readout, seed_times = None, None, None
         if self.plan.link:
-            sample_ids, seed_ids, target_ids, readout = self._pairs(
+            sample_ids, seed_ids, target_ids, readout, seed_times = self._pairs(
                 [p for p in pair_pieces if len(p)], seed_pieces, stats)
         elif seed_pieces:
             seeds = SeedPiece.concat(seed_pieces)
@@ -209,15 +209,15 @@ class ShardAssembler:
                               seed_times), stats
 
     def _pairs(self, pair_pieces: list[PairPiece], found: list[SeedPiece], stats: ShardStats):
-        """(sample ids, sources, targets, readout features) of the pairs whose endpoints
-        were both found, by ascending sample id."""
+        """(sample ids, sources, targets, readout features, cut-offs or None) of the pairs
+        whose endpoints were both found, by ascending sample id."""
         features = self.schema.node_sets[LINK_READOUT_NODE_SET].features
         if not pair_pieces:
             wanted = pairs_table_layout(self.plan, self.schema).features
             empty = {f.name: empty_feature(features[f.name]) for f in wanted}
             if self.plan.negatives:
                 empty[LABEL] = np.zeros(0, label_dtype(self.schema))
-            return np.zeros(0, np.int64), np.zeros(0, "S1"), np.zeros(0, "S1"), empty
+            return np.zeros(0, np.int64), np.zeros(0, "S1"), np.zeros(0, "S1"), empty, None
         pairs = PairPiece.concat(pair_pieces)
         pairs = pairs.take(np.argsort(pairs.samples, kind="stable"))
         stats.pairs = len(pairs)
@@ -234,7 +234,7 @@ class ShardAssembler:
             keep = np.zeros(len(pairs), bool)
         stats.pairs_dropped = int((~keep).sum())
         pairs = pairs.take(np.flatnonzero(keep))
-        return pairs.samples, pairs.sources, pairs.targets, pairs.features
+        return pairs.samples, pairs.sources, pairs.targets, pairs.features, pairs.timestamps
 
     def _named(self, node_set: str, ids: np.ndarray) -> np.ndarray:
         """The ids as the output writes them: codes become their names (a set nothing

@@ -12,7 +12,10 @@ Two keyed joins by node bucket, so no edge set is ever held whole by one worker:
 The result is an EdgePiece like a hop's (positions in the source bucket's canonical
 adjacency), so the assembly keeps an edge that was also sampled once, and orders
 and encodes induced edges with the others. For link samples, the edges between a
-pair are left out here too when the edge set leaves them out in hops (core.hop).
+pair are left out here too when the edge set leaves them out in hops (core.hop). A
+sample with a time cut-off gets no edge later than it (effective time, as in hops:
+core.temporal): its members' rows of a time-ordered edge set are cut to their
+eligible prefix, so induced edges leak no future either.
 """
 from __future__ import annotations
 
@@ -40,6 +43,12 @@ def candidate_edges(adjacency: AdjacencyBucket, members: Requests, *,
     query = np.repeat(np.arange(len(rows)), lengths)
     positions = (np.arange(len(query)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
                  + starts[query]).astype(np.int64)
+    if members.cutoffs is not None and adjacency.times is not None:
+        # Only edges not later than the sample's cut-off. Filtered by time, not cut to a
+        # prefix: a long row (core.long_rows) is in time order chunk by chunk only.
+        cutoffs = members.cutoffs[with_edges].astype(adjacency.times.dtype, copy=False)
+        eligible = adjacency.times[positions] <= cutoffs[query]
+        query, positions = query[eligible], positions[eligible]
     if exclude_pair_edges and pairs is not None and len(rows):
         splits, excluded = pair_edges(adjacency, rows, adjacency.source_fingerprints[rows], pairs)
         if len(excluded):

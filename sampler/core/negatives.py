@@ -22,6 +22,15 @@ same negatives:
   all collide is not made and is counted too.
 * Rows. A negative copies its positive's `_readout` features, with label 0
   (positives get 1), and is numbered with the positives like any pair row.
+* Time. A negative copies its positive's cut-off too (the pairs table's `timestamp`),
+  so its subgraph is sampled as of that time. When the paired node set has
+  timestamps, each candidate carries its node's time, and an attempt whose target is
+  later than the row's cut-off is rejected like a known positive (the node did not
+  exist yet), and counted ("after_cutoff", within "redrawn"). What is *not* timed:
+  a known positive is any row of the source whatever its cut-off (a pair that links
+  later is never made a negative earlier), and `degree` weights are the degrees in
+  the whole graph, not at the cut-off (that would make every cut-off its own
+  distribution).
 
 In Beam (sampler/beam/negatives.py) positives are grouped by source bucket (all rows
 of a source meet there, so the known positives are at hand), draws go to their draw
@@ -39,6 +48,8 @@ from sampler.core import rng
 from sampler.core.arrays import unique, unique_inverse
 from sampler.core.buckets import split_by_bucket
 from sampler.core.pairs import pair_fingerprints
+from sampler.core.stats import RunStats
+from sampler.core.temporal import lowest_time
 from sampler.plan.plan import DEGREE, LABEL, UNIFORM, NegativeSampling
 from unigraph.batches import PairBatch
 
@@ -51,12 +62,28 @@ _SECOND_SALT = rng.name_salt("pair-content-2")  # = core.pairs' second fingerpri
 
 
 @dataclasses.dataclass(eq=False)
+class Candidates:
+    """Some candidate targets of one draw group, as a table or adjacency bucket gives
+    them: ids, and their out-degrees (`degree` mode, from an adjacency) or their node
+    times (from the paired set's table, when negatives must exist at the cut-off)."""
+
+    ids: np.ndarray                  # 'S'
+    degrees: np.ndarray | None = None
+    times: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclasses.dataclass(eq=False)
 class DrawGroup:
-    """One draw group's candidates: ids sorted, and the running total of their weights."""
+    """One draw group's candidates: ids sorted, and the running total of their weights
+    (and each one's node time, when negatives' targets must exist at the cut-off)."""
 
     group: int
     ids: np.ndarray          # 'S', sorted distinct
     cumulative: np.ndarray   # int64 (uniform: 1, 2, ...) or float64 (degree) running total
+    times: np.ndarray | None = None  # per id: its node's time (lowest when it has none)
 
     @property
     def total(self):
@@ -67,26 +94,55 @@ def draw_group_of(ids: np.ndarray) -> np.ndarray:
     return (rng.fingerprint(ids) >> np.uint64(64 - DRAW_GROUP_BITS)).astype(np.int64)
 
 
-def split_by_draw_group(ids: np.ndarray, degrees: np.ndarray | None = None
-                        ) -> Iterator[tuple[int, tuple[np.ndarray, np.ndarray | None]]]:
-    """(draw group, (ids, their degrees or None)) of some candidate ids."""
+def split_by_draw_group(ids: np.ndarray, degrees: np.ndarray | None = None,
+                        times: np.ndarray | None = None) -> Iterator[tuple[int, Candidates]]:
+    """(draw group, Candidates) of some candidate ids (with their degrees or times)."""
     for group, positions in split_by_bucket(draw_group_of(ids)):
-        yield group, (ids[positions], None if degrees is None else degrees[positions])
+        yield group, Candidates(ids[positions],
+                                None if degrees is None else degrees[positions],
+                                None if times is None else times[positions])
 
 
-def build_draw_group(group: int, parts: Sequence[tuple[np.ndarray, np.ndarray | None]],
-                     mode: str) -> DrawGroup:
-    """A group from its parts (an id may come in several: its degrees add up)."""
-    parts = [p for p in parts if len(p[0])]
+def build_draw_group(group: int, parts: Sequence[Candidates], mode: str,
+                     time_dtype: str | None = None) -> DrawGroup:
+    """A group from its parts. An id may come in several: its degrees add up; in
+    `degree` mode the candidates are the ids with degrees, and parts with times (the
+    node table's) only give those ids their times. `time_dtype` (the job's time type,
+    when negatives must exist at the cut-off): every id gets a time, the lowest when
+    no timed part names it (a node without a time is always eligible)."""
+    parts = [p for p in parts if len(p)]
+    timed = [p for p in parts if p.times is not None]
+    if mode == DEGREE:
+        parts = [p for p in parts if p.degrees is not None]
     if not parts:
-        return DrawGroup(group, np.zeros(0, "S1"), np.zeros(0, np.int64))
-    ids, inverse = unique_inverse(np.concatenate([p[0] for p in parts]))
+        return DrawGroup(group, np.zeros(0, "S1"), np.zeros(0, np.int64),
+                         None if time_dtype is None else np.zeros(0, time_dtype))
+    ids, inverse = unique_inverse(np.concatenate([p.ids for p in parts]))
     if mode == UNIFORM:
-        return DrawGroup(group, ids, np.arange(1, len(ids) + 1, dtype=np.int64))
-    degrees = np.bincount(inverse, weights=np.concatenate([p[1] for p in parts]).astype(
-        np.float64), minlength=len(ids))
-    keep = degrees > 0
-    return DrawGroup(group, ids[keep], np.cumsum(degrees[keep] ** DEGREE_EXPONENT))
+        chosen = DrawGroup(group, ids, np.arange(1, len(ids) + 1, dtype=np.int64))
+    else:
+        degrees = np.bincount(inverse, weights=np.concatenate([p.degrees for p in parts]).astype(
+            np.float64), minlength=len(ids))
+        keep = degrees > 0
+        chosen = DrawGroup(group, ids[keep], np.cumsum(degrees[keep] ** DEGREE_EXPONENT))
+    if time_dtype is not None:
+        chosen.times = _times_of(chosen.ids, timed, np.dtype(time_dtype))
+    return chosen
+
+
+def _times_of(ids: np.ndarray, timed: Sequence[Candidates], dtype: np.dtype) -> np.ndarray:
+    """Each of `ids`' time among the timed parts (the latest, should an id come twice),
+    the lowest time for an id they do not name."""
+    out = np.full(len(ids), lowest_time(dtype), dtype)
+    if not timed or not len(ids):
+        return out
+    known = np.concatenate([p.ids for p in timed])
+    times = np.concatenate([p.times for p in timed]).astype(dtype, copy=False)
+    if len(known):
+        at = np.minimum(np.searchsorted(ids, known), len(ids) - 1)
+        hit = ids[at] == known
+        np.maximum.at(out, at[hit], times[hit])
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +181,7 @@ class Draws:
     group: np.ndarray        # int64
     offset: np.ndarray       # int64 (uniform) or float64 (degree), within the group
     targets: np.ndarray | None = None  # 'S', once resolved
+    target_times: np.ndarray | None = None  # the targets' node times, when the group has them
 
     def __len__(self) -> int:
         return len(self.sources)
@@ -140,8 +197,9 @@ class Draws:
             return Draws(*[np.zeros(0, t) for t in ("S1", np.uint64, np.uint64, np.int64,
                                                      np.int64, np.int64, np.int64)],
                          np.zeros(0, np.float64), np.zeros(0, "S1"))
-        return Draws(*[None if getattr(parts[0], f.name) is None else np.concatenate(
-            [getattr(p, f.name) for p in parts]) for f in dataclasses.fields(Draws)])
+        return Draws(*[None if any(getattr(p, f.name) is None for p in parts)
+                       else np.concatenate([getattr(p, f.name) for p in parts])
+                       for f in dataclasses.fields(Draws)])
 
 
 def _row_keys(positives: PairBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -198,6 +256,8 @@ def resolve_draws(group: DrawGroup, draws: Draws) -> Draws:
     index = np.minimum(index, len(group.ids) - 1)  # rounding at the group's end
     resolved = draws.take(np.arange(len(draws)))
     resolved.targets = group.ids[index]
+    if group.times is not None:
+        resolved.target_times = group.times[index]
     return resolved
 
 
@@ -205,15 +265,25 @@ def resolve_draws(group: DrawGroup, draws: Draws) -> Draws:
 class NegativeCounts:
     positives: int = 0
     negatives: int = 0
-    redrawn: int = 0     # attempts rejected: the target was the source or a known positive
+    redrawn: int = 0     # attempts rejected: the target was the source or a known positive,
+                         # or later than the cut-off
     not_found: int = 0   # negatives given up after ATTEMPTS rejected draws
+    after_cutoff: int = 0  # of the redrawn: the target's node is later than the cut-off
+
+
+def negative_stats(counts: NegativeCounts) -> RunStats:
+    """The counts as the run report's."""
+    return RunStats(positives=counts.positives, negatives=counts.negatives,
+                    negatives_redrawn=counts.redrawn, negatives_not_found=counts.not_found,
+                    negatives_after_cutoff=counts.after_cutoff)
 
 
 def choose_negatives(positives: PairBatch, draws: Draws, sampling: NegativeSampling,
                      label_dtype: np.dtype) -> tuple[PairBatch, NegativeCounts]:
     """`positives` (every row of their sources) with label 1, and their negatives with
     label 0: per (row, j), the first attempt that is neither the source nor a known
-    positive of it. `draws` are the resolved draws of these rows."""
+    positive of it (nor, for timed rows and candidates, later than the row's cut-off).
+    `draws` are the resolved draws of these rows."""
     n = len(positives)
     counts = NegativeCounts(positives=n)
     labelled = _with_label(positives, np.ones(n, label_dtype))
@@ -230,6 +300,10 @@ def choose_negatives(positives: PairBatch, draws: Draws, sampling: NegativeSampl
     target_code = np.searchsorted(ids, draws.targets)
     rejected = np.isin(source_code * width + target_code, known) | (source_code == target_code)
     row = _rows_of_draws(first, second, occurrence, draws)
+    late = np.zeros(len(draws), bool)
+    if positives.timestamps is not None and draws.target_times is not None:
+        late = draws.target_times > positives.timestamps[row]
+        rejected |= late
     # Per (row, j): the lowest accepted attempt.
     slot = row * sampling.per_positive + draws.negative
     accepted = np.flatnonzero(~rejected)
@@ -241,10 +315,12 @@ def choose_negatives(positives: PairBatch, draws: Draws, sampling: NegativeSampl
     counts.negatives = int(found.sum())
     counts.redrawn = int(best[found].sum()) + int((~found).sum()) * ATTEMPTS
     counts.not_found = int((~found).sum())
+    counts.after_cutoff = int((late & (draws.attempt < best[slot])).sum())
     from_row = row[chosen]
     negatives = PairBatch(positives.sources[from_row], draws.targets[chosen],
                           positives.rows[from_row],
-                          {k: v[from_row] for k, v in positives.features.items()})
+                          {k: v[from_row] for k, v in positives.features.items()},
+                          None if positives.timestamps is None else positives.timestamps[from_row])
     negatives = _with_label(negatives, np.zeros(len(chosen), label_dtype))
     return concat_pairs([labelled, negatives]), counts
 
@@ -265,28 +341,41 @@ def _rows_of_draws(first: np.ndarray, second: np.ndarray, occurrence: np.ndarray
 
 
 def _with_label(batch: PairBatch, labels: np.ndarray) -> PairBatch:
-    return PairBatch(batch.sources, batch.targets, batch.rows, {**batch.features, LABEL: labels})
+    return PairBatch(batch.sources, batch.targets, batch.rows, {**batch.features, LABEL: labels},
+                     batch.timestamps)
 
 
 def concat_pairs(parts: Sequence[PairBatch]) -> PairBatch:
+    timed = all(p.timestamps is not None for p in parts)
     return PairBatch(np.concatenate([p.sources for p in parts]),
                      np.concatenate([p.targets for p in parts]),
                      np.concatenate([p.rows for p in parts]),
                      {k: np.concatenate([p.features[k] for p in parts])
-                      for k in parts[0].features})
+                      for k in parts[0].features},
+                     np.concatenate([p.timestamps for p in parts]) if timed else None)
 
 
 def negatives_in_memory(positives: Sequence[PairBatch], candidate_ids: np.ndarray,
                         degrees: np.ndarray | None, sampling: NegativeSampling, seed: int,
-                        label_dtype: np.dtype) -> tuple[list[PairBatch], NegativeCounts]:
+                        label_dtype: np.dtype, node_times: Candidates | None = None
+                        ) -> tuple[list[PairBatch], NegativeCounts]:
     """The whole step in one process (the in-memory engine): the same functions as the
-    Beam stages, with every source in one group."""
+    Beam stages, with every source in one group. `node_times`: the paired set's nodes
+    with their times, when negatives' targets must exist at their row's cut-off."""
     positives = [p for p in positives if len(p)]
     if not positives:
         return [], NegativeCounts()
     batch = concat_pairs(positives)
-    groups = {g: build_draw_group(g, [part], sampling.mode)
-              for g, part in split_by_draw_group(candidate_ids, degrees)}
+    parts: dict[int, list[Candidates]] = {}
+    for g, piece in split_by_draw_group(candidate_ids, degrees):
+        parts.setdefault(g, []).append(piece)
+    time_dtype = None
+    if node_times is not None:
+        time_dtype = node_times.times.dtype.name
+        for g, piece in split_by_draw_group(node_times.ids, times=node_times.times):
+            parts.setdefault(g, []).append(piece)
+    groups = {g: build_draw_group(g, pieces, sampling.mode, time_dtype)
+              for g, pieces in parts.items()}
     totals = GroupTotals.of([(g, group.total) for g, group in groups.items()], sampling.mode)
     draws = draw_negatives(batch, sampling, totals, seed)
     resolved = Draws.concat([resolve_draws(groups[g], draws.take(positions))

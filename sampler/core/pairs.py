@@ -13,6 +13,13 @@ and gives the sample a `_readout` node with the pair's features.
 Every request of a pair sample carries the pair's two endpoint fingerprints
 (`Requests.pairs`), so any hop can tell whether it is at an endpoint and leave out
 the edges between the two (core.hop, "leakage").
+
+A pairs table with a `timestamp` column gives each pair a time cut-off. It is part of
+the row's content (its bits go into both fingerprints, as for node seeds in
+core.seeds), so a pair listed with two cut-offs is two samples, numbered the same
+way whatever the rows' order; both seed requests carry it (`Requests.cutoffs`), so
+every hop of the pair's subgraph sees it, and the assembly writes it as
+`context/seed_timestamp`.
 """
 from __future__ import annotations
 
@@ -30,6 +37,7 @@ from unigraph.ragged import Ragged
 _TARGET_SALT = rng.name_salt("pair-target")
 _FEATURE_SALT = rng.name_salt("pair-feature")
 _SECOND_SALT = rng.name_salt("pair-content-2")
+_CUTOFF_SALT = rng.name_salt("pair-cutoff")
 
 
 def _row_bytes(values: FeatureValues) -> np.ndarray:
@@ -49,13 +57,23 @@ def _row_bytes(values: FeatureValues) -> np.ndarray:
 
 
 def pair_fingerprints(batch: PairBatch, salt: int = 0) -> np.ndarray:
-    """A 64-bit fingerprint of every row's content (source, target, features by name)."""
+    """A 64-bit fingerprint of every row's content (source, target, features by name, and
+    the cut-off when the pairs have one)."""
     state = rng.mix(np.uint64(salt), rng.fingerprint(batch.sources),
                     rng.fingerprint(batch.targets, salt=_TARGET_SALT))
     for name in sorted(batch.features):
         state = rng.mix_into(state, rng.fingerprint(_row_bytes(batch.features[name]),
                                                     salt=_FEATURE_SALT))
+    if batch.timestamps is not None:  # untimed pairs keep the fingerprints they had
+        state = rng.mix_into(state, rng.mix(np.uint64(_CUTOFF_SALT),
+                                            cutoff_bits(batch.timestamps)))
     return np.asarray(state, np.uint64)
+
+
+def cutoff_bits(cutoffs: np.ndarray) -> np.ndarray:
+    """uint64: the bits of each cut-off (int64 or float64), -0.0 counted as 0.0 so that
+    equal times have equal bits."""
+    return np.ascontiguousarray(cutoffs + 0).view(np.uint64)
 
 
 def pair_numbering_groups(batch: PairBatch) -> Iterator[tuple[int, PairBatch]]:
@@ -72,26 +90,32 @@ def number_pairs(parts: Sequence[PairBatch]) -> PairPiece:
     parts = [p for p in parts if len(p)]
     if not parts:
         return PairPiece(np.zeros(0, np.int64), np.zeros(0, "S1"), np.zeros(0, "S1"), {})
+    timed = parts[0].timestamps is not None
     batch = parts[0] if len(parts) == 1 else PairBatch(
         np.concatenate([p.sources for p in parts]), np.concatenate([p.targets for p in parts]),
         np.concatenate([p.rows for p in parts]),
-        {k: np.concatenate([p.features[k] for p in parts]) for k in parts[0].features})
+        {k: np.concatenate([p.features[k] for p in parts]) for k in parts[0].features},
+        np.concatenate([p.timestamps for p in parts]) if timed else None)
     order, samples = number_by_content(pair_fingerprints(batch),
                                        pair_fingerprints(batch, salt=_SECOND_SALT))
     return PairPiece(samples, batch.sources[order], batch.targets[order],
-                     {k: v[order] for k, v in batch.features.items()})
+                     {k: v[order] for k, v in batch.features.items()},
+                     None if batch.timestamps is None else batch.timestamps[order])
 
 
 def pair_requests(pairs: PairPiece) -> Requests:
     """Each pair's seed requests, source then target (the target only when it differs),
-    sorted by sample; every request carries the pair's endpoint fingerprints."""
+    sorted by sample; every request carries the pair's endpoint fingerprints (and its
+    cut-off, when the pairs have one)."""
     distinct = pairs.targets != pairs.sources
     samples = np.concatenate([pairs.samples, pairs.samples[distinct]])
     nodes = np.concatenate([pairs.sources, pairs.targets[distinct]])
     ends = endpoint_fingerprints(pairs.sources, pairs.targets)
     ends = np.concatenate([ends, ends[distinct]])
     order = np.argsort(samples, kind="stable")  # per sample: source first
-    requests = Requests.from_ids(samples[order], nodes[order])
+    cutoffs = (None if pairs.timestamps is None else
+               np.concatenate([pairs.timestamps, pairs.timestamps[distinct]])[order])
+    requests = Requests.from_ids(samples[order], nodes[order], cutoffs)
     requests.pairs = ends[order]
     return requests
 

@@ -220,6 +220,7 @@ class PairPiece:
     sources: np.ndarray                 # 'S' (or int64 codes in the in-memory engine)
     targets: np.ndarray                 # 'S' (or int64 codes)
     features: dict[str, FeatureValues]  # dense, one row per sample
+    timestamps: np.ndarray | None = None  # the pair's cut-off (context/seed_timestamp)
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -227,14 +228,17 @@ class PairPiece:
     def take(self, positions: np.ndarray) -> "PairPiece":
         return PairPiece(self.samples[positions], self.sources[positions],
                          self.targets[positions],
-                         {k: take(v, positions) for k, v in self.features.items()})
+                         {k: take(v, positions) for k, v in self.features.items()},
+                         None if self.timestamps is None else self.timestamps[positions])
 
     @staticmethod
     def concat(parts: list["PairPiece"]) -> "PairPiece":
+        timed = all(p.timestamps is not None for p in parts)
         return PairPiece(np.concatenate([p.samples for p in parts]),
                          np.concatenate([p.sources for p in parts]),
                          np.concatenate([p.targets for p in parts]),
-                         {k: concat([p.features[k] for p in parts]) for k in parts[0].features})
+                         {k: concat([p.features[k] for p in parts]) for k in parts[0].features},
+                         np.concatenate([p.timestamps for p in parts]) if timed else None)
 
 
 @dataclasses.dataclass(eq=False)

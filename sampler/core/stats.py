@@ -66,12 +66,14 @@ class RunStats:
     pairs_dropped: int = 0
     pair_edges_excluded: int = 0  # edges between a sample's pair that hops left out
     # --negatives: pairs of the table, negatives made, draws rejected because they hit
-    # the source or a known positive of it, and negatives given up after too many.
+    # the source or a known positive of it (or a node later than the pair's cut-off),
+    # and negatives given up after too many.
     induced_edges: dict[str, int] = dataclasses.field(default_factory=dict)  # per edge set
     positives: int = 0
     negatives: int = 0
     negatives_redrawn: int = 0
     negatives_not_found: int = 0
+    negatives_after_cutoff: int = 0  # of the redrawn: targets later than the pair's cut-off
 
     def merge(self, other: "RunStats") -> "RunStats":
         self.seeds_read += other.seeds_read
@@ -102,6 +104,7 @@ class RunStats:
         self.negatives += other.negatives
         self.negatives_redrawn += other.negatives_redrawn
         self.negatives_not_found += other.negatives_not_found
+        self.negatives_after_cutoff += other.negatives_after_cutoff
         return self
 
     def as_dict(self) -> dict:
@@ -126,6 +129,7 @@ class RunStats:
                if self.pairs_read else {}),
             **({"positives": self.positives, "negatives": self.negatives,
                 "negatives_redrawn": self.negatives_redrawn,
-                "negatives_not_found": self.negatives_not_found}
+                "negatives_not_found": self.negatives_not_found,
+                "negatives_after_cutoff": self.negatives_after_cutoff}
                if self.positives else {}),
         }

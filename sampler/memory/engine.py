@@ -26,7 +26,7 @@ from sampler.core.assemble import ShardAssembler
 from sampler.core.buckets import split_by_shard
 from sampler.core.hop import sample_hop
 from sampler.core.induced import candidate_edges, keep_induced
-from sampler.core.negatives import negatives_in_memory
+from sampler.core.negatives import Candidates, negatives_in_memory, negative_stats
 from sampler.core.node_table import features_by_shard
 from sampler.core.pairs import number_pairs, pair_requests
 from sampler.core.pieces import PairPiece, Requests, SeedPiece
@@ -131,11 +131,13 @@ def _with_negatives(graph: GraphInMemory, job: SamplingJob) -> tuple[list, RunSt
         degrees = np.concatenate([np.diff(a.row_splits) for a in parts])
     else:
         candidates, degrees = graph.seed_table.ids, None
+    node_times = None
+    if job.time is not None and job.time.negative_target_set is not None:
+        # Negatives' targets must exist at their pair's cut-off: the paired set's times.
+        node_times = Candidates(graph.seed_table.ids, times=graph.seed_table.timestamps)
     rows, counts = negatives_in_memory(graph.pairs, candidates, degrees, plan.negatives,
-                                       job.seed, label_dtype(job.loaded.schema))
-    return rows, RunStats(positives=counts.positives, negatives=counts.negatives,
-                          negatives_redrawn=counts.redrawn,
-                          negatives_not_found=counts.not_found)
+                                       job.seed, label_dtype(job.loaded.schema), node_times)
+    return rows, negative_stats(counts)
 
 
 def _init_worker() -> None:

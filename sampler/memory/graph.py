@@ -64,7 +64,8 @@ class GraphInMemory:
         """Pairs of named nodes as pairs of codes; an id that is no node gets code -1 (the
         assembly leaves its pair out: the seeds join did not find it)."""
         return PairPiece(pairs.samples, self._codes_or_missing(node_set, pairs.sources),
-                         self._codes_or_missing(node_set, pairs.targets), pairs.features)
+                         self._codes_or_missing(node_set, pairs.targets), pairs.features,
+                         pairs.timestamps)
 
     def _codes_or_missing(self, node_set: str, ids: np.ndarray) -> np.ndarray:
         names = self.names[node_set]
@@ -225,8 +226,10 @@ def _one_batch(name: str, batches: list[EdgeBatch]) -> EdgeBatch:
 
 
 def _pair_rows(job: SamplingJob) -> list[PairBatch]:
-    """The pairs table's rows (link seeds)."""
-    return list(read_pair_set(pairs_table_layout(job.plan, job.loaded.schema), job.seeds_path))
+    """The pairs table's rows (link seeds), with their cut-offs if they have them."""
+    column = job.time.seed_column if job.time is not None else None
+    return list(read_pair_set(pairs_table_layout(job.plan, job.loaded.schema, column),
+                              job.seeds_path))
 
 
 def _seed_rows(job: SamplingJob, seed_table: NodeTableBucket) -> list[SeedBatch]:

@@ -47,9 +47,11 @@ def shard_graphs(shard: AssembledShard) -> Iterator[tuple[int, GraphTensor]]:
             yield sample_id, add_readout(graph, READOUT_KEY, shard.seed_set, [0], validate=False)
             continue
         target_id = shard.target_ids[i]
-        context = Context.from_fields(features={
-            SOURCE_ID_FEATURE: np.array([bytes(seed_id)], dtype=object),
-            TARGET_ID_FEATURE: np.array([bytes(target_id)], dtype=object)}, sizes=[1])
+        context_features = {SOURCE_ID_FEATURE: np.array([bytes(seed_id)], dtype=object),
+                            TARGET_ID_FEATURE: np.array([bytes(target_id)], dtype=object)}
+        if shard.seed_timestamps is not None:  # the pair's cut-off
+            context_features[SEED_TIMESTAMP_FEATURE] = shard.seed_timestamps[i:i + 1]
+        context = Context.from_fields(features=context_features, sizes=[1])
         node_sets[READOUT_NODE_SET] = NodeSet.from_fields(
             sizes=[1], features={k: take(v, np.array([i])) for k, v in shard.readout.items()})
         graph = GraphTensor.from_pieces(context=context, node_sets=node_sets,

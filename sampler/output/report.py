@@ -30,7 +30,10 @@ def format_report(report: dict) -> str:
     if report.get("positives"):
         lines.append(f"negatives: {report['negatives']} for {report['positives']} positive "
                      f"pairs; {report['negatives_redrawn']} draws redrawn (they hit the source "
-                     f"or a known positive), {report['negatives_not_found']} negatives given up")
+                     f"or a known positive"
+                     + (f", or for {report['negatives_after_cutoff']} a node later than the "
+                        f"pair's cut-off" if report.get("negatives_after_cutoff") else "")
+                     + f"), {report['negatives_not_found']} negatives given up")
     if report["missing_seed_ids"]:
         shown = ", ".join(report["missing_seed_ids"][:10])
         more = report["seeds_missing"] - min(10, len(report["missing_seed_ids"]))

@@ -19,7 +19,7 @@ from unigraph.errors import SpecError
 from unigraph.schema import (LINK_READOUT_EDGE_SETS, LINK_READOUT_NODE_SET, NUMPY_DTYPES,
                              WEIGHT_COLUMNS, LoadedSchema, feature_shape, has_table,
                              is_link_readout, link_node_set)
-from unigraph.tables.layout import pairs_layout
+from unigraph.tables.layout import TimeColumn, pairs_layout
 from unigraph.timestamps import find_timestamp_column, timestamp_spellings
 
 OpName = str
@@ -255,10 +255,10 @@ def edge_set_has_timestamp(loaded: LoadedSchema, edge_set_name: str) -> bool:
                                  set_columns(loaded, "edges", edge_set_name)) is not None
 
 
-def pairs_table_layout(plan: Plan, schema):
+def pairs_table_layout(plan: Plan, schema, timestamp: TimeColumn | None = None):
     """The columns a link plan reads from its pairs table (with negatives, the label is
-    the sampler's, not the table's)."""
-    return pairs_layout(schema, (LABEL,) if plan.negatives else ())
+    the sampler's, not the table's); `timestamp` (a TimeColumn): the pairs' cut-offs too."""
+    return pairs_layout(schema, (LABEL,) if plan.negatives else (), timestamp)
 
 
 def with_negatives(plan: Plan, per_positive: int, mode: str, schema) -> Plan:

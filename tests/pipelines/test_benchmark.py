@@ -155,3 +155,27 @@ def test_tiny_benchmark_end_to_end(tmp_path, capsys):
 def test_tfgnn_needs_tfrecord_tables(capsys):
     assert benchmark.main(["--engine", "memory,tfgnn", "--format", "csv"]) == 2
     assert capsys.readouterr().err == "benchmark: error: --engine tfgnn needs --format tfrecord\n"
+
+
+def test_timed_link_inputs_give_pairs_and_endpoints_their_edges_time(tmp_path):
+    """`--link --timestamps`: each pair's cut-off is its cites edge's time, and both its
+    endpoints carry the same as node seeds."""
+    import pyarrow.parquet as pq
+
+    folder, _ = benchmark.ensure_graph(str(tmp_path), scale=0.0005, seed=1, fmt="parquet",
+                                       shards=1, hub_edges=0, timestamps=True,
+                                       log=lambda *a: None)
+    spec = benchmark.write_spec(folder, "RANDOM_UNIFORM")
+    _, _, pairs, endpoints = benchmark.link_inputs(folder, spec, "RANDOM_UNIFORM", 0.5,
+                                                   timed=True)
+    pairs, ends = pq.read_table(pairs).to_pydict(), pq.read_table(endpoints).to_pydict()
+    cites = pq.read_table(os.path.join(folder, "cites.parquet")).to_pydict()
+    time_of = {(s, t): y for s, t, y in zip(cites["#source"], cites["#target"],
+                                            cites["timestamp"])}
+    assert len(pairs["source"]) > 50
+    for s, t, y in zip(pairs["source"], pairs["target"], pairs["timestamp"]):
+        assert time_of[(s.decode(), t.decode())] == y
+    assert ends["id"][::2] == pairs["source"] and ends["id"][1::2] == pairs["target"]
+    assert ends["timestamp"][::2] == ends["timestamp"][1::2] == pairs["timestamp"]
+    untimed = benchmark.link_inputs(folder, spec, "RANDOM_UNIFORM", 0.5)[2]
+    assert "timestamp" not in pq.read_table(untimed).column_names

@@ -4,7 +4,7 @@ Hypothesis generates small heterogeneous graphs (hubs, isolated nodes, self-loop
 duplicate edges, edges to ids a node table lacks, node sets without a table, every
 table format) and specs (DAGs of ops with several inputs, every strategy), some of
 them temporal (edge and node `#timestamp` columns with many ties, LATEST_K ops, seeds
-with a `timestamp` cut-off column), then
+and link pairs with a `timestamp` cut-off column), then
 `sample` runs once per engine: the shards and the schema must be identical, and the
 report's counts too. The examples are derandomized, so CI runs the same ones every
 time; HYPOTHESIS_PROFILE=engines-long explores many more.
@@ -18,9 +18,9 @@ from hypothesis import strategies as hs
 
 from pipelines import sample
 from tests.pipelines.sampled_output import read_records
-from unigraph.batches import EdgeBatch, NodeBatch, row_ids
+from unigraph.batches import EdgeBatch, NodeBatch, PairBatch, row_ids
 from unigraph.schema import load_schema
-from unigraph.tables import table_layout
+from unigraph.tables import pairs_layout, table_layout
 from unigraph.tables.layout import TimeColumn, seeds_layout
 from unigraph.writers import write_table
 
@@ -239,14 +239,22 @@ def assert_engines_agree(root, folder, spec_path, seeds_path, workers, flags):
 @hs.composite
 def link_jobs(draw):
     """A graph as above, seeded by pairs of its spec's seed set (symmetric_link_seed_op),
-    with negatives (uniform or by degree), leakage exclusion on or off, induced edges."""
-    node_sets, edge_sets, spec, _, fmt, rng, _cutoffs = draw(graphs())
+    with negatives (uniform or by degree), leakage exclusion on or off, induced edges; a
+    temporal graph's pairs have a `timestamp` cut-off each (a pair may come twice, at
+    one cut-off or two)."""
+    node_sets, edge_sets, spec, _, fmt, rng, node_cutoffs = draw(graphs())
     seed_set = spec.split('node_set_name: "')[1].split('"')[0]
     spec = spec.split("\n", 1)[1] if "\n" in spec else ""
     spec = 'symmetric_link_seed_op { op_name: "seed" }\n' + spec
     pool = list(node_sets[seed_set][0]) + [b"nobody"]
     pairs = draw(hs.lists(hs.tuples(hs.sampled_from(pool), hs.sampled_from(pool),
                                     hs.integers(0, 1)), min_size=1, max_size=8))
+    cutoffs = None
+    if node_cutoffs is not None:
+        cutoffs = [draw(hs.integers(-1, 5)) for _ in pairs]
+        if draw(hs.booleans()):  # the first pair again, at another cut-off or the same
+            pairs.append(pairs[0])
+            cutoffs.append(draw(hs.sampled_from([cutoffs[0], cutoffs[0] + 1])))
     flags = draw(options())
     negatives = draw(hs.integers(0, 2))
     if negatives:
@@ -255,13 +263,13 @@ def link_jobs(draw):
         flags += ["--negatives", str(negatives), "--negative-sampling", mode]
     if draw(hs.booleans()):
         flags.append("--no-exclude-target-edge")
-    return node_sets, edge_sets, spec, pairs, fmt, rng, seed_set, flags
+    return node_sets, edge_sets, spec, pairs, fmt, rng, seed_set, flags, cutoffs
 
 
 @settings(settings.get_profile(PROFILE))
 @given(link_jobs(), hs.just(1))  # worker counts: test_link_sample (a fresh process)
 def test_engines_write_identical_bytes_for_link_seeds(tmp_path_factory, job, workers):
-    node_sets, edge_sets, spec, pairs, fmt, rng, seed_set, flags = job
+    node_sets, edge_sets, spec, pairs, fmt, rng, seed_set, flags, cutoffs = job
     if "degree" in flags and not any(
             f"edge_set_name: \"{e}\"" in spec for e, (s, t, *_r) in edge_sets.items()
             if s == t == seed_set):
@@ -272,8 +280,18 @@ def test_engines_write_identical_bytes_for_link_seeds(tmp_path_factory, job, wor
     spec_path = str(root / "spec.pbtxt")
     with open(spec_path, "w") as f:
         f.write(spec)
-    seeds_path = str(root / "pairs.csv")
-    with open(seeds_path, "wb") as f:
-        f.write(b"source,target,label\n" + b"".join(
-            b"%s,%s,%d\n" % (s, t, label) for s, t, label in pairs))
+    if cutoffs is None:
+        seeds_path = str(root / "pairs.csv")
+        with open(seeds_path, "wb") as f:
+            f.write(b"source,target,label\n" + b"".join(
+                b"%s,%s,%d\n" % (s, t, label) for s, t, label in pairs))
+    else:  # cut-offs: the pairs table in the graph's format
+        seeds_path = str(root / f"pairs.{fmt}")
+        sources, targets, labels = (np.array(column) for column in zip(*pairs))
+        write_table(seeds_path, pairs_layout(load_schema(folder).schema,
+                                             timestamp=TimeColumn("timestamp", "int64")),
+                    [PairBatch(sources.astype("S"), targets.astype("S"),
+                               row_ids(0, 0, len(pairs)),
+                               {"label": labels.astype(np.int64),
+                                "timestamp": np.array(cutoffs, np.int64)})])
     assert_engines_agree(root, folder, spec_path, seeds_path, workers, flags)

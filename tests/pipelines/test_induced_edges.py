@@ -132,3 +132,27 @@ def test_induced_edges_leave_a_pairs_own_edge_out(tmp_path):
         for name in ("follows", "followed_by"):
             for s, t in edge_multiset(graph, name, ("user", "user")):
                 assert {s, t} != pair or (len(pair) == 1 and s != t)
+
+
+def test_an_edge_set_with_no_induced_edge_reports_zero_on_both_engines(tmp_path):
+    """The Beam engine counts where it found candidates, the in-memory engine per chunk:
+    the report lists every induced edge set, 0 included, so the engines agree."""
+    folder = tmp_path / "graph"
+    folder.mkdir()
+    (folder / "graph_schema.pbtxt").write_text(SCHEMA)
+    (folder / "a.csv").write_text("id\na0\na1\n")
+    (folder / "aa.csv").write_text("source,target\na0,a1\n")
+    (folder / "ab.csv").write_text("source,target\na1,b0\n")
+    (tmp_path / "seeds.txt").write_text("a1\n")   # a1 starts no edge of 'aa': no candidate
+    spec = tmp_path / "spec.pbtxt"
+    spec.write_text(SPEC.split("sampling_ops")[0] + "sampling_ops" + SPEC.split(
+        "sampling_ops")[1].rstrip() + "\n")   # h1 alone: no edge set 'ab' sampled
+    reports = []
+    for engine in ("memory", "beam"):
+        out = tmp_path / engine
+        assert sample.main(["--graph", str(folder), "--spec", str(spec), "--seeds",
+                            str(tmp_path / "seeds.txt"), "--output", f"{out}/", "--quiet",
+                            "--engine", engine, "--workers", "1",
+                            "--edge-aggregation", "node"]) == 0
+        reports.append(read_report(out)["induced_edges"])
+    assert reports[0] == reports[1] == {"aa": 0}

@@ -264,3 +264,43 @@ def test_bigquery_seeds_with_cutoffs_sample_like_a_file(graph, bigquery_server, 
              f"bq://{PROJECT}.{DATASET}.timed_seeds", *one)
     assert shard_bytes(bq) == shard_bytes(files)
     assert b"seed_timestamp" in shard_bytes(bq)["graph_schema.pbtxt"]
+
+
+LINK_READOUT = """
+node_sets { key: "_readout" value { features { key: "label" value { dtype: DT_INT64 } } } }
+edge_sets { key: "_readout/source" value { source: "paper" target: "_readout" } }
+edge_sets { key: "_readout/target" value { source: "paper" target: "_readout" } }
+"""
+
+
+def test_bigquery_pairs_with_cutoffs_sample_like_a_file(graph, bigquery_server, bigquery,
+                                                        tmp_path):
+    """Link seeds: a BigQuery pairs table with a `timestamp` column gives each pair its
+    cut-off, as a file does (papers' `year` as node times; negatives must exist then)."""
+    import shutil
+
+    pairs = pa.table({"source": ["p03", "p17", "p03", "p39", "p00", "p03"],
+                      "target": ["p17", "p03", "p17", "p00", "p00", "p21"],
+                      "label": pa.array([1, 1, 1, 0, 1, 1], pa.int64()),
+                      "timestamp": pa.array([2000, 2020, 2010, 2024, 1980, 2015], pa.int64())})
+    pq.write_table(pairs, str(tmp_path / "pairs.parquet"))
+    load_table(bigquery_server.client(), f"{PROJECT}.{DATASET}.timed_pairs", pairs)
+    folders = {}
+    for kind in ("parquet", "bigquery"):
+        folders[kind] = str(tmp_path / kind)
+        shutil.copytree(graph[kind], folders[kind])
+        with open(os.path.join(folders[kind], "graph_schema.pbtxt"), "a") as f:
+            f.write(LINK_READOUT)
+        with open(os.path.join(folders[kind], "spec.pbtxt"), "w") as f:
+            f.write(SPEC.replace('seed_op { op_name: "seed" node_set_name: "paper" }',
+                                 'symmetric_link_seed_op { op_name: "seed" }'))
+    one = ("--timestamp-column", "year", "--engine", "memory", "--workers", "1",  # no fork
+           "--negatives", "2")
+    files = run(folders["parquet"], tmp_path / "files", "--seeds",
+                str(tmp_path / "pairs.parquet"), *one)
+    bq = run(folders["bigquery"], tmp_path / "bq", "--seeds",
+             f"bq://{PROJECT}.{DATASET}.timed_pairs", *one)
+    assert shard_bytes(bq) == shard_bytes(files)
+    assert b"seed_timestamp" in shard_bytes(bq)["graph_schema.pbtxt"]
+    report = read_report(bq)
+    assert report["subgraphs_written"] == 6 + report["negatives"] and report["negatives"] > 0

@@ -211,3 +211,193 @@ sampling_ops { op_name: "k" input_op_names: ["s", "f"] edge_set_name: "knows" sa
         assert (users <= cutoff + 1e-3).all() and (follows <= cutoff + 1e-3).all()
         edges += len(follows) + int(g.edge_sets["knows"].sizes[0])
     assert edges > 50
+
+
+# ---- link pairs with cut-offs -----------------------------------------------------------
+
+LINK_READOUT = """
+node_sets { key: "_readout" value { features { key: "label" value { dtype: DT_INT64 } } } }
+edge_sets { key: "_readout/source" value { source: "paper" target: "_readout" } }
+edge_sets { key: "_readout/target" value { source: "paper" target: "_readout" } }
+"""
+LINK_SPEC = SPEC.replace('seed_op { op_name: "seed" node_set_name: "paper" }',
+                         'symmetric_link_seed_op { op_name: "seed" }')
+NEGATIVES = 2
+# Induced edges too: they must not be later than the cut-off either.
+LINK_FLAGS = ("--negatives", str(NEGATIVES), "--edge-aggregation", "node")
+
+
+def _pairs_layout(folder):
+    from unigraph.schema import load_schema
+    from unigraph.tables import pairs_layout
+
+    return pairs_layout(load_schema(folder).schema, timestamp=TimeColumn("timestamp", "int64"))
+
+
+@pytest.fixture(scope="module")
+def link_temporal(temporal, tmp_path_factory):
+    """(graph arrays, folder, spec, pairs path, [(source, target, cut-off)] of the table).
+
+    The temporal graph with TF-GNN's link structure on papers. Pairs: cites edges with a
+    cut-off just before, at or after the edge's time (so the pair's own edge is sometimes
+    eligible and excluded as leakage), random pairs of papers with any cut-off, and one
+    pair listed twice at two cut-offs."""
+    import shutil
+
+    from unigraph.batches import PairBatch
+
+    graph, folder, _, _, _ = temporal
+    root = tmp_path_factory.mktemp("link_temporal")
+    link = str(root / "graph")
+    shutil.copytree(folder, link)
+    with open(os.path.join(link, "graph_schema.pbtxt"), "a") as f:
+        f.write(LINK_READOUT)
+    spec = root / "spec.pbtxt"
+    spec.write_text(LINK_SPEC)
+    rng = np.random.default_rng(8)
+    sources, targets, _ = graph.edges["cites"]
+    chosen = rng.choice(len(sources), 150, replace=False)
+    edge_cutoffs = graph.edge_times("cites")[chosen] + rng.integers(-1, 2, len(chosen))
+    random_sources = rng.integers(0, graph.num_nodes["paper"], 50)
+    random_targets = rng.integers(0, graph.num_nodes["paper"], 50)
+    src = np.concatenate([sources[chosen], random_sources, sources[chosen[:1]]])
+    tgt = np.concatenate([targets[chosen], random_targets, targets[chosen[:1]]])
+    cutoffs = np.concatenate([edge_cutoffs, rng.integers(2009, 2021, 50),
+                              edge_cutoffs[:1] + 3])
+    src_ids, tgt_ids = synthetic.node_ids("paper", src), synthetic.node_ids("paper", tgt)
+    pairs_path = str(root / "pairs.parquet")
+    write_table(pairs_path, _pairs_layout(link),
+                [PairBatch(src_ids, tgt_ids, np.arange(len(src)),
+                           {"label": np.ones(len(src), np.int64), "timestamp": cutoffs})])
+    rows = list(zip(src_ids.tolist(), tgt_ids.tolist(), cutoffs.tolist()))
+    return graph, link, str(spec), pairs_path, rows
+
+
+@pytest.fixture(scope="module")
+def link_memory_run(link_temporal, tmp_path_factory):
+    _, folder, spec, pairs, _ = link_temporal
+    out = tmp_path_factory.mktemp("link_out") / "memory"
+    return run_sample(out, folder, spec, "--seeds", pairs, "--engine", "memory", "--workers",
+                      "1", *LINK_FLAGS)
+
+
+def _link_records(folder):
+    from sampler.graph_tensor import parse_example
+    from tests.pipelines.sampled_output import read_records
+    from unigraph.schema import load_schema
+
+    schema = load_schema(os.path.join(folder, "graph_schema.pbtxt")).schema
+    return [parse_example(schema, r) for r in read_records(folder)]
+
+
+def test_no_edge_or_node_is_later_than_its_pairs_cutoff(link_temporal, link_memory_run):
+    graph, _, _, _, rows = link_temporal
+    year = dict(zip(synthetic.node_ids("paper", np.arange(graph.num_nodes["paper"])).tolist(),
+                    graph.year.tolist()))
+    records = _link_records(link_memory_run)
+    report = read_report(link_memory_run)
+    assert len(records) == report["subgraphs_written"] == len(rows) * (1 + NEGATIVES) - \
+        report["negatives_not_found"]
+    positives, negatives = [], []
+    checked_edges = checked_nodes = 0
+    for g in records:
+        source, target = g.context["source_id"][0], g.context["target_id"][0]
+        cutoff = int(g.context["seed_timestamp"][0])
+        label = int(g.node_sets["_readout"]["label"][0])
+        (positives if label else negatives).append((source, target, cutoff))
+        for name, edge_set in g.edge_sets.items():
+            if "timestamp" in edge_set.features:
+                times = np.asarray(edge_set["timestamp"])
+                assert (times <= cutoff).all(), (source, target, name, times, cutoff)
+                checked_edges += len(times)
+        # Every paper but the pair's two ends (nodes 0 and 1) came in over an eligible edge.
+        ends = 1 if source == target else 2
+        papers = np.asarray(g.node_sets["paper"]["timestamp"])
+        assert (papers[ends:] <= cutoff).all(), (source, target, papers, cutoff)
+        checked_nodes += len(papers) - ends
+        if not label:  # a negative's target existed at its pair's cut-off
+            assert year[target] <= cutoff, (source, target, cutoff)
+    # Each pair's record has its own cut-off (the pair listed twice: two records).
+    assert sorted(positives) == sorted(rows)
+    assert len(negatives) == report["negatives"] > len(rows)
+    cutoffs_of = {}
+    for source, _, cutoff in rows:
+        cutoffs_of.setdefault(source, set()).add(cutoff)
+    assert all(cutoff in cutoffs_of[source] for source, _, cutoff in negatives)
+    assert report["negatives_after_cutoff"] > 0 and sum(report["induced_edges"].values()) > 0
+    assert checked_edges > 2000 and checked_nodes > 500  # the check saw real data
+
+
+def test_link_cutoffs_beam_writes_the_same_bytes(link_temporal, link_memory_run, tmp_path):
+    _, folder, spec, pairs, _ = link_temporal
+    beam = run_sample(tmp_path / "beam", folder, spec, "--seeds", pairs, "--engine", "beam",
+                      "--node-buckets", "4", *LINK_FLAGS)
+    for name in sorted(os.listdir(link_memory_run)):
+        if name.endswith(".tfrecord") or name == "graph_schema.pbtxt":
+            with open(os.path.join(link_memory_run, name), "rb") as f, \
+                    open(os.path.join(beam, name), "rb") as g:
+                assert f.read() == g.read(), name
+    report = read_report(beam)
+    assert report["time"] == {"seed_cutoff_column": "timestamp", "time_type": "int64",
+                              "time_ordered_edge_sets": ["cites", "written", "writes",
+                                                         "has_topic"],
+                              "negative_target_times": "paper"}
+    assert report["negatives_after_cutoff"] == read_report(link_memory_run)[
+        "negatives_after_cutoff"]
+    with open(os.path.join(beam, "graph_schema.pbtxt")) as f:
+        schema = f.read()
+    assert 'key: "seed_timestamp"' in schema and "DT_INT64" in schema
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tfrecord"])
+def test_every_pairs_format_gives_the_same_records(link_temporal, link_memory_run, tmp_path,
+                                                   fmt):
+    """The same timed pairs as CSV or TFRecord, in reverse order: the same bytes."""
+    from unigraph.tables import read_pair_set
+
+    _, folder, spec, pairs, _ = link_temporal
+    layout = _pairs_layout(folder)
+    [batch] = [b for b in read_pair_set(layout, pairs)]
+    reordered = batch.take(np.arange(len(batch))[::-1])
+    reordered.features["timestamp"] = reordered.timestamps
+    path = str(tmp_path / f"pairs.{fmt}")
+    write_table(path, layout, [reordered])
+    out = run_sample(tmp_path / "out", folder, spec, "--seeds", path, "--engine", "memory",
+                     "--workers", "1", *LINK_FLAGS)
+    from tests.pipelines.sampled_output import read_records
+    assert read_records(out) == read_records(link_memory_run)
+
+
+@pytest.mark.parametrize("value", ["soon", "2015.5"])
+def test_a_bad_pair_cutoff_is_one_line_naming_the_file(link_temporal, tmp_path, capsys, value):
+    from pipelines import sample
+
+    _, folder, spec, _, _ = link_temporal
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text(f"source,target,label,timestamp\npaper/1,paper/2,1,2015\n"
+                     f"paper/2,paper/3,1,{value}\n")
+    assert sample.main(["--graph", folder, "--spec", spec, "--seeds", str(pairs),
+                        "--output", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "pairs.csv: line 3" in err and f"'{value}'" in err, err
+    assert not os.path.exists(tmp_path / "out" / "sample_report.json")
+
+
+def test_tfgnn_parses_link_records_with_their_cutoffs(link_temporal, link_memory_run):
+    """TF-GNN reads the timed link records with the output schema: seed_timestamp in the
+    context, and the structured readout of the endpoints (a negative's target existed at
+    the cut-off)."""
+    tf = pytest.importorskip("tensorflow")
+    tfgnn = pytest.importorskip("tensorflow_gnn")
+    from tests.pipelines.sampled_output import read_records
+
+    schema = tfgnn.read_schema(os.path.join(link_memory_run, "graph_schema.pbtxt"))
+    spec = tfgnn.create_graph_spec_from_schema_pb(schema)
+    graph = tfgnn.parse_example(spec, tf.constant(read_records(link_memory_run)))
+    graph = graph.merge_batch_to_components()
+    cutoffs = graph.context["seed_timestamp"].numpy().reshape(-1)
+    labels = graph.node_sets["_readout"]["label"].numpy().reshape(-1)
+    targets = tfgnn.structured_readout(graph, "target", feature_name="timestamp").numpy()
+    rows = link_temporal[4]
+    assert sorted(cutoffs[labels == 1].tolist()) == sorted(c for _, _, c in rows)
+    assert (targets[labels == 0] <= cutoffs[labels == 0]).all()

@@ -98,7 +98,7 @@ def make_batch(layout: TableLayout, keys: list[np.ndarray], weights: np.ndarray 
             sources, targets = targets, sources
         return EdgeBatch(layout.set_name, sources, targets, rows, weights, features, times)
     if layout.kind == PAIRS:
-        return PairBatch(keys[0], keys[1], rows, features)
+        return PairBatch(keys[0], keys[1], rows, features, times)
     return SeedBatch(keys[0], rows, times)
 
 

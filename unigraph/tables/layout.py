@@ -133,18 +133,18 @@ def seeds_layout(timestamp: TimeColumn | None = None) -> TableLayout:
     return with_timestamp(TableLayout(SEEDS, "seeds", ()), timestamp)
 
 
-def pairs_layout(schema: gs.GraphSchema, generated: tuple[str, ...] = ()) -> TableLayout:
+def pairs_layout(schema: gs.GraphSchema, generated: tuple[str, ...] = (),
+                 timestamp: TimeColumn | None = None) -> TableLayout:
     """The layout of a pairs table (link seeds): `source`, `target`, and one column per
     feature of the schema's auxiliary `_readout` node set (as TF-GNN's link sampler reads
-    it). Other columns are not read.
-
-    Hook (issue 15): a `timestamp` column for temporal cut-offs would be one more
-    FeatureSpec here and one more field of PairBatch. `generated`: features the sampler
-    writes itself (the label, with negatives), not read from the table."""
+    it). Other columns are not read. `generated`: features the sampler writes itself (the
+    label, with negatives), not read from the table. `timestamp`: each pair's time
+    cut-off column too (into the batches' timestamps), as for node seeds; a `_readout`
+    feature of that name is read once, as the feature and as the cut-off."""
     readout = schema.node_sets[LINK_READOUT_NODE_SET]
     features = tuple(feature_spec(n, f) for n, f in sorted(readout.features.items())
                      if n not in SOURCE_COLUMNS + TARGET_COLUMNS + generated)
-    return TableLayout(PAIRS, "pairs", features)
+    return with_timestamp(TableLayout(PAIRS, "pairs", features), timestamp)
 
 
 def weight_feature(layout: TableLayout) -> FeatureSpec | None:

@@ -127,3 +127,84 @@ def test_groups_built_from_parts_equal_one_group():
         built = ng.build_draw_group(g, parts, DEGREE)
         assert built.ids.tolist() == whole[g].ids.tolist()
         assert built.cumulative.tolist() == whole[g].cumulative.tolist()
+
+
+# ---- time cut-offs --------------------------------------------------------------------
+
+def timed_pairs(sources, targets, cutoffs):
+    batch = pairs(sources, targets)
+    batch.timestamps = np.asarray(cutoffs, np.int64)
+    return batch
+
+
+# Candidate c<i> was created at time i (c00 at 0 ... c11 at 11).
+NODE_TIMES = ng.Candidates(CANDIDATES, times=np.arange(len(CANDIDATES), dtype=np.int64))
+
+
+@pytest.mark.parametrize("mode", [UNIFORM, DEGREE])
+def test_negatives_take_their_pairs_cutoff_and_no_later_target(mode):
+    positives = timed_pairs([f"s{i}" for i in range(300)], ["x"] * 300,
+                            np.arange(300) % 14 - 1)   # cut-offs -1 .. 12
+    degrees = np.arange(1, 13, dtype=np.float64) if mode == DEGREE else None
+    rows, counts = ng.negatives_in_memory([positives], CANDIDATES, degrees,
+                                          NegativeSampling(2, mode), 4, np.dtype(np.int64),
+                                          node_times=NODE_TIMES)
+    batch = rows[0]
+    cutoff_of = dict(zip(positives.sources.tolist(), positives.timestamps.tolist()))
+    negative = batch.features["label"] == 0
+    for s, t, cutoff in zip(batch.sources[negative].tolist(), batch.targets[negative].tolist(),
+                            batch.timestamps[negative].tolist()):
+        assert cutoff == cutoff_of[s]                 # the positive's cut-off
+        assert int(t[1:]) <= cutoff, (s, t, cutoff)   # the target existed then
+    # A cut-off before every candidate: no negative, all its draws were too late.
+    assert not ((batch.timestamps == -1) & negative).any()
+    assert counts.after_cutoff > 0 and counts.not_found > 0
+    assert counts.redrawn >= counts.after_cutoff
+    assert counts.negatives + counts.not_found == 600
+    # Late draws are rejected, not moved: a row whose cut-off admits every candidate
+    # gets exactly the negatives it gets without times.
+    late = ng.negatives_in_memory([positives], CANDIDATES, degrees, NegativeSampling(2, mode),
+                                  4, np.dtype(np.int64))[0][0]
+    everything = positives.timestamps >= 11
+    chosen = {s for s, ok in zip(positives.sources.tolist(), everything) if ok}
+
+    def of_rows(b):
+        keep = [s in chosen for s in b.sources.tolist()]
+        return sorted(zip(b.sources[keep].tolist(), b.targets[keep].tolist()))
+
+    assert of_rows(batch) == of_rows(late)
+
+
+def test_a_cutoff_keeps_targets_uniform_among_the_nodes_that_existed():
+    """Rejection keeps the draw uniform over the eligible candidates: c00..c05 for cut-off
+    5 (chi-square at the 5-sigma level, fixed seed)."""
+    n = 3000
+    positives = timed_pairs([f"s{i}" for i in range(n)], ["x"] * n, [5] * n)
+    rows, counts = ng.negatives_in_memory([positives], CANDIDATES, None, NegativeSampling(1),
+                                          9, np.dtype(np.int64), node_times=NODE_TIMES)
+    batch = rows[0]
+    targets = batch.targets[batch.features["label"] == 0]
+    seen = np.array([(targets == c).sum() for c in CANDIDATES])
+    assert seen[6:].sum() == 0
+    expected = np.full(6, len(targets) / 6)
+    chi2 = ((seen[:6] - expected) ** 2 / expected).sum()
+    assert chi2 < chi_square_bound(5), seen
+    # With 6 of 12 eligible, about half the attempts are late; few negatives fail
+    # (8 late draws in a row: 1/256 of them).
+    assert counts.not_found < n * 0.02 and counts.after_cutoff > n * 0.5
+
+
+def test_candidates_without_a_time_are_always_eligible_and_degree_groups_take_node_times():
+    """Degree mode: the candidates are the nodes with degrees; the node table's parts only
+    give them times (an id it lacks has the lowest time)."""
+    ids = S("a", "b", "c")
+    parts = [ng.Candidates(ids, degrees=np.array([1.0, 2.0, 0.0])),
+             ng.Candidates(S("b", "c", "d"), times=np.array([7, 3, 1]))]
+    group = ng.build_draw_group(0, parts, DEGREE, "int64")
+    assert group.ids.tolist() == [b"a", b"b"]          # c has no edges, d is no candidate
+    assert group.times.tolist() == [np.iinfo(np.int64).min, 7]
+    uniform = ng.build_draw_group(0, parts[1:], UNIFORM, "float64")
+    assert uniform.ids.tolist() == [b"b", b"c", b"d"] and uniform.times.tolist() == [7, 3, 1]
+    assert ng.build_draw_group(0, parts, DEGREE).times is None   # untimed jobs: none
+    empty = ng.build_draw_group(0, [], UNIFORM, "int64")
+    assert len(empty.ids) == 0 and empty.times.dtype == np.int64

@@ -111,14 +111,16 @@ LINK_SPEC = SPEC.replace('seed_op { op_name: "seed" node_set_name: "p" }',
                          'symmetric_link_seed_op { op_name: "seed" }')
 
 
+@pytest.mark.parametrize("times", [None, "int64", "float64"])
 @pytest.mark.parametrize("seed", range(4))
-def test_link_examples_equal_the_core_encoder_byte_for_byte(seed):
+def test_link_examples_equal_the_core_encoder_byte_for_byte(seed, times):
     """Pairs: source node 0, target node 1 (0 when equal), the pair's features on _readout;
-    a pair whose endpoint the join did not find is left out."""
+    a pair whose endpoint the join did not find is left out; a pair's cut-off (if any) is
+    its record's context/seed_timestamp."""
     loaded = LoadedSchema(parse_schema_text(LINK_SCHEMA, "s"), "s", ".")
     plan = build_plan(parse_spec_text(LINK_SPEC, "spec"), loaded, source="spec",
                       has_weight=lambda name: False)
-    out_schema = sampled_schema(loaded.schema, plan)
+    out_schema = sampled_schema(loaded.schema, plan, times)
     rng = np.random.default_rng(seed)
     [seeds], features, edges = random_shard(rng)
     n = len(seeds)
@@ -127,6 +129,9 @@ def test_link_examples_equal_the_core_encoder_byte_for_byte(seed):
     pairs = PairPiece(seeds.samples, seeds.ids, targets, {
         "label": rng.integers(0, 2, n), "score": rng.normal(size=(n, 2)).astype(np.float32),
         "tag": np.array([b"t%d" % i for i in range(n)], dtype=object)})
+    if times is not None:
+        pairs.timestamps = (rng.integers(-50, 50, n) if times == "int64"
+                            else rng.normal(size=n) * 1e3)
     found = SeedPiece(np.concatenate([seeds.samples, seeds.samples[1:]]),
                       np.concatenate([seeds.ids, targets[1:]]))  # pair 0's target: missing
     if targets[0] == seeds.ids[0]:
@@ -145,3 +150,13 @@ def test_link_examples_equal_the_core_encoder_byte_for_byte(seed):
         target_index = graph.edge_sets["_readout/target"].adjacency.indices("source")[0]
         assert p_ids[target_index] == shard.target_ids[i]
         assert target_index == int(shard.target_ids[i] != shard.seed_ids[i])
+        if times is None:
+            assert "seed_timestamp" not in graph.context.features
+        else:
+            assert shard.seed_timestamps[i] == pairs.timestamps[
+                np.searchsorted(pairs.samples, shard.sample_ids[i])]
+            value = graph.context["seed_timestamp"][0]
+            assert value == (shard.seed_timestamps[i] if times == "int64"
+                             else np.float32(shard.seed_timestamps[i]))
+    if times is not None:
+        assert len(shard.seed_timestamps) == len(shard)   # the dropped pair's time went too
