@@ -82,9 +82,27 @@ def _latest_eligible(graph, paper, cutoff, k):
     return sorted(target_ids[i].decode() for i in order[max(0, len(order) - k):])
 
 
+@pytest.fixture(scope="module")
+def chunked_run(temporal, tmp_path_factory):
+    """Chunks of 2 edges, so most rows are long (core.long_rows: time order only within a
+    chunk), and induced edges among the subgraph's nodes."""
+    _, folder, spec, seeds, _ = temporal
+    out = tmp_path_factory.mktemp("chunked") / "memory"
+    return run_sample(out, folder, spec, "--seeds", seeds, "--engine", "memory", "--workers",
+                      "1", "--chunk-edges", "2", "--edge-aggregation", "node")
+
+
 def test_no_edge_or_node_is_later_than_its_seeds_cutoff(temporal, memory_run):
+    _assert_nothing_after_the_cutoffs(temporal, memory_run)
+
+
+def test_long_rows_and_induced_edges_keep_to_the_cutoff(temporal, chunked_run):
+    _assert_nothing_after_the_cutoffs(temporal, chunked_run)
+
+
+def _assert_nothing_after_the_cutoffs(temporal, run):
     graph, _, _, _, cutoffs = temporal
-    graphs = read_graphs(memory_run)
+    graphs = read_graphs(run)
     assert len(graphs) == len(cutoffs)
     checked_edges = checked_nodes = 0
     for seed_id, g in graphs:
