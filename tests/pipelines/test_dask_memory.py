@@ -16,8 +16,10 @@ task, so Dask can write a result to disk but cannot free it. The job therefore n
 the graph's working set in the workers' memory: measured, the workers' peaks above
 their import baseline add up to about 4.5 times the table bytes. Tables several times
 one worker's limit make every worker pause at 80% with nothing left to spill, and the
-job then waits forever; the watchdog here turns that into a failure after STALL_S
-seconds. The always-run test uses the largest tables that hold on two 1 GB workers
+job then waits forever (the watchdog here turns that into a failure after STALL_S
+seconds), or a task grows past 95% and its worker is killed, until Dask gives up
+(KilledWorker, one line from `sample`; measured: 1.96 GB on two 600 MB workers fails
+so in about 105 s). The always-run test uses the largest tables that hold on two 1 GB workers
 with a margin; `SAMPLER_DASK_LARGE=1` adds the test the issue asked for (tables three
 times a 600 MB worker's limit), which is expected to fail on the released runner
 (strict xfail: it flags the day a Beam release fixes it).
@@ -152,7 +154,8 @@ def test_limited_workers_sample_tables_that_fit_their_working_set(tmp_path):
 @pytest.mark.xfail(strict=True, reason="the released DaskRunner keeps ParDo outputs "
                    "referenced, so a worker cannot spill them (module docstring)")
 def test_limited_workers_sample_tables_three_times_their_limit(tmp_path):
-    # 1.8 GB of tables on two workers of 600 MB each.
+    # 1.96 GB of tables (440,000 nodes of 1,024 floats; 32 files each) on two workers of
+    # 600 MB each.
     graph = write_wide_graph(str(tmp_path / "graph"), nodes=440_000, dim=1024, degree=4,
                              shards=32, seeds=SEEDS)
     assert graph["table_bytes"] >= 3 * 600_000_000
