@@ -14,13 +14,13 @@ the task's own arguments (`OneReceiver.values` in
 apache_beam/runners/dask/transform_evaluator.py) for as long as the worker keeps the
 task, so Dask can write a result to disk but cannot free it. The job therefore needs
 the graph's working set in the workers' memory: measured, the workers' peaks above
-their import baseline add up to about 4.5 times the table bytes. Tables several times
+their import baseline (about 225 MB) add up to 2.6-4.9 times the table bytes. Tables several times
 one worker's limit make every worker pause at 80% with nothing left to spill, and the
 job then waits forever (the watchdog here turns that into a failure after STALL_S
 seconds), or a task grows past 95% and its worker is killed, until Dask gives up
 (KilledWorker, one line from `sample`; measured: 1.96 GB on two 600 MB workers fails
-so in about 105 s). The always-run test uses the largest tables that hold on two 1 GB workers
-with a margin; `SAMPLER_DASK_LARGE=1` adds the test the issue asked for (tables three
+so in about 105 s). The always-run test uses tables that hold on two 1 GB workers with a margin
+(178 MB); `SAMPLER_DASK_LARGE=1` adds the test the issue asked for (tables three
 times a 600 MB worker's limit), which is expected to fail on the released runner
 (strict xfail: it flags the day a Beam release fixes it).
 """
@@ -142,9 +142,10 @@ def _check(graph: dict, tmp_path, limit_bytes: int):
 
 
 def test_limited_workers_sample_tables_that_fit_their_working_set(tmp_path):
-    # 222 MB of TFRecord tables (50,000 nodes of 1,024 floats, 200,000 edges; 4 files
-    # each) on two workers of 1 GB each: measured peaks 690-780 MiB (limit 954 MiB).
-    graph = write_wide_graph(str(tmp_path / "graph"), nodes=50_000, dim=1024, degree=4,
+    # 178 MB of TFRecord tables (40,000 nodes of 1,024 floats, 160,000 edges; 4 files
+    # each) on two workers of 1 GB each: measured peaks 540-670 MiB (limit 954 MiB, the
+    # nanny kills at 906 MiB); 222 MB (50,000 nodes) peaked at 675-781 MiB.
+    graph = write_wide_graph(str(tmp_path / "graph"), nodes=40_000, dim=1024, degree=4,
                              shards=4, seeds=SEEDS)
     _check(graph, tmp_path, 1_000_000_000)
 
