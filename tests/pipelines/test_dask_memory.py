@@ -8,21 +8,21 @@ it started with (none killed or restarted), that its files equal the in-memory
 engine's byte for byte, and that every worker's peak RSS, sampled every 20 ms, stays
 under its limit; it prints the numbers.
 
-What holds, and what does not (docs/architecture.md, "Runners"; README, "On a Dask
-cluster"): the released DaskRunner keeps every ParDo task's outputs referenced from
-the task's own arguments (`OneReceiver.values` in
+What holds, and what does not (docs/architecture.md, "Memory on the released
+DaskRunner"; README, "Memory on Dask"): the released DaskRunner keeps every ParDo
+task's outputs referenced from the task's own arguments (`OneReceiver.values` in
 apache_beam/runners/dask/transform_evaluator.py) for as long as the worker keeps the
 task, so Dask can write a result to disk but cannot free it. The job therefore needs
 the graph's working set in the workers' memory: measured, the workers' peaks above
-their import baseline (about 225 MB) add up to 2.6-4.9 times the table bytes. Tables several times
-one worker's limit make every worker pause at 80% with nothing left to spill, and the
-job then waits forever (the watchdog here turns that into a failure after STALL_S
-seconds), or a task grows past 95% and its worker is killed, until Dask gives up
-(KilledWorker, one line from `sample`; measured: 1.96 GB on two 600 MB workers fails
-so in about 105 s). The always-run test uses tables that hold on two 1 GB workers with a margin
-(178 MB); `SAMPLER_DASK_LARGE=1` adds the test the issue asked for (tables three
-times a 600 MB worker's limit), which is expected to fail on the released runner
-(strict xfail: it flags the day a Beam release fixes it).
+their import baseline (about 225 MB) add up to 2.6-4.9 times the table bytes. Tables
+several times one worker's limit make every worker pause at 80% with nothing left to
+spill, and the job then waits forever (the watchdog here turns that into a failure
+after STALL_S seconds), or a task grows past 95% and its worker is killed until Dask
+gives up (KilledWorker, one line from `sample`; measured: 1.96 GB on two 600 MB
+workers fails so in about two minutes). The always-run test uses tables that hold on
+two 1 GB workers with a margin (178 MB); `SAMPLER_DASK_LARGE=1` adds the test the
+issue asked for (tables three times a 600 MB worker's limit), which is expected to
+fail on the released runner (strict xfail: it flags the day a Beam release fixes it).
 """
 from __future__ import annotations
 
