@@ -161,7 +161,7 @@ def run_pipeline(pipeline: beam.Pipeline):
     except OSError as e:
         raise SamplerError(_STEP_SUFFIX.sub("", one_line(e))) from None
     except Exception as e:
-        message = worker_error(e)
+        message = killed_worker(e) or worker_error(e)
         if message is None:
             raise
         raise SamplerError(message) from None
@@ -172,6 +172,19 @@ def _close_client(result) -> None:
     client = getattr(result, "client", None)
     if client is not None and hasattr(client, "close"):
         client.close()
+
+
+def killed_worker(error: BaseException) -> str | None:
+    """The one-line message for dask.distributed's KilledWorker: a task's worker died
+    (most often its nanny ended it at 95% of its memory limit) more times than Dask
+    retries. Matched by name, so that Dask need not be installed to run this module."""
+    if type(error).__name__ != "KilledWorker":
+        return None
+    task = error.args[0] if error.args else "a task"
+    step = task[0] if isinstance(task, tuple) and task else task
+    return (f"a Dask worker died each time it ran the task {step!s} (most often: it passed its "
+            f"memory limit); on Beam's released DaskRunner the graph's working set must "
+            f"fit in the workers' memory: see README, \"Memory on Dask\"")
 
 
 def worker_error(error: BaseException) -> str | None:
