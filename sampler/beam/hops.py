@@ -121,33 +121,24 @@ class SampleHop(beam.PTransform):
         if "chunks" not in inputs:
             return split_tagged(tagged, ("edges", "reached", STATS))
         routed = split_tagged(tagged, ("chunked", "merged"))
-        merged = ({"chunks": inputs["chunks"], "chunked": routed["chunked"],
-                   "merged": routed["merged"]}
-                  | "Hubs" >> _SampleHubs(self.op, self.seed, self.num_shards,
-                                          self.node_buckets, self.emit_reached))
-        both = (tagged, merged) | "Flatten" >> beam.Flatten()
+        both = (tagged, self._sample_hubs(inputs["chunks"], **routed)) | "Flatten" >> \
+            beam.Flatten()
         return split_tagged(both, ("edges", "reached", STATS))
-class _SampleHubs(beam.PTransform):
-    """{"chunks", "chunked" requests, "merged" requests} -> (tag, payload) pairs as
-    _SampleBuckets yields them: Chunks/Join, Chunks/Sample, Merge/Join, Merge."""
 
-    def __init__(self, op: PlannedOp, seed: int, num_shards: int, node_buckets: int,
-                 emit_reached: bool):
-        super().__init__()
-        self.op, self.seed, self.num_shards = op, seed, num_shards
-        self.node_buckets, self.emit_reached = node_buckets, emit_reached
-
-    def expand(self, inputs):
-        drawn = ({"adjacency": inputs["chunks"], "requests": inputs["chunked"]}
-                 | "Chunks/Join" >> beam.CoGroupByKey()
-                 | "Chunks/Sample" >> beam.ParDo(_SampleChunks(self.op, self.seed,
-                                                               self.num_shards)))
+    def _sample_hubs(self, chunks, chunked, merged):
+        """Hubs/Chunks/Join, /Sample, Hubs/Merge/Join, /Merge: (tag, payload) pairs as
+        _SampleBuckets yields them, for the requests that reached hubs."""
+        drawn = ({"adjacency": chunks, "requests": chunked}
+                 | "Hubs/Chunks/Join" >> beam.CoGroupByKey()
+                 | "Hubs/Chunks/Sample" >> beam.ParDo(_SampleChunks(self.op, self.seed,
+                                                                    self.num_shards)))
         candidates = split_tagged(drawn, ("candidates",))["candidates"]
-        merged = ({"requests": inputs["merged"], "candidates": candidates}
-                  | "Merge/Join" >> beam.CoGroupByKey()
-                  | "Merge" >> beam.ParDo(_MergeChunks(self.op, self.num_shards,
-                                                       self.node_buckets, self.emit_reached)))
+        best = ({"requests": merged, "candidates": candidates}
+                | "Hubs/Merge/Join" >> beam.CoGroupByKey()
+                | "Hubs/Merge" >> beam.ParDo(_MergeChunks(self.op, self.num_shards,
+                                                          self.node_buckets,
+                                                          self.emit_reached)))
         # The chunks' counts (edges they left out for link samples) go on with the merge's.
-        chunk_stats = drawn | "ChunkStats" >> beam.FlatMap(
+        chunk_stats = drawn | "Hubs/ChunkStats" >> beam.FlatMap(
             lambda element: [element] if element[0] == STATS else [])
-        return (merged, chunk_stats) | "Flatten" >> beam.Flatten()
+        return (best, chunk_stats) | "Hubs/Flatten" >> beam.Flatten()
