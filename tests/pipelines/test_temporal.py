@@ -138,15 +138,20 @@ def test_latest_k_picks_the_latest_eligible_edges(temporal, latest_run):
     assert full > 20 and short > 5 and none > 20  # every case was seen
 
 
+def _assert_same_files(expected_folder, folder):
+    """The records and the schema of two output folders are byte for byte the same."""
+    for name in sorted(os.listdir(expected_folder)):
+        if name.endswith(".tfrecord") or name == "graph_schema.pbtxt":
+            with open(os.path.join(expected_folder, name), "rb") as f, \
+                    open(os.path.join(folder, name), "rb") as g:
+                assert f.read() == g.read(), name
+
+
 def test_beam_writes_the_same_bytes(temporal, memory_run, tmp_path):
     _, folder, spec, seeds, _ = temporal
     beam = run_sample(tmp_path / "beam", folder, spec, "--seeds", seeds, "--engine", "beam",
                       "--node-buckets", "4")
-    for name in sorted(os.listdir(memory_run)):
-        if name.endswith(".tfrecord") or name == "graph_schema.pbtxt":
-            with open(os.path.join(memory_run, name), "rb") as f, \
-                    open(os.path.join(beam, name), "rb") as g:
-                assert f.read() == g.read(), name
+    _assert_same_files(memory_run, beam)
     report = read_report(beam)
     assert report["subgraphs_written"] == 300
     assert report["time"] == {"seed_cutoff_column": "timestamp", "time_type": "int64",
@@ -350,11 +355,7 @@ def test_link_cutoffs_beam_writes_the_same_bytes(link_temporal, link_memory_run,
     _, folder, spec, pairs, _ = link_temporal
     beam = run_sample(tmp_path / "beam", folder, spec, "--seeds", pairs, "--engine", "beam",
                       "--node-buckets", "4", *LINK_FLAGS)
-    for name in sorted(os.listdir(link_memory_run)):
-        if name.endswith(".tfrecord") or name == "graph_schema.pbtxt":
-            with open(os.path.join(link_memory_run, name), "rb") as f, \
-                    open(os.path.join(beam, name), "rb") as g:
-                assert f.read() == g.read(), name
+    _assert_same_files(link_memory_run, beam)
     report = read_report(beam)
     assert report["time"] == {"seed_cutoff_column": "timestamp", "time_type": "int64",
                               "time_ordered_edge_sets": ["cites", "written", "writes",
