@@ -140,7 +140,7 @@ def chunk_rows(starts: np.ndarray, ends: np.ndarray, chunks: np.ndarray
 @dataclasses.dataclass(eq=False)
 class Candidates:
     """Per chunk, the edges that may be among a query's k: the k best of the chunk.
-    Smaller (primary, secondary) is better (sort_keys)."""
+    Smaller (primary, secondary) is better (`best` keeps the k smallest)."""
 
     query: np.ndarray      # int64: the query (index into the caller's queries)
     position: np.ndarray   # int64: the edge's position in the chunk's edge arrays
