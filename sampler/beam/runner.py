@@ -12,7 +12,9 @@ a table's files would be read, and all shards written, by one task. So unless th
 user sets `--dask_npartitions` or `--dask_partition_size`, each element of a Create
 (a file, a BigQuery stream, an output shard) is its own partition, and the stages
 after it run as that many tasks. The runner leaves its Dask client open; it is
-closed when the job ends.
+closed when the job ends. When every worker is paused at its memory limit the
+runner would wait forever (README, "Memory on Dask"): a watch cancels the job after
+SAMPLER_DASK_STALL_S seconds of that (default 120) and `sample` says so in one line.
 
 `--runner DataflowRunner`: the workers need this project's code. Unless the user
 ships it (`--setup_file`, or an image with it installed, `--sdk_container_image`),
@@ -27,6 +29,8 @@ import json
 import os
 import re
 import tempfile
+import threading
+import time
 import traceback
 
 import apache_beam as beam
@@ -151,10 +155,19 @@ def run_pipeline(pipeline: beam.Pipeline):
     wrapped traceback); any other failure, a bug, keeps its traceback."""
     try:
         result = pipeline.run()
+        watch = _DaskStallWatch.start(result)
         try:
             result.wait_until_finish()
+        except BaseException:
+            if watch is not None and watch.stalled:  # what cancelling raised, if anything
+                raise SamplerError(watch.message()) from None
+            raise
         finally:
+            if watch is not None:
+                watch.stop()
             _close_client(result)
+        if watch is not None and watch.stalled:  # cancelled futures may just end the wait
+            raise SamplerError(watch.message())
         return result
     except SamplerError as e:
         raise SamplerError(_STEP_SUFFIX.sub("", str(e))) from None
@@ -165,6 +178,54 @@ def run_pipeline(pipeline: beam.Pipeline):
         if message is None:
             raise
         raise SamplerError(message) from None
+
+
+class _DaskStallWatch:
+    """Polls the Dask scheduler while a DaskRunner job runs. If every worker stays paused
+    (past 80% of its memory limit) for `seconds`, nothing can run or be freed on the
+    released runner, so the job is cancelled and `stalled` set."""
+
+    def __init__(self, result, seconds: float):
+        self.result, self.seconds = result, seconds
+        self.stalled, self.limits = False, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="dask-stall-watch",
+                                        daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def start(result) -> "_DaskStallWatch | None":
+        if type(result).__name__ != "DaskRunnerResult":
+            return None
+        return _DaskStallWatch(result, float(os.environ.get("SAMPLER_DASK_STALL_S", "120")))
+
+    def _watch(self) -> None:
+        paused_since = None
+        while not self._stop.wait(1.0):
+            try:
+                workers = list(self.result.client.scheduler_info()["workers"].values())
+            except Exception:  # noqa: BLE001  the client is closing: nothing to watch
+                return
+            if not workers or any(w.get("status") != "paused" for w in workers):
+                paused_since = None
+                continue
+            paused_since = paused_since or time.monotonic()
+            if time.monotonic() - paused_since >= self.seconds:
+                self.stalled = True
+                self.limits = sorted({int(w.get("memory_limit") or 0) for w in workers})
+                self.result.cancel()
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def message(self) -> str:
+        limits = ", ".join(f"{limit >> 20} MiB" for limit in self.limits)
+        return (f"every Dask worker was paused at its memory limit ({limits}) for "
+                f"{self.seconds:g} s, so the job was cancelled: on Beam's released "
+                f"DaskRunner the graph's working set must fit in the workers' memory: see "
+                f"README, \"Memory on Dask\"")
 
 
 def _close_client(result) -> None:

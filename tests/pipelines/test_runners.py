@@ -107,6 +107,31 @@ def test_a_bad_input_on_the_dask_cluster_is_one_line(tmp_path, dask_cluster, cap
     assert not glob.glob(f"{tmp_path}/out/*.tfrecord")
 
 
+def test_workers_paused_at_their_memory_limit_end_the_job_in_one_line(tmp_path, monkeypatch,
+                                                                       capsys):
+    # Workers told to pause at 1% of their limit are paused from the start: on the
+    # released DaskRunner such a job would wait forever; the watch cancels it.
+    distributed = pytest.importorskip("dask.distributed")
+    import dask
+
+    monkeypatch.setenv("SAMPLER_DASK_STALL_S", "3")
+    with dask.config.set({"distributed.worker.memory.pause": 0.01}):  # the nannies pass it on
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           host="127.0.0.1", dashboard_address=None,
+                                           memory_limit="1GB")
+    try:
+        rc = sample.main(["--graph", DEMO, "--spec", SPEC, "--output", f"{tmp_path}/out/",
+                          "--quiet", "--runner", "DaskRunner",
+                          "--dask_client_address", cluster.scheduler_address])
+    finally:
+        cluster.close()
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "paused at its memory limit (953 MiB) for 3 s" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not glob.glob(f"{tmp_path}/out/*.tfrecord")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
