@@ -6,7 +6,8 @@ position in its table (RowId). Edges that carry (effective) timestamps are in ti
 order instead: by source id, then time, then target id, then RowId, so a cut-off
 is a binary search in a row (sampler.core.temporal). The per-source CSR `row_splits` lets the
 strategies address a node's edges by position, and since the order depends on
-the data alone, so does every sampled result.
+the data alone, so does every sampled result. A row of more than chunk_edges edges
+is laid out chunk after chunk, each chunk in the order above (core.long_rows).
 """
 from __future__ import annotations
 
