@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Mapping, Optional, Union
+from typing import Mapping, Optional
 
 import numpy as np
 
-from sampler.graph_tensor.validation import validate_graph
+from sampler.graph_tensor.validation import Field, validate_graph
 from unigraph.errors import GraphTensorError
 from unigraph.ragged import Ragged, values_equal
 
-Field = Union[np.ndarray, Ragged]
-Features = Mapping[str, Field]
+Features = Mapping[str, Field]  # Field: an array, or a Ragged one (validation.py)
 
 SOURCE = "source"
 TARGET = "target"

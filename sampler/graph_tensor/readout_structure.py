@@ -12,14 +12,26 @@ builds and reads readouts.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Mapping, Optional, Protocol
 
 import numpy as np
 
 from unigraph.errors import GraphTensorError
 
-if TYPE_CHECKING:  # annotations only: the model module runs these checks
-    from sampler.graph_tensor.model import GraphTensor
+
+class GraphParts(Protocol):
+    """What the checks read of a GraphTensor (sampler.graph_tensor.model): typed by its
+    parts, so that the modules the model calls to check itself need not import it."""
+
+    @property
+    def context(self) -> Any: ...
+
+    @property
+    def node_sets(self) -> Mapping[str, Any]: ...
+
+    @property
+    def edge_sets(self) -> Mapping[str, Any]: ...
+
 
 READOUT_NODE_SET = "_readout"
 READOUT_PREFIX = READOUT_NODE_SET + "/"
@@ -32,16 +44,16 @@ def readout_key(edge_set_name: str) -> Optional[str]:
     return edge_set_name[len(READOUT_PREFIX):].split("/", 1)[0]
 
 
-def readout_edge_sets(graph: GraphTensor, key: str) -> list[str]:
+def readout_edge_sets(graph: GraphParts, key: str) -> list[str]:
     """The edge sets that carry readout `key`, in sorted order."""
     return sorted(name for name in graph.edge_sets if readout_key(name) == key)
 
 
-def readout_keys(graph: GraphTensor) -> list[str]:
+def readout_keys(graph: GraphParts) -> list[str]:
     return sorted({k for k in map(readout_key, graph.edge_sets) if k is not None})
 
 
-def check_readout_structure(graph: GraphTensor) -> None:
+def check_readout_structure(graph: GraphParts) -> None:
     """Raises GraphTensorError if the `_readout` edge sets break the rules above.
 
     Assumes the rest of the graph is valid (indices in range)."""
@@ -78,7 +90,7 @@ def check_readout_structure(graph: GraphTensor) -> None:
         _check_key_covers_readout(graph, key)
 
 
-def _check_key_covers_readout(graph: GraphTensor, key: str) -> None:
+def _check_key_covers_readout(graph: GraphParts, key: str) -> None:
     readout_count = graph.node_sets[READOUT_NODE_SET].total_size
     names = readout_edge_sets(graph, key)
     targets = np.concatenate([graph.edge_sets[n].adjacency.target for n in names])

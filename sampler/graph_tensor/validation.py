@@ -7,19 +7,18 @@ per piece rather than per item.
 """
 from __future__ import annotations
 
+from typing import Union
+
 import numpy as np
 
-from typing import TYPE_CHECKING
-
-from sampler.graph_tensor.readout_structure import check_readout_structure
+from sampler.graph_tensor.readout_structure import GraphParts, check_readout_structure
 from unigraph.errors import GraphTensorError
 from unigraph.ragged import Ragged
 
-if TYPE_CHECKING:  # annotations only: the model calls validate_graph
-    from sampler.graph_tensor.model import Field, GraphTensor
+Field = Union[np.ndarray, Ragged]  # a feature's values: dense, or ragged (model.py uses it)
 
 
-def validate_graph(graph: GraphTensor) -> None:
+def validate_graph(graph: GraphParts) -> None:
     _check_component_counts(graph)
     _check_context(graph)
     for name, node_set in sorted(graph.node_sets.items()):
@@ -32,7 +31,7 @@ def validate_graph(graph: GraphTensor) -> None:
     check_readout_structure(graph)
 
 
-def _check_component_counts(graph: GraphTensor) -> None:
+def _check_component_counts(graph: GraphParts) -> None:
     pieces = [(f"node set '{n}'", p) for n, p in sorted(graph.node_sets.items())]
     pieces += [(f"edge set '{n}'", p) for n, p in sorted(graph.edge_sets.items())]
     if pieces:
@@ -52,7 +51,7 @@ def _check_component_counts(graph: GraphTensor) -> None:
             f"{graph.context.sizes.tolist()}")
 
 
-def _check_context(graph: GraphTensor) -> None:
+def _check_context(graph: GraphParts) -> None:
     for name, field in sorted(graph.context.features.items()):
         if len(field) != graph.num_components:
             raise GraphTensorError(
@@ -79,7 +78,7 @@ def _check_field_dtype(where: str, field: Field) -> None:
                                    f"{type(bad).__name__} {bad!r}")
 
 
-def _check_adjacency(graph: GraphTensor, name: str) -> None:
+def _check_adjacency(graph: GraphParts, name: str) -> None:
     edge_set = graph.edge_sets[name]
     adjacency = edge_set.adjacency
     for tag, set_name, indices in (("source", adjacency.source_name, adjacency.source),
