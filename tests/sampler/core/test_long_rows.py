@@ -2,8 +2,9 @@
 chunk, and every strategy keeps its exact law over the row.
 
 Statistical checks use fixed seeds; each bound is 5 standard deviations of the count
-it checks (a false alarm has odds below 1e-6 per cell), and with fixed seeds the
-outcome never changes from run to run.
+it checks (a false alarm has odds below 1e-6 per cell), or a chi-square at the same
+level over whole subsets (test_strategies.assert_subset_law), and with fixed seeds
+the outcome never changes from run to run.
 """
 import itertools
 
@@ -17,6 +18,7 @@ from sampler.core.long_rows import best, chunk_counts, chunk_of_edges
 from sampler.core.pieces import Requests
 from sampler.plan.plan import PlannedOp
 from sampler.plan.sampling_spec_pb2 import LATEST_K, RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
+from tests.sampler.core.test_strategies import assert_subset_law, successive_subset_probabilities
 from unigraph.batches import EdgeBatch
 
 HUB = b"hub"
@@ -53,19 +55,6 @@ def assert_counts_match(observed: dict, expected_p: dict, n: int):
         sd = np.sqrt(n * p * (1 - p))
         assert abs(observed.get(cell, 0) - n * p) <= 5 * sd + 1, (cell, observed.get(cell), n * p)
     assert set(observed) <= set(expected_p), set(observed) - set(expected_p)
-
-
-def subset_counts(subsets):
-    counts = {}
-    for s in subsets:
-        counts[s] = counts.get(s, 0) + 1
-    return counts
-
-
-def successive_pair_probability(weights, i, j):
-    """P({i, j}) for two weighted draws without replacement (successive sampling)."""
-    p = np.asarray(weights, float) / np.sum(weights)
-    return p[i] * p[j] / (1 - p[i]) + p[j] * p[i] / (1 - p[j])
 
 
 # ---------------------------------------------------------------- layout
@@ -109,7 +98,7 @@ def test_uniform_over_a_long_row_gives_every_subset_the_same_chance():
     subsets, drawn = draws(hub_adjacency(6, 2), RANDOM_UNIFORM, 2, n)
     assert len(subsets) == n and drawn.at_cap == n and drawn.draws == n
     expected = {s: 1 / 15 for s in itertools.combinations(range(6), 2)}
-    assert_counts_match(subset_counts(subsets), expected, n)
+    assert_subset_law(subsets, expected, n, 6)
 
 
 def test_uniform_over_big_chunks_by_draws_has_exact_marginals_and_mixes_chunks():
@@ -135,10 +124,7 @@ def test_weighted_over_a_long_row_is_successive_sampling():
     weights = [1.0, 2.0, 3.0, 0.0, 4.0]   # the edge of weight 0 is never drawn
     n = 30_000
     subsets, _ = draws(hub_adjacency(5, 2, weights=weights), RANDOM_WEIGHTED, 2, n)
-    positive = [0, 1, 2, 4]
-    expected = {(i, j): successive_pair_probability(weights, i, j)
-                for i, j in itertools.combinations(positive, 2)}
-    assert_counts_match(subset_counts(subsets), expected, n)
+    assert_subset_law(subsets, successive_subset_probabilities(weights, 2), n, len(weights))
 
 
 def test_weighted_over_big_chunks_by_draws_has_the_exact_marginals():

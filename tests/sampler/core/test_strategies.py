@@ -105,6 +105,13 @@ def check_distribution(strategy, row_weights, k, n=20_000, seed=7, ineligible=()
         expected = {s: 1 / math.comb(d, min(k, d)) for s in itertools.combinations(range(d), min(k, d))}
     else:
         expected = successive_subset_probabilities(row_weights, k)
+    assert_subset_law(chosen, expected, n, len(row_weights))
+
+
+def assert_subset_law(chosen, expected, n, n_edges):
+    """The n drawn subsets (sorted tuples) follow `expected` {subset: probability}: no
+    impossible subset, a chi-square below its 5-sigma bound, and every edge's inclusion
+    count within 5 sigma of n times its probability."""
     counts = {}
     for subset in chosen:
         counts[subset] = counts.get(subset, 0) + 1
@@ -112,7 +119,7 @@ def check_distribution(strategy, row_weights, k, n=20_000, seed=7, ineligible=()
     if len(expected) > 1:
         chi2 = sum((counts.get(s, 0) - n * p) ** 2 / (n * p) for s, p in expected.items())
         assert chi2 < chi_square_bound(len(expected) - 1), (chi2, counts, expected)
-    for edge in range(len(row_weights)):
+    for edge in range(n_edges):
         p = sum(prob for s, prob in expected.items() if edge in s)
         seen = sum(c for s, c in counts.items() if edge in s)
         sigma = math.sqrt(n * p * (1 - p))

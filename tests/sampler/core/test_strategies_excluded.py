@@ -15,8 +15,8 @@ from hypothesis import strategies as hs
 
 from sampler.core import strategies as st
 from sampler.plan.sampling_spec_pb2 import RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
-from tests.sampler.core.test_strategies import (ALL, FIVE_SIGMA, PATHS, HUB_EVERYWHERE,
-                                                chi_square_bound, constants, csr, per_query,
+from tests.sampler.core.test_strategies import (ALL, PATHS, HUB_EVERYWHERE, assert_subset_law,
+                                                constants, csr, per_query,
                                                 successive_subset_probabilities)
 
 
@@ -46,17 +46,7 @@ def check_distribution_excluding(strategy, row_weights, excluded, k, n=20_000, s
     else:
         masked = [0.0 if i in excluded else w for i, w in enumerate(row_weights)]
         expected = successive_subset_probabilities(masked, k)
-    counts = {}
-    for subset in chosen:
-        counts[subset] = counts.get(subset, 0) + 1
-    assert set(counts) <= set(expected), f"impossible subsets {set(counts) - set(expected)}"
-    if len(expected) > 1:
-        chi2 = sum((counts.get(s, 0) - n * p) ** 2 / (n * p) for s, p in expected.items())
-        assert chi2 < chi_square_bound(len(expected) - 1), (chi2, counts, expected)
-    for edge in range(len(row_weights)):
-        p = sum(prob for s, prob in expected.items() if edge in s)
-        seen = sum(c for s, c in counts.items() if edge in s)
-        assert abs(seen - n * p) <= FIVE_SIGMA * math.sqrt(n * p * (1 - p)) + 1e-9
+    assert_subset_law(chosen, expected, n, len(row_weights))
 
 
 @pytest.mark.parametrize("d,excluded,k", [(5, {1}, 2), (6, {0, 5}, 3), (10, {3, 4, 7}, 3),
