@@ -254,6 +254,7 @@ def _race_by_draws(weights, starts, eligible, base, query_index, k):
     more than k drawable edges, so finds exactly k."""
     n = len(starts)
     values = np.empty((n, k), np.int64)   # positions relative to the chunk start
+    total = np.empty(n)                   # weighted: each prefix's drawable mass
     for start, lengths, queries in _by_chunk(starts, eligible):
         if weights is None:
             span = lengths.astype(_U64)
@@ -268,6 +269,7 @@ def _race_by_draws(weights, starts, eligible, base, query_index, k):
         else:
             cumulative = np.cumsum(np.maximum(weights[start:start + int(lengths.max())], 0.0))
             totals = cumulative[lengths - 1]
+            total[queries] = totals
 
             def draw(q, counter, cumulative=cumulative, totals=totals, lengths=lengths,
                      queries=queries):
@@ -287,22 +289,12 @@ def _race_by_draws(weights, starts, eligible, base, query_index, k):
         rates = eligible[:, None].astype(np.float64) - np.arange(k)[None, :]
     else:
         chosen = np.maximum(weights[starts[:, None] + values], 0.0)
-        total = _prefix_mass(weights, starts, eligible)
         # Mass left before each arrival: the total minus the edges already out.
         rates = total[:, None] - np.cumsum(chosen, axis=1) + chosen
         rates = np.maximum(rates, np.finfo(np.float64).tiny)
     arrival = np.cumsum(gaps / rates, axis=1)   # row by row: independent of the batch
     return (np.repeat(query_index, k), (starts[:, None] + values).reshape(-1),
             arrival.reshape(-1))
-
-
-def _prefix_mass(weights, starts, eligible) -> np.ndarray:
-    """The drawable mass of each query's prefix, as the draws' cumulative sums have it."""
-    mass = np.empty(len(starts))
-    for start, lengths, queries in _by_chunk(starts, eligible):
-        cumulative = np.cumsum(np.maximum(weights[start:start + int(lengths.max())], 0.0))
-        mass[queries] = cumulative[lengths - 1]
-    return mass
 
 
 def _race_by_keys(weights, row_splits, query_rows, eligible, base, queries, k,
