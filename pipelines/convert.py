@@ -1,6 +1,12 @@
 """`unigraph-convert`: rewrites a unigraph's tables in another format, with its schema.
 
     unigraph-convert --graph G --output DIR --format parquet|csv|tfrecord [--shards N]
+    unigraph-convert --graph G --output STORE --format store [--chunk-edges N]
+                     [--timestamp-column C]
+
+`--format store` writes a graph store instead (sampler/store, docs/store.md): the
+indexes the in-memory engine samples, as flat files that `sample --graph STORE`
+maps in a second instead of reading the tables; built one table at a time.
 
 Reads every table with the unigraph readers (so the input is fully checked on
 the way) and writes `<DIR>/<table>.<ext>` (or `<table>@N.<ext>` with --shards N)
@@ -22,12 +28,17 @@ import sys
 
 from google.protobuf import text_format
 
+from sampler.core.long_rows import CHUNK_EDGES
 from unigraph import paths
 from unigraph.errors import SamplerError, SchemaError
 from unigraph.schema import (SCHEMA_FILE_NAME, bigquery_source, check_schema, load_schema,
                              set_names)
 from unigraph.tables import read_set, table_layout
+from unigraph.timestamps import override_timestamp_column
 from unigraph.writers import EXTENSIONS, write_sharded
+
+
+STORE = "store"
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -37,10 +48,17 @@ def make_parser() -> argparse.ArgumentParser:
                         help="graph schema: a .pbtxt file or a folder holding graph_schema.pbtxt")
     parser.add_argument("--output", required=True, metavar="DIR",
                         help="output folder (local or gs://); must not be the input's folder")
-    parser.add_argument("--format", required=True, choices=sorted(EXTENSIONS),
-                        help="table format to write")
+    parser.add_argument("--format", required=True, choices=sorted(EXTENSIONS) + [STORE],
+                        help="table format to write, or store: a graph store for `sample` "
+                             "(docs/store.md)")
     parser.add_argument("--shards", type=int, default=1, metavar="N",
-                        help="files per table (default 1)")
+                        help="files per table (default 1; tables only)")
+    parser.add_argument("--chunk-edges", type=int, default=CHUNK_EDGES, metavar="N",
+                        help=f"store only: the long-row layout, as `sample --chunk-edges` "
+                             f"(default {CHUNK_EDGES}); jobs on the store must use the same")
+    parser.add_argument("--timestamp-column", metavar="COLUMN",
+                        help="store only: the column holding node and edge timestamps in every "
+                             "table, as `sample --timestamp-column`")
     return parser
 
 
@@ -99,9 +117,38 @@ def convert(graph: str, output: str, fmt: str, shards: int = 1) -> list[str]:
     return lines
 
 
+def prepare(graph: str, output: str, chunk_edges: int = CHUNK_EDGES,
+            timestamp_column: str | None = None, log=print) -> dict:
+    """Writes the graph store of `graph` at `output`; returns its manifest."""
+    from sampler.store.build import prepare_store  # numpy and the sampler: only for stores
+
+    loaded = load_schema(graph)
+    if loaded.store is not None:
+        raise SchemaError(f"--graph {graph} is a graph store already; give the tables' schema")
+    if timestamp_column:
+        override_timestamp_column(loaded, timestamp_column)
+    check_schema(loaded)
+    out_folder = os.path.abspath(output).rstrip("/")
+    if paths.is_within(loaded.folder, out_folder):  # replacing the store would delete it
+        raise SchemaError(f"--output {output} is or contains the input graph's folder "
+                          f"{loaded.folder}; choose another folder")
+    return prepare_store(loaded, output, chunk_edges=chunk_edges, log=log)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
+        if args.format == STORE:
+            if args.shards != 1:
+                raise SchemaError("--shards is for tables; a store has no shards")
+            manifest = prepare(args.graph, args.output, args.chunk_edges,
+                               args.timestamp_column)
+            size = sum(f["bytes"] for f in manifest["files"].values())
+            print(f"graph store {args.output}: {len(manifest['files'])} files, "
+                  f"{size / 1e6:,.1f} MB")
+            return 0
+        if args.chunk_edges != CHUNK_EDGES or args.timestamp_column:
+            raise SchemaError("--chunk-edges and --timestamp-column are for --format store")
         for line in convert(args.graph, args.output, args.format, args.shards):
             print(line)
     except SamplerError as e:

@@ -55,6 +55,13 @@ def choose_engine(requested: str, beam_args: list[str], loaded: LoadedSchema,
                   plan: Plan) -> tuple[str, str]:
     """(engine, why): `requested` unless it is "auto"; then memory when no Beam option is
     given and the graph fits in the memory available, else beam."""
+    if loaded.store is not None and (requested == "beam" or beam_args):
+        raise SamplerError(f"graph store {loaded.store.folder}: only the memory engine reads a "
+                           f"store (it maps its arrays); give the tables' schema to run on Beam"
+                           + (f" (Beam options were given: {beam_args[0]} ...)" if beam_args
+                              else ""))
+    if loaded.store is not None and requested == "auto":
+        return "memory", "a graph store, mapped"
     if requested == "memory" and beam_args:
         raise SamplerError(f"--engine memory runs without Beam, so Beam pipeline options "
                            f"({beam_args[0]} ...) do not apply; use --engine beam")
@@ -240,14 +247,18 @@ def _name_rows(examples: list, loaded: LoadedSchema) -> list[dict]:
     """Dropped edges with the file and row (0-based, data rows only) they come from."""
     named = []
     for edge_set, source, target, row_id in examples:
-        table = bigquery_source(loaded, "edges", edge_set)
-        if table is not None:  # no row order: the row is known by its content's hash
+        facts = loaded.store.table("edges", edge_set) if loaded.store is not None else None
+        table = bigquery_source(loaded, "edges", edge_set) if facts is None else None
+        if table is not None or (facts is not None and facts.format == "bigquery"):
+            # No row order: the row is known by its content's hash.
             named.append({"edge_set": edge_set, "source": source, "target": target,
-                          "file": table.name, "row": None,
+                          "file": table.name if table is not None else facts.locations[0],
+                          "row": None,
                           "row_hash": f"{int(row_id) & (2**64 - 1):016x}"})
             continue
         file_index, row = describe_row(row_id)
-        files = table_files(loaded, "edges", edge_set)
+        files = (list(facts.locations) if facts is not None
+                 else table_files(loaded, "edges", edge_set))
         named.append({"edge_set": edge_set, "source": source, "target": target,
                       "file": files[file_index] if file_index < len(files) else None,
                       "row": row})

@@ -121,6 +121,7 @@ LAYERS = [
     ("sampler.core",),
     ("sampler.output",),
     ("sampler.job", "sampler.training"),
+    ("sampler.store",),
     ("sampler.beam", "sampler.memory"),
     ("sampler.run",),
     ("pipelines",),

@@ -17,7 +17,9 @@ from unigraph.schema import LoadedSchema, bigquery_source, table_files
 
 def set_columns(loaded: LoadedSchema, kind: str, name: str) -> list[str]:
     """The column names of a set's table: its first file's, a BigQuery table's, or the
-    result's of a BigQuery query."""
+    result's of a BigQuery query; a store's, as its manifest recorded them."""
+    if loaded.store is not None:
+        return list(loaded.store.table(kind, name).columns)
     source = bigquery_source(loaded, kind, name)
     if source is None:
         return table_columns(table_files(loaded, kind, name)[0])
@@ -28,7 +30,9 @@ def set_columns(loaded: LoadedSchema, kind: str, name: str) -> list[str]:
 
 def set_bytes(loaded: LoadedSchema, kind: str, name: str) -> int:
     """The size of a set's table: its files' bytes, a BigQuery table's, or what a BigQuery
-    query scans (0 where BigQuery does not tell)."""
+    query scans (0 where BigQuery does not tell); a store's, of the tables it was built from."""
+    if loaded.store is not None:
+        return loaded.store.table(kind, name).bytes
     source = bigquery_source(loaded, kind, name)
     if source is None:
         return sum(paths.size(path) for path in table_files(loaded, kind, name))

@@ -11,6 +11,7 @@ names a BigQuery table.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 
 import numpy as np
@@ -20,6 +21,7 @@ from unigraph import bigquery
 from unigraph import graph_schema_pb2 as gs
 from unigraph import paths
 from unigraph.errors import SchemaError, TableError, one_line, text_format_message
+from unigraph.store_manifest import MANIFEST_NAME, StoreInfo, is_store, read_store
 from unigraph.timestamps import check_declared_timestamp
 
 SCHEMA_FILE_NAME = "graph_schema.pbtxt"
@@ -64,19 +66,23 @@ class LoadedSchema:
     """A parsed GraphSchema and where it came from."""
 
     schema: gs.GraphSchema
-    path: str    # the .pbtxt file
+    path: str    # the .pbtxt file (a store's manifest)
     folder: str  # relative table names resolve here
+    # A prepared graph store (unigraph.store_manifest): its tables are mapped arrays, and
+    # what planning needs to know of the tables comes from its manifest.
+    store: StoreInfo | None = None
 
     # Beam pickles DoFns with cloudpickle, which cannot pickle upb descriptors; a schema
     # travels to workers as its serialized bytes instead.
     def __getstate__(self):
         return {"schema": self.schema.SerializeToString(), "path": self.path,
-                "folder": self.folder}
+                "folder": self.folder, "store": self.store}
 
     def __setstate__(self, state):
         object.__setattr__(self, "schema", gs.GraphSchema.FromString(state["schema"]))
         object.__setattr__(self, "path", state["path"])
         object.__setattr__(self, "folder", state["folder"])
+        object.__setattr__(self, "store", state.get("store"))
 
     def node_set(self, name: str) -> gs.NodeSet:
         return self.schema.node_sets[name]
@@ -113,6 +119,13 @@ def load_schema(path: str, data_path: str | None = None) -> LoadedSchema:
     Its tables are named relative to `data_path` if given (TF-GNN's --data_path), else
     to the schema's own folder."""
     file_path = path
+    if not path.endswith((".pbtxt", ".pb.txt", ".textproto")) and is_store(path):
+        if data_path is not None:
+            raise SchemaError(f"--data_path {data_path}: {path} is a graph store, which holds "
+                              f"its own data; leave --data_path out")
+        text, store = read_store(path)
+        manifest = os.path.join(store.folder, MANIFEST_NAME)
+        return LoadedSchema(parse_schema_text(text, manifest), manifest, store.folder, store)
     if not path.endswith((".pbtxt", ".pb.txt", ".textproto")) and paths.exists(
             paths.join(path, SCHEMA_FILE_NAME)):
         file_path = paths.join(path, SCHEMA_FILE_NAME)
@@ -266,7 +279,7 @@ def check_schema(loaded: LoadedSchema, *, check_files: bool = True) -> None:
     for kind, name in set_names(schema):
         # A BigQuery source is checked here for its form; whether the table exists and
         # holds the columns is checked when it is opened for reading (or by --dry-run).
-        if bigquery_source(loaded, kind, name) is None and check_files:
+        if bigquery_source(loaded, kind, name) is None and check_files and loaded.store is None:
             table_files(loaded, kind, name)
 
 
@@ -301,6 +314,9 @@ def bigquery_source(loaded: LoadedSchema, kind: str, name: str) -> bigquery.Sour
 def table_files(loaded: LoadedSchema, kind: str, name: str) -> list[str]:
     """The files of a node set's ('nodes') or edge set's ('edges') table."""
     metadata, what = _set_metadata(loaded, kind, name)
+    if loaded.store is not None:
+        raise TableError(f"graph store {loaded.store.folder}: {what} is mapped from the store, "
+                         f"its table is not kept there (only the in-memory engine reads a store)")
     filename = metadata.filename
     if not filename:
         if metadata.HasField("bigquery"):

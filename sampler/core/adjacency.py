@@ -138,3 +138,22 @@ def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch],
     return AdjacencyBucket(edge_set, sources[starts], row_splits, target_codes, target_ids, rows,
                            weights, features, fingerprint_of(sources[starts]), times=times,
                            long_rows=long_rows)
+
+
+def concat_edge_batches(edge_set: str, batches: Sequence[EdgeBatch]) -> EdgeBatch:
+    """All rows of an edge set's table in one batch (what a single-bucket CSR is built
+    from: sampler.memory.graph, sampler.store.build)."""
+    batches = [b for b in batches if len(b)]
+    if not batches:  # a table of a header only
+        return EdgeBatch(edge_set, np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0, np.int64),
+                         None, {})
+    if len(batches) == 1:
+        return batches[0]
+    has_weights = all(b.weights is not None for b in batches)
+    has_times = all(b.timestamps is not None for b in batches)
+    return EdgeBatch(edge_set, np.concatenate([b.sources for b in batches]),
+                     np.concatenate([b.targets for b in batches]),
+                     np.concatenate([b.rows for b in batches]),
+                     np.concatenate([b.weights for b in batches]) if has_weights else None,
+                     {k: concat([b.features[k] for b in batches]) for k in batches[0].features},
+                     np.concatenate([b.timestamps for b in batches]) if has_times else None)

@@ -18,6 +18,8 @@ def input_paths(loaded: LoadedSchema, plan: Plan, spec_path: str,
     (BigQuery tables are no paths)."""
     found = [("the graph schema", loaded.path), ("the sampling spec", spec_path)]
     found += [("the seeds", path) for path in seeds]
+    if loaded.store is not None:  # its folder (the schema's) holds everything it reads
+        return found
     tables = [("nodes", name) for name in plan.node_sets()
               if has_table(loaded.schema.node_sets[name].metadata)]
     tables += [("edges", name) for name in edge_sets_to_read(plan, loaded.schema)]
@@ -80,6 +82,12 @@ def check_seed_set_has_nodes(loaded: LoadedSchema, plan: Plan) -> None:
         if not any(name in (e.source, e.target) for e in loaded.schema.edge_sets.values()):
             raise SamplerError(f"node set '{name}' (the seed op's) has no table and no edge "
                                f"set names it, so it has no nodes and there are no seeds")
+        return
+    if loaded.store is not None:
+        if loaded.store.manifest["nodes"][name]["table_rows"] == 0:
+            raise SamplerError(f"node set '{name}' (the seed op's) had no rows in its table "
+                               f"when the store was prepared, so there are no seeds; give "
+                               f"--seeds")
         return
     if not metadata.filename:
         # A BigQuery table (or query, which would run twice) is counted when it is read.

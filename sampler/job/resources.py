@@ -8,7 +8,10 @@ table is read.
 """
 from __future__ import annotations
 
+import ctypes
 import os
+
+import pyarrow
 
 from sampler.plan.plan import Plan, edge_sets_to_read
 from unigraph import paths
@@ -20,6 +23,19 @@ from unigraph.schema import LoadedSchema, bigquery_source, has_table, table_file
 GROWTH = {"parquet": 4.0, "csv": 2.0, "tfrecord": 1.5, "text": 2.0,
           "bigquery": 2.0}  # BigQuery counts logical (uncompressed) bytes: like CSV
 BASE_BYTES = 400 << 20  # Python, numpy, pyarrow and the sampler before any table
+
+
+def release_free_memory() -> None:
+    """Hands freed memory back to the system: Arrow's allocator and glibc keep freed
+    blocks for reuse, so without this the process's resident size carries every
+    temporary it has freed (at scale 0.25 the loader's peak RSS was 994 MB trimmed
+    only at the end, 801 MB trimmed after each table and each CSR), and forked workers
+    would count those pages as their own."""
+    pyarrow.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def cores() -> int:
@@ -58,6 +74,8 @@ def available_memory() -> int | None:
 def memory_needed(loaded: LoadedSchema, plan: Plan) -> int:
     """Estimated peak bytes of the in-memory engine for this job (before sampling)."""
     total = BASE_BYTES
+    if loaded.store is not None:  # mapped: the page cache holds it, as the system sees fit
+        return total
     node_sets = [n for n in plan.node_sets() if has_table(loaded.schema.node_sets[n].metadata)]
     for kind, names in (("nodes", node_sets), ("edges", edge_sets_to_read(plan, loaded.schema))):
         for name in names:

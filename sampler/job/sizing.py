@@ -38,7 +38,9 @@ def node_buckets(loaded: LoadedSchema, plan: Plan) -> int:
     largest = 0.0
     for kind, name in _sets(loaded, plan):
         growth = 2.0
-        if bigquery_source(loaded, kind, name) is None:
+        if loaded.store is not None:
+            growth = GROWTH.get(loaded.store.table(kind, name).format, 2.0)
+        elif bigquery_source(loaded, kind, name) is None:
             files = table_files(loaded, kind, name)
             growth = GROWTH.get(paths.file_format(files[0]), 2.0) if files else 2.0
         largest = max(largest, set_bytes(loaded, kind, name) * growth)
@@ -54,13 +56,13 @@ def output_shards(loaded: LoadedSchema, plan: Plan, seed_files: list[str]) -> in
 def estimated_output_bytes(loaded: LoadedSchema, plan: Plan, seed_files: list[str]) -> float:
     rows, row_bytes = {}, {}
     for kind, name in _sets(loaded, plan):
-        rows[kind, name], row_bytes[kind, name] = _table_rows(loaded, kind, name)
+        rows[kind, name], row_bytes[kind, name] = table_rows(loaded, kind, name)
     if seed_files:
         seeds = sum(_file_rows(f)[0] for f in seed_files)
     elif ("nodes", plan.seed_set) in rows:
         seeds = rows["nodes", plan.seed_set]
     else:  # a table-less seed set: at most as many nodes as its edge sets have rows
-        seeds = max([_table_rows(loaded, "edges", name)[0]
+        seeds = max([table_rows(loaded, "edges", name)[0]
                      for name, edge_set in loaded.schema.edge_sets.items()
                      if plan.seed_set in (edge_set.source, edge_set.target)] or [0.0])
     node_bytes = {name: row_bytes.get(("nodes", name), 16.0) for name in plan.node_sets()}
@@ -89,7 +91,7 @@ def hub_edge_sets(loaded: LoadedSchema, plan: Plan, chunk_edges: int) -> list[st
         keep_whole |= set(pair_edge_sets(plan))
     sampled = {op.edge_set for op in plan.ops} - keep_whole
     return sorted(name for name in sampled
-                  if _table_rows(loaded, "edges", name)[0] * 2 > chunk_edges)
+                  if table_rows(loaded, "edges", name)[0] * 2 > chunk_edges)
 
 
 def _sets(loaded: LoadedSchema, plan: Plan):
@@ -100,8 +102,12 @@ def _sets(loaded: LoadedSchema, plan: Plan):
         yield "edges", name
 
 
-def _table_rows(loaded: LoadedSchema, kind: str, name: str) -> tuple[float, float]:
-    """(estimated rows, bytes per row) of a set's table."""
+def table_rows(loaded: LoadedSchema, kind: str, name: str) -> tuple[float, float]:
+    """(estimated rows, bytes per row) of a set's table; a store's, as estimated from the
+    tables it was prepared from (so a job on a store cuts its output into the same shards)."""
+    if loaded.store is not None:
+        facts = loaded.store.table(kind, name)
+        return facts.rows, facts.row_bytes
     if bigquery_source(loaded, kind, name) is not None:
         total = set_bytes(loaded, kind, name)
         return total / FALLBACK_ROW_BYTES, float(FALLBACK_ROW_BYTES)

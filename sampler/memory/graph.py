@@ -13,24 +13,23 @@ assembly writes names (core.assemble.ShardAssembler takes them).
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import pyarrow
 
 from sampler.core import rng
-from sampler.core.adjacency import AdjacencyBucket, build_adjacency
+from sampler.core.adjacency import AdjacencyBucket, build_adjacency, concat_edge_batches
 from sampler.core.arrays import unique, unique_inverse
 from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
 from sampler.core.pieces import PairPiece, Requests, SeedPiece
 from sampler.core.seeds import seeds_from_ids
 from sampler.core.temporal import effective_times, lowest_time
 from sampler.job.job import SamplingJob
+from sampler.job.resources import release_free_memory
 from sampler.plan.plan import edge_sets_to_read, pairs_table_layout
+from sampler.store.mapped import open_store
 from unigraph.batches import EdgeBatch, PairBatch, SeedBatch
-from unigraph.ragged import concat
 from unigraph.schema import has_table
 from unigraph.tables import read_pair_set, read_seed_set, read_set, table_locations
 
@@ -43,6 +42,9 @@ class GraphInMemory:
     seed_table: NodeTableBucket               # the seed set's nodes by name, for the seeds join
     seeds: list[SeedBatch]                    # the seed rows, not yet numbered (node seeds)
     pairs: list[PairBatch] = dataclasses.field(default_factory=list)  # link seeds' rows
+    # A graph store's seed set may name more nodes than the job's tables would: the
+    # codes of those the job counts (sampler.store.mapped); None: every name.
+    seed_codes: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
@@ -71,25 +73,21 @@ class GraphInMemory:
         names = self.names[node_set]
         codes = np.minimum(np.searchsorted(names, ids), max(len(names) - 1, 0))
         known = names[codes] == ids if len(names) else np.zeros(len(ids), bool)
+        if self.seed_codes is not None and node_set == self.seed_table.node_set:
+            known &= np.isin(codes, self.seed_codes)
         return np.where(known, codes, -1).astype(np.int64)
-
-
-def release_free_memory() -> None:
-    """Hands freed memory back to the system: Arrow's allocator and glibc keep freed
-    blocks for reuse, so without this the process's resident size carries every
-    temporary it has freed (at scale 0.25 the loader's peak RSS was 994 MB trimmed
-    only at the end, 801 MB trimmed after each table and each CSR), and forked workers
-    would count those pages as their own."""
-    pyarrow.default_memory_pool().release_unused()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     """Reads the tables (several at once: Arrow and numpy release the GIL) and builds
-    the indexes; a bad row or a duplicate id raises the readers' one-line TableError."""
+    the indexes; a bad row or a duplicate id raises the readers' one-line TableError.
+    A graph store (sampler.store) is mapped instead: the same indexes, already built."""
+    if job.loaded.store is not None:
+        mapped = open_store(job)
+        return GraphInMemory(mapped.names, mapped.node_tables, mapped.adjacency,
+                             mapped.seed_table,
+                             [] if job.plan.link else _seed_rows(job, mapped.seed_table),
+                             _pair_rows(job) if job.plan.link else [], mapped.seed_codes)
     loaded, plan, time = job.loaded, job.plan, job.time
     schema = loaded.schema
     with_table = [n for n in plan.node_sets() if has_table(schema.node_sets[n].metadata)]
@@ -105,7 +103,7 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
         return table
 
     def edges(name):
-        return _one_batch(name, list(read_set(loaded, "edges", name,
+        return concat_edge_batches(name, list(read_set(loaded, "edges", name,
                                               timestamp=edge_times.get(name))))
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -205,24 +203,6 @@ def _array_bytes(value) -> int:
 
     walk(value)
     return sum(seen.values())
-
-
-def _one_batch(name: str, batches: list[EdgeBatch]) -> EdgeBatch:
-    """All rows of an edge set's table in one batch."""
-    batches = [b for b in batches if len(b)]
-    if not batches:  # a table of a header only
-        return EdgeBatch(name, np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0, np.int64),
-                         None, {})
-    if len(batches) == 1:
-        return batches[0]
-    has_weights = all(b.weights is not None for b in batches)
-    has_times = all(b.timestamps is not None for b in batches)
-    return EdgeBatch(name, np.concatenate([b.sources for b in batches]),
-                     np.concatenate([b.targets for b in batches]),
-                     np.concatenate([b.rows for b in batches]),
-                     np.concatenate([b.weights for b in batches]) if has_weights else None,
-                     {k: concat([b.features[k] for b in batches]) for k in batches[0].features},
-                     np.concatenate([b.timestamps for b in batches]) if has_times else None)
 
 
 def _pair_rows(job: SamplingJob) -> list[PairBatch]:

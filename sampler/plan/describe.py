@@ -48,6 +48,12 @@ def describe_plan(loaded: LoadedSchema, plan: Plan, seeds: str | None = None) ->
     for kind, name in set_names(loaded.schema):
         if name not in (needed_nodes if kind == "nodes" else needed_edges):
             continue
+        if loaded.store is not None:
+            lines.append(f"  {kind[:-1]} set '{name}': mapped from graph store "
+                         f"{loaded.store.folder} (prepared from "
+                         f"{', '.join(loaded.store.table(kind, name).locations[:1])}"
+                         f"{' ...' if len(loaded.store.table(kind, name).locations) > 1 else ''})")
+            continue
         source = bigquery_source(loaded, kind, name)
         if source is not None:
             lines.append(f"  {kind[:-1]} set '{name}': "

@@ -14,7 +14,7 @@ from typing import Iterator
 
 from unigraph import bigquery, paths
 from unigraph.batches import PairBatch, SeedBatch, describe_row
-from unigraph.errors import TableError
+from unigraph.errors import SamplerError, TableError
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables.bigquery import (OpenedSource, ReadStream, close_source, open_source,
                                       read_stream)
@@ -106,6 +106,9 @@ def read_set(loaded: LoadedSchema, kind: str, set_name: str, *,
     """Every batch of a set's table, file after file or read stream after read stream
     (in-process; for tools, tests and the in-memory engine); `timestamp`: also that
     column, into the batches' timestamps."""
+    if loaded.store is not None:
+        raise SamplerError(f"graph store {loaded.store.folder}: {kind[:-1]} set '{set_name}' is "
+                           f"mapped, not read as rows; only the in-memory engine reads a store")
     layout = table_layout(loaded, kind, set_name, timestamp)
     source = bigquery_source(loaded, kind, set_name)
     if source is not None:
@@ -117,7 +120,9 @@ def read_set(loaded: LoadedSchema, kind: str, set_name: str, *,
 
 def table_locations(loaded: LoadedSchema, kind: str, set_name: str) -> list[str]:
     """What `row_location` needs to name a row of a set's table: its files, or the name
-    of its BigQuery source."""
+    of its BigQuery source (a store's: those of the tables it was built from)."""
+    if loaded.store is not None:
+        return list(loaded.store.table(kind, set_name).locations)
     source = bigquery_source(loaded, kind, set_name)
     return [source.name] if source is not None else table_files(loaded, kind, set_name)
 

@@ -1,0 +1,312 @@
+"""Writes a graph store from a graph's tables (files or BigQuery), one table at a time.
+
+    prepare_store(loaded, "mag-store/", chunk_edges=CHUNK_EDGES)
+
+Steps (each array is written as soon as it is built, then dropped):
+  1. each node table, alone: its rows sorted by id (core.node_table), features and
+     timestamps written; its ids kept on disk until the names are known;
+  2. each edge table, batch by batch: the distinct ids of its two ends;
+  3. per node set, its names (sorted distinct ids of its table and of every edge set
+     that names it) and their fingerprints; the node tables' ids become codes;
+  4. each edge table again, alone: coded ids, its canonical CSR and, when it has
+     timestamps (or its target node set has), its timed CSR (core.adjacency, exactly
+     as sampler.memory.graph.load_graph builds them).
+So memory holds at most one table (one edge set's rows and the sort that builds its
+CSR) plus the names and fingerprints of the node sets it names, never the whole
+graph: the bound docs/store.md states and pipelines/store_benchmark.py measures.
+
+The store is written into a staging folder beside the target, marked as a build in
+progress, and takes the target's name only once its manifest (written last) is
+complete: a store that exists is whole (docs/store.md, "Commit").
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import socket
+import zlib
+from typing import Callable
+
+import numpy as np
+from google.protobuf import text_format
+
+from sampler.core import rng
+from sampler.core.adjacency import build_adjacency, concat_edge_batches
+from sampler.core.arrays import unique
+from sampler.core.node_table import build_node_table
+from sampler.core.temporal import effective_times, lowest_time
+from sampler.job.resources import release_free_memory
+from sampler.job.sizing import table_rows
+from sampler.store.layout import CANONICAL, TIMED, adjacency_arrays, feature_arrays, set_folder
+from unigraph import paths
+from unigraph.batches import EdgeBatch
+from unigraph.columns import set_bytes, set_columns
+from unigraph.errors import SamplerError
+from unigraph.schema import LoadedSchema, bigquery_source, has_table, is_link_readout, set_names
+from unigraph.store_manifest import (FORMAT, FORMAT_VERSION, MANIFEST_NAME, STAGING_MARK,
+                                     TableFacts, facts_dict, is_store)
+from unigraph.tables import read_set, table_locations
+from unigraph.tables.layout import TimeColumn
+from unigraph.timestamps import find_timestamp_column, time_dtype
+
+PACKAGE_VERSION = "0.1.0"  # setup.py's version
+CHECKSUM_BLOCK = 16 << 20
+
+
+class _Writer:
+    """Array files under a folder, each listed with its size and CRC-32."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.files: dict[str, dict] = {}
+
+    def write(self, relative: str, array: np.ndarray) -> None:
+        path = os.path.join(self.folder, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        array = np.ascontiguousarray(array)
+        with open(path, "wb") as f:
+            np.save(f, array, allow_pickle=False)
+        self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
+                                "dtype": array.dtype.str, "shape": list(array.shape)}
+
+    def read(self, relative: str) -> np.ndarray:
+        return np.load(os.path.join(self.folder, relative), mmap_mode="r", allow_pickle=False)
+
+    def drop(self, relative: str) -> None:
+        os.remove(os.path.join(self.folder, relative))
+        del self.files[relative]
+
+
+def file_crc32(path: str) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        while block := f.read(CHECKSUM_BLOCK):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def prepare_store(loaded: LoadedSchema, output: str, *, chunk_edges: int,
+                  log: Callable[[str], None] = lambda line: None) -> dict:
+    """Builds the store of `loaded`'s graph at `output` (a local folder that is absent,
+    empty or an earlier store, which is replaced only once the new one is whole);
+    returns its manifest."""
+    if paths.is_remote(output):
+        raise SamplerError(f"--output {output}: a graph store is written to a local folder "
+                           f"(it is memory-mapped); copy it where it is needed afterwards")
+    if chunk_edges < 1:
+        raise SamplerError(f"--chunk-edges must be at least 1, got {chunk_edges}")
+    target = os.path.abspath(output).rstrip("/")
+    if os.path.exists(target) and not (os.path.isdir(target) and (
+            not os.listdir(target) or is_store(target))):
+        raise SamplerError(f"--output {output}: exists and is not a graph store; give a new or "
+                           f"empty folder (an earlier store there is replaced)")
+    staging = os.path.join(os.path.dirname(target),
+                           f".{os.path.basename(target)}.staging-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    try:
+        with open(os.path.join(staging, STAGING_MARK), "w") as f:
+            json.dump({"building": target, "pid": os.getpid(), "host": socket.gethostname()}, f)
+        manifest = _build(loaded, _Writer(staging), chunk_edges, log)
+        with open(os.path.join(staging, MANIFEST_NAME + ".tmp"), "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(os.path.join(staging, MANIFEST_NAME + ".tmp"),
+                   os.path.join(staging, MANIFEST_NAME))
+        os.remove(os.path.join(staging, STAGING_MARK))
+        _commit(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return manifest
+
+
+def _commit(staging: str, target: str) -> None:
+    """The staged store takes the target's name; an earlier store there is moved aside
+    first and deleted after (rename is atomic on one file system: at every moment the
+    target is absent, the old store or the new one, each whole)."""
+    old = None
+    if os.path.exists(target):
+        old = f"{staging}.old"
+        os.rename(target, old)
+    os.rename(staging, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, log) -> dict:
+    schema = loaded.schema
+    node_sets = sorted(schema.node_sets)
+    edge_sets = sorted(n for n in schema.edge_sets if not is_link_readout("edge set", n))
+    node_dirs = {n: set_folder("nodes", i, n) for i, n in enumerate(node_sets)}
+    edge_dirs = {n: set_folder("edges", i, n) for i, n in enumerate(edge_sets)}
+    tables = {}
+    for kind, name in set_names(schema):
+        tables[f"{kind}/{name}"] = _facts(loaded, kind, name)
+    columns = {key: list(f.columns) for key, f in tables.items()}
+
+    def timestamp_of(kind, name):
+        if kind == "nodes" and not has_table(schema.node_sets[name].metadata):
+            return None
+        return find_timestamp_column(loaded, kind, name, columns[f"{kind}/{name}"])
+
+    nodes_meta = {}
+    # 1. Node tables, one at a time; their sorted ids wait on disk for the names.
+    for name in node_sets:
+        meta = {"dir": node_dirs[name], "table": has_table(schema.node_sets[name].metadata),
+                "table_rows": 0, "timestamp": None, "features": {}}
+        nodes_meta[name] = meta
+        if not meta["table"]:
+            continue
+        column = timestamp_of("nodes", name)
+        dtype = time_dtype(loaded, [("nodes", name)]).name if column else None
+        table = build_node_table(name, list(read_set(
+            loaded, "nodes", name, timestamp=TimeColumn(column, dtype) if column else None)),
+            table_locations(loaded, "nodes", name))
+        meta["table_rows"] = len(table.ids)
+        out.write(f"{meta['dir']}/table_ids.npy", table.ids)
+        for i, (feature, values) in enumerate(sorted(table.features.items())):
+            description, arrays = feature_arrays(values)
+            meta["features"][feature] = description | {"prefix": f"feature{i}"}
+            for suffix, array in arrays.items():
+                out.write(f"{meta['dir']}/feature{i}.{suffix}.npy", array)
+        if column:
+            meta["timestamp"] = {"column": column, "dtype": dtype}
+            out.write(f"{meta['dir']}/timestamps.npy", table.timestamps)
+        log(f"node set '{name}': {len(table.ids)} rows")
+        del table
+        release_free_memory()
+    # 2. Each edge table's distinct end ids, batch by batch.
+    parts = {n: [] for n in node_sets}
+    for name in edge_sets:
+        edge_set = schema.edge_sets[name]
+        ends = {"sources": [], "targets": []}
+        for batch in read_set(loaded, "edges", name):
+            for end in ends:
+                ends[end].append(unique(getattr(batch, end)))
+            if sum(len(a) for a in ends["sources"]) > (1 << 22):  # keep the pieces few
+                ends = {end: [unique(np.concatenate(a))] for end, a in ends.items()}
+        for end, node_set in (("sources", edge_set.source), ("targets", edge_set.target)):
+            if ends[end]:
+                parts[node_set].append(unique(np.concatenate(ends[end])))
+        release_free_memory()
+    # 3. Names, fingerprints; node tables' ids as codes.
+    for name in node_sets:
+        meta = nodes_meta[name]
+        pieces = parts.pop(name)
+        if meta["table"]:
+            pieces.append(out.read(f"{meta['dir']}/table_ids.npy"))
+        names = unique(np.concatenate(pieces)) if pieces else np.zeros(0, "S1")
+        del pieces
+        out.write(f"{meta['dir']}/names.npy", names)
+        out.write(f"{meta['dir']}/fingerprints.npy", rng.fingerprint(names))
+        meta["names"] = len(names)
+        if meta["table"]:
+            ids = out.read(f"{meta['dir']}/table_ids.npy")
+            out.write(f"{meta['dir']}/table_codes.npy", np.searchsorted(names, ids))
+            del ids
+            out.drop(f"{meta['dir']}/table_ids.npy")
+        del names
+        release_free_memory()
+    # 4. Each edge set's layouts, one edge set at a time.
+    edges_meta = {}
+    for name in edge_sets:
+        edge_set = schema.edge_sets[name]
+        edge_column = timestamp_of("edges", name)
+        target_column = (nodes_meta[edge_set.target]["timestamp"] or {}).get("column")
+        timed = edge_column is not None or target_column is not None
+        dtype = time_dtype(loaded, [("edges", name)] * bool(edge_column)
+                           + [("nodes", edge_set.target)] * bool(target_column)).name
+        meta = {"dir": edge_dirs[name], "source": edge_set.source, "target": edge_set.target,
+                "timed": {"edge_column": edge_column, "target_column": target_column,
+                          "dtype": dtype} if timed else None, "layouts": {}}
+        edges_meta[name] = meta
+        batch = concat_edge_batches(name, list(read_set(
+            loaded, "edges", name,
+            timestamp=TimeColumn(edge_column, dtype) if edge_column else None)))
+        source_names = out.read(f"{nodes_meta[edge_set.source]['dir']}/names.npy")
+        target_names = out.read(f"{nodes_meta[edge_set.target]['dir']}/names.npy")
+        sources = np.searchsorted(source_names, batch.sources)
+        targets = np.searchsorted(target_names, batch.targets)
+        edge_times = batch.timestamps
+        rows, weights, features = batch.rows, batch.weights, batch.features
+        meta["edges"] = len(rows)
+        del batch
+        source_fingerprints = out.read(f"{nodes_meta[edge_set.source]['dir']}/fingerprints.npy")
+        target_fingerprints = out.read(f"{nodes_meta[edge_set.target]['dir']}/fingerprints.npy")
+        layouts = [(CANONICAL, None)]
+        if timed:
+            target_times = None
+            if target_column:
+                target_times = _times_by_code(out, nodes_meta[edge_set.target], dtype)[targets]
+            layouts.append((TIMED, effective_times(edge_times, target_times, dtype)))
+            del target_times
+        del edge_times
+        while layouts:
+            layout, times = layouts.pop(0)
+            coded = EdgeBatch(name, sources, targets, rows, weights, features, times)
+            built = build_adjacency(name, [coded], source_fingerprints.__getitem__, chunk_edges,
+                                    target_fingerprints.__getitem__)
+            if edge_set.target == edge_set.source:  # as load_graph: the leakage check's
+                built.target_fingerprints = source_fingerprints[built.target_ids]
+            del coded, times
+            per_row, per_edge, description = adjacency_arrays(built)
+            del built
+            if layout == CANONICAL:
+                for key, array in per_row.items():
+                    out.write(f"{meta['dir']}/{key}.npy", array)
+            for key, array in per_edge.items():
+                out.write(f"{meta['dir']}/{layout}/{key}.npy", array)
+            meta["layouts"][layout] = description
+            del per_row, per_edge
+            release_free_memory()
+        del sources, targets, rows, weights, features, layouts
+        release_free_memory()
+        log(f"edge set '{name}': {meta['edges']} edges"
+            f"{' (canonical and timed)' if timed else ''}")
+    return {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "package_version": PACKAGE_VERSION,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "schema": text_format.MessageToString(_store_schema(loaded)),
+        "prepared_from": loaded.path,
+        "options": {"chunk_edges": chunk_edges},
+        "tables": {key: facts_dict(f) for key, f in tables.items()},
+        "nodes": nodes_meta, "edges": edges_meta, "files": out.files,
+    }
+
+
+def _facts(loaded: LoadedSchema, kind: str, name: str) -> TableFacts:
+    rows, row_bytes = table_rows(loaded, kind, name)
+    source = bigquery_source(loaded, kind, name)
+    fmt = "bigquery" if source is not None else paths.file_format(
+        table_locations(loaded, kind, name)[0])
+    return TableFacts(tuple(set_columns(loaded, kind, name)), int(set_bytes(loaded, kind, name)),
+                      float(rows), float(row_bytes), fmt,
+                      tuple(table_locations(loaded, kind, name)))
+
+
+def _store_schema(loaded: LoadedSchema):
+    """The schema as the store serves it: each table named by where it came from (a
+    BigQuery table by its name), so `has_table` and the messages read as before, while
+    nothing reads those names again."""
+    schema = type(loaded.schema)()
+    schema.CopyFrom(loaded.schema)
+    for kind, name in set_names(schema):
+        pieces = schema.node_sets if kind == "nodes" else schema.edge_sets
+        metadata = pieces[name].metadata
+        source = bigquery_source(loaded, kind, name)
+        if source is not None:
+            metadata.filename = source.name
+            metadata.ClearField("bigquery")
+    return schema
+
+
+def _times_by_code(out: _Writer, meta: dict, dtype: str) -> np.ndarray:
+    """Every node's timestamp by code (as load_graph's times_by_code); nodes absent from
+    the table add nothing."""
+    times = np.full(meta["names"], lowest_time(dtype), dtype=dtype)
+    times[out.read(f"{meta['dir']}/table_codes.npy")] = out.read(f"{meta['dir']}/timestamps.npy")
+    return times
