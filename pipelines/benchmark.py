@@ -242,6 +242,12 @@ def make_parser() -> argparse.ArgumentParser:
                         help="time a link job over N pairs against a node job over their 2N "
                              "endpoints (with --timestamps: each at its edge's time as "
                              "cut-off; see the module docstring)")
+    parser.add_argument("--store", action="store_true",
+                        help="the memory engine from the tables and from a graph store, and "
+                             "the store under a memory cap (pipelines/store_benchmark.py)")
+    parser.add_argument("--cap-mb", type=int, metavar="MB",
+                        help="--store: the memory cap (default: the interpreter's footprint "
+                             "plus half the graph's in-memory size)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON line (config, runs, median) instead of text")
     return parser
@@ -349,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         seeds = os.path.join(folder, manifest["seeds"]["hub" if args.hub_edges else "all"])
     extra = shlex.split(args.extra_args)
+    if args.store:
+        from pipelines.store_benchmark import main_hook
+
+        return main_hook(args, folder, spec, seeds, lambda cmd, out: run_once(cmd, out),
+                         sample_command, log)
     timed_seeds = (constant_cutoff_seeds(folder, manifest, args.cutoff)
                    if args.cutoff is not None and args.timestamps else None)
     contenders = args.engine.split(",")
