@@ -8,7 +8,8 @@ Steps (each array is written as soon as it is built, then dropped):
   2. each edge table, batch by batch: the distinct ids of its two ends;
   3. per node set, its names (sorted distinct ids of its table and of every edge set
      that names it) and their fingerprints; the node tables' ids become codes;
-  4. each edge table again, alone: coded ids, its canonical CSR and, when it has
+  4. each edge table again, alone, its ids coded batch by batch: its canonical CSR and,
+     when it has
      timestamps (or its target node set has), its timed CSR (core.adjacency, exactly
      as sampler.memory.graph.load_graph builds them).
 So memory holds at most one table (one edge set's rows and the sort that builds its
@@ -224,17 +225,20 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, log) -> dict:
                 "timed": {"edge_column": edge_column, "target_column": target_column,
                           "dtype": dtype} if timed else None, "layouts": {}}
         edges_meta[name] = meta
-        batch = concat_edge_batches(name, list(read_set(
-            loaded, "edges", name,
-            timestamp=TimeColumn(edge_column, dtype) if edge_column else None)))
         source_names = out.read(f"{nodes_meta[edge_set.source]['dir']}/names.npy")
         target_names = out.read(f"{nodes_meta[edge_set.target]['dir']}/names.npy")
-        sources = np.searchsorted(source_names, batch.sources)
-        targets = np.searchsorted(target_names, batch.targets)
+        # Ids become codes batch by batch: the table's byte-string ids are never all held.
+        batch = concat_edge_batches(name, [
+            EdgeBatch(name, np.searchsorted(source_names, b.sources),
+                      np.searchsorted(target_names, b.targets), b.rows, b.weights, b.features,
+                      b.timestamps)
+            for b in read_set(loaded, "edges", name,
+                              timestamp=TimeColumn(edge_column, dtype) if edge_column else None)])
+        sources, targets = batch.sources, batch.targets
         edge_times = batch.timestamps
         rows, weights, features = batch.rows, batch.weights, batch.features
         meta["edges"] = len(rows)
-        del batch
+        del batch, source_names, target_names
         source_fingerprints = out.read(f"{nodes_meta[edge_set.source]['dir']}/fingerprints.npy")
         target_fingerprints = out.read(f"{nodes_meta[edge_set.target]['dir']}/fingerprints.npy")
         layouts = [(CANONICAL, None)]
