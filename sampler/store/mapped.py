@@ -58,7 +58,10 @@ def open_store(job: SamplingJob) -> MappedGraph:
         raise refuse(f"cannot serve this job: {problem}")
 
     def array(relative: str) -> np.ndarray:
-        return np.load(os.path.join(folder, relative), mmap_mode="r", allow_pickle=False)
+        # A plain ndarray over the mapping: np.memmap's Python-level __array_finalize__
+        # would run on every slice and view the hops take.
+        return np.load(os.path.join(folder, relative), mmap_mode="r",
+                       allow_pickle=False).view(np.ndarray)
 
     plan, time = job.plan, job.time
     wanted = time.dtype if time is not None else None
