@@ -20,7 +20,7 @@ setup(
         "protobuf>=6.33.5,<7",
         "pyarrow>=15,<26",
         "google-cloud-storage>=2.16,<4",
-        # BigQuery tables (unigraph/bigquery.py): REST for tables and queries, the Storage
+        # BigQuery tables (unigraph/storage/bigquery.py): REST for tables and queries, the Storage
         # Read API for rows; within what apache-beam[gcp] allows (bigquery <4, storage <3).
         "google-cloud-bigquery>=3.10,<4",
         "google-cloud-bigquery-storage>=2.20,<3",

@@ -22,12 +22,12 @@ import sys
 
 from google.protobuf import text_format
 
-from unigraph import paths
+from unigraph.storage import paths
 from unigraph.errors import SamplerError, SchemaError
 from unigraph.schema import (SCHEMA_FILE_NAME, bigquery_source, check_schema, load_schema,
                              set_names)
 from unigraph.tables import read_set, table_layout
-from unigraph.writers import EXTENSIONS, write_sharded
+from unigraph.tables.writers import EXTENSIONS, write_sharded
 
 
 def make_parser() -> argparse.ArgumentParser:

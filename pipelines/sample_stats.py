@@ -30,7 +30,7 @@ import sys
 from sampler.output import stats_report
 from sampler.output.files import write_text
 from sampler.output.stats import FolderStats, folder_stats
-from unigraph import paths
+from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
 
 STATS_FOLDER = "stats"

@@ -33,9 +33,9 @@ from sampler.output.report import format_report
 from sampler.output.schema import sampled_schema, schema_text
 from sampler.plan.plan import Plan, pairs_table_layout
 from sampler.plan.timing import describe_time_plan, time_plan
-from unigraph import bigquery, paths
+from unigraph.storage import bigquery, paths
 from unigraph.errors import SamplerError
-from unigraph.batches import describe_row
+from unigraph.columnar.batches import describe_row
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables import seed_files
 

@@ -40,7 +40,7 @@ from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
                                                   TypeOptions, WorkerOptions)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from unigraph import paths
+from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
 
 

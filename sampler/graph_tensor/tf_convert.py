@@ -14,8 +14,8 @@ import numpy as np
 
 from sampler.graph_tensor import keys as k
 from sampler.graph_tensor.model import Adjacency, Context, EdgeSet, Field, GraphTensor, NodeSet
-from unigraph import graph_schema_pb2 as gs
-from unigraph.ragged import Ragged
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.columnar.ragged import Ragged
 
 
 def _tf():

@@ -29,8 +29,8 @@ from sampler.core.seeds import seeds_from_ids
 from sampler.core.temporal import effective_times, lowest_time
 from sampler.job.job import SamplingJob
 from sampler.plan.plan import edge_sets_to_read, pairs_table_layout
-from unigraph.batches import EdgeBatch, PairBatch, SeedBatch
-from unigraph.ragged import concat
+from unigraph.columnar.batches import EdgeBatch, PairBatch, SeedBatch
+from unigraph.columnar.ragged import concat
 from unigraph.schema import has_table
 from unigraph.tables import read_pair_set, read_seed_set, read_set, table_locations
 

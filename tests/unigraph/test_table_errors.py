@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.unigraph import graphs
-from unigraph.batches import ROW_FILE_SHIFT
+from unigraph.columnar.batches import ROW_FILE_SHIFT
 from unigraph.errors import TableError
 from unigraph.schema import load_schema, table_files
 from unigraph.tables import read_seeds, read_set, row_location

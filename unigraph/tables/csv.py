@@ -33,10 +33,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from unigraph import paths
-from unigraph.batches import FeatureValues
+from unigraph.storage import paths
+from unigraph.columnar.batches import FeatureValues
 from unigraph.errors import TableError, one_line
-from unigraph.read_ahead import read_ahead
+from unigraph.tables.read_ahead import read_ahead
 from unigraph.tables import decode
 from unigraph.tables.build import Batch, make_batch, resolve_columns
 from unigraph.tables.layout import FeatureSpec, TableLayout
