@@ -10,6 +10,8 @@ COPY setup.py README.md ./
 COPY sampler/ sampler/
 COPY unigraph/ unigraph/
 COPY pipelines/ pipelines/
+# The base install only: the workers sample; TensorFlow, matplotlib, pandas and
+# PyTorch are extras they never import (tests/test_dockerfile.py keeps it so).
 RUN pip install --no-cache-dir .
 
 ENTRYPOINT ["/opt/apache/beam/boot"]

@@ -7,8 +7,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_OUT := out/demo
+# Python versions tested besides the main virtualenv's, each with the base install
+# (setup.py's python_requires); one that is not installed here is said and skipped.
+OTHER_PYTHONS ?= 3.10 3.12 3.13
 
-.PHONY: demo test install protos lint-docker clean
+.PHONY: demo test install protos lint-docker clean check-base check-pythons
 
 # Reinstall when the declared dependencies change.
 $(STAMP): setup.py
@@ -33,8 +36,45 @@ demo: $(STAMP)
 	@echo
 	$(VENV)/bin/sample-check $(DEMO_OUT)
 
+# The whole suite, then the base install on its own and the other Python versions.
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests
+	$(MAKE) --no-print-directory check-base check-pythons
+
+# The base install (no extras) in a virtualenv of its own, as a user gets it from
+# `pip install .`: both engines sample the demo, byte for byte alike, and nothing heavy
+# is installed. Dependencies are reinstalled when setup.py changes, the project
+# itself on every run.
+BASE_VENV := .venv-base
+$(BASE_VENV)/.installed: setup.py
+	rm -rf $(BASE_VENV)
+	$(PYTHON) -m venv $(BASE_VENV)
+	$(BASE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BASE_VENV)/bin/python -m pip install --quiet .
+	touch $@
+
+check-base: $(BASE_VENV)/.installed
+	$(BASE_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
+	$(BASE_VENV)/bin/python .ci/check_base.py $(BASE_VENV)
+
+# Each other Python version: the base install plus the test tools ([test-base]), and the tests
+# that need nothing more (core, readers, engines agreeing, the extras' one lines).
+BASE_TESTS := tests/sampler/core tests/unigraph tests/test_extras.py \
+    tests/pipelines/test_sample_reproducible.py
+check-pythons:
+	@for v in $(OTHER_PYTHONS); do \
+	    py=$$(command -v python$$v || ls $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v 2>/dev/null | head -1); \
+	    if [ -z "$$py" ]; then echo "Python $$v: not installed on this machine, not tested"; continue; fi; \
+	    venv=.venv-py$$v; \
+	    if [ ! -f $$venv/.installed ] || [ setup.py -nt $$venv/.installed ]; then \
+	        rm -rf $$venv && $$py -m venv $$venv && \
+	        $$venv/bin/python -m pip install --quiet --upgrade pip && \
+	        $$venv/bin/python -m pip install --quiet -e '.[test-base]' && \
+	        touch $$venv/.installed || exit 1; \
+	    fi; \
+	    echo "Python $$v ($$py): base install, $(BASE_TESTS)"; \
+	    $$venv/bin/python -m pytest -q -n 2 -p no:cacheprovider $(BASE_TESTS) || exit 1; \
+	done
 
 # Regenerate the committed _pb2 modules from proto/ (tests/test_protos.py
 # fails when they drift).
@@ -45,4 +85,4 @@ lint-docker: $(STAMP)
 	$(VENV)/bin/hadolint Dockerfile
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .hypothesis .cache *.egg-info
+	rm -rf $(VENV) $(BASE_VENV) .venv-py* out .pytest_cache .hypothesis .cache *.egg-info

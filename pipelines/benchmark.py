@@ -54,7 +54,7 @@ from google.protobuf import text_format
 from pipelines import synthetic
 from pipelines.proc_stats import run_measured
 from sampler.graph_tensor import wire
-from unigraph import tfrecord
+from unigraph.encoding import tfrecord
 from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.spec import load_spec
 
@@ -303,10 +303,10 @@ def constant_cutoff_seeds(folder: str, manifest: dict, cutoff: int) -> str:
     """Every paper with the same cut-off, written once into the graph's folder."""
     import numpy as np
 
-    from unigraph.batches import NodeBatch
+    from unigraph.columnar.batches import NodeBatch
     from unigraph.tables import read_seeds
     from unigraph.tables.layout import TimeColumn, seeds_layout
-    from unigraph.writers import write_table
+    from unigraph.tables.writers import write_table
 
     path = os.path.join(folder, f"seeds_cutoff{cutoff}.parquet")
     if not os.path.exists(path):

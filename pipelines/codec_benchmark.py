@@ -19,9 +19,9 @@ import numpy as np
 from sampler.graph_tensor import (Adjacency, Context, EdgeSet, GraphTensor, NodeSet, add_readout,
                                   encode_example, parse_example)
 from sampler.graph_tensor.codec import flatten_graph
-from unigraph import example_pb2
-from unigraph import graph_schema_pb2 as gs
-from unigraph.ragged import Ragged
+from unigraph.protos import example_pb2
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.columnar.ragged import Ragged
 
 
 def _add(features, name, dtype, *dims):

@@ -29,13 +29,13 @@ import sys
 from google.protobuf import text_format
 
 from sampler.core.long_rows import CHUNK_EDGES
-from unigraph import paths
+from unigraph.storage import paths
 from unigraph.errors import SamplerError, SchemaError
 from unigraph.schema import (SCHEMA_FILE_NAME, bigquery_source, check_schema, load_schema,
                              set_names)
 from unigraph.tables import read_set, table_layout
+from unigraph.tables.writers import EXTENSIONS, write_sharded
 from unigraph.timestamps import override_timestamp_column
-from unigraph.writers import EXTENSIONS, write_sharded
 
 
 STORE = "store"

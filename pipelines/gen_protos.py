@@ -12,8 +12,8 @@ import tempfile
 
 # .proto source (relative to the repo root) -> where its _pb2 module lives.
 PROTO_MODULES = {
-    "proto/graph_schema.proto": "unigraph/graph_schema_pb2.py",
-    "proto/example.proto": "unigraph/example_pb2.py",
+    "proto/graph_schema.proto": "unigraph/protos/graph_schema_pb2.py",
+    "proto/example.proto": "unigraph/protos/example_pb2.py",
     "proto/sampling_spec.proto": "sampler/plan/sampling_spec_pb2.py",
 }
 

@@ -34,7 +34,7 @@ from sampler.output.seek import Condition, ScanCounts, find_records, parse_condi
     seed_condition
 from sampler.output.stats import json_safe
 from unigraph.errors import SamplerError
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 
 SHOWN_VALUES = 4   # values of a feature shown per item in text
 

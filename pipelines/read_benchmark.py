@@ -4,7 +4,7 @@
                                        [--features 128] [--repeat 3] [--dir /tmp/...]
                                        [--tables edges nodes] [--formats csv tfrecord ...]
 
-Generates two tables with unigraph.writers and reads each back with the pure
+Generates two tables with unigraph.tables.writers and reads each back with the pure
 readers (unigraph.tables.read_unit) in this process:
   edges  --edges rows: string ids `n<k>` of --nodes nodes, a float64 weight
          and a float32 3-vector edge feature;
@@ -28,11 +28,11 @@ import time
 
 import numpy as np
 
-from unigraph.batches import EdgeBatch, NodeBatch, row_ids
+from unigraph.columnar.batches import EdgeBatch, NodeBatch, row_ids
 from unigraph.tables import DEFAULT_BATCH_ROWS, read_unit, split_file
 from unigraph.tables.layout import EDGES, NODES, FeatureSpec, TableLayout
 from unigraph.tables.tfrecord import read_tfrecord
-from unigraph.writers import write_table
+from unigraph.tables.writers import write_table
 
 LAYOUT = TableLayout(EDGES, "edges", (FeatureSpec("vec", np.dtype(np.float32), (3,), "DT_FLOAT"),))
 

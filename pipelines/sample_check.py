@@ -29,8 +29,8 @@ from sampler.output.files import REPORT_FILE
 from sampler.output.folder import SamplesError, iter_records, open_samples
 from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET,
                                   SEED_ID_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
-from unigraph import graph_schema_pb2 as gs
-from unigraph import paths
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
 
 

@@ -27,11 +27,11 @@ import json
 import os
 import sys
 
-from sampler.output import stats_report
 from sampler.output.files import write_text
 from sampler.output.stats import FolderStats, folder_stats
-from unigraph import paths
-from unigraph.errors import SamplerError, one_line
+from sampler.output.stats_summary import format_summary
+from unigraph.storage import paths
+from unigraph.errors import SamplerError, one_line, require_extra
 
 STATS_FOLDER = "stats"
 JSON_FILE = "stats.json"
@@ -73,10 +73,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="processes reading a local folder's shards (default: one per "
                              "CPU; the numbers do not depend on it)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("--no-html", dest="html", action="store_false",
+                        help="write stats.json and the summary only, no index.html (the "
+                             "HTML report's figures need matplotlib: the [stats] extra)")
     args = parser.parse_args(argv)
     if len(args.folders) > 2:
         parser.error(f"at most two folders (to compare), got {len(args.folders)}")
     try:
+        # Checked before the folders are read: a missing extra is one line at once.
+        stats_report = None
+        if args.html:
+            require_extra("matplotlib", "stats", "sample-stats' HTML report",
+                          otherwise="or --no-html for stats.json and the summary alone")
+            from sampler.output import stats_report
         runs: list[tuple[str, FolderStats]] = []
         for label, folder in zip(LABELS, args.folders):
             runs.append((label, folder_stats(folder, workers=args.workers,
@@ -89,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         if not paths.is_remote(output):
             os.makedirs(output, exist_ok=True)
         write_text(json_path, json.dumps(document, indent=1, allow_nan=False) + "\n")
-        write_text(html_path, stats_report.render_html(runs))
+        if stats_report is not None:
+            write_text(html_path, stats_report.render_html(runs))
     except SamplerError as e:
         print(f"sample-stats: error: {e}", file=sys.stderr)
         return 2
@@ -97,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sample-stats: error: cannot write the report: {one_line(e)}", file=sys.stderr)
         return 2
     try:
-        print(stats_report.format_summary(numbers))
-        print(f"wrote {json_path}\nwrote {html_path}")
+        print(format_summary(numbers))
+        print(f"wrote {json_path}" + (f"\nwrote {html_path}" if stats_report else ""))
     except BrokenPipeError:   # e.g. `| head`: the files are written all the same
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

@@ -17,7 +17,7 @@ writes, into the output folder, a unigraph that `sample` reads unchanged:
   hub_seeds.<ext>       with --hub-edges: the papers "author/hub" wrote
   manifest.json         the arguments, counts, degree statistics and timings
 
-Tables are written by unigraph.writers (so the readers read them back to the same
+Tables are written by unigraph.tables.writers (so the readers read them back to the same
 columns; TFRecord's float_list holds float32, so weights read from TFRecord equal the
 4-decimal float64 weights of CSV/Parquet only as float32); with --shards N each table
 is `name@N.<ext>` (name-0000i-of-0000N.<ext>).
@@ -102,11 +102,11 @@ import time
 
 import numpy as np
 
-from unigraph.batches import EdgeBatch, NodeBatch
-from unigraph.paths import shard_names
+from unigraph.columnar.batches import EdgeBatch, NodeBatch
+from unigraph.storage.paths import shard_names
 from unigraph.schema import load_schema
 from unigraph.tables.layout import FeatureSpec, seeds_layout, table_layout
-from unigraph.writers import write_sharded, write_table
+from unigraph.tables.writers import write_sharded, write_table
 
 FEAT_DIM = 128
 OGBN_MAG_CLASSES = 349

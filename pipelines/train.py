@@ -15,7 +15,7 @@ import sys
 
 from sampler.output.folder import open_samples
 from sampler.training.layout import layout_from_schema
-from unigraph.errors import SamplerError
+from unigraph.errors import SamplerError, require_extra
 
 EXAMPLES = """\
 examples:
@@ -89,6 +89,7 @@ def main(argv=None) -> int:
 
         # TensorFlow's C++ start-up chatter would bury the progress bar.
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        require_extra("tensorflow", "tf", "train")
         from sampler.training.trainer import TrainOptions, train
 
         options = TrainOptions(

@@ -3,7 +3,7 @@
 The flow, one step per line, with the module that does it (docs/architecture.md
 has the diagram and the contract that makes the output byte-identical):
 
-  1. read      unigraph.tables (file -> columnar batch); unigraph.beam_io (Beam sources)
+  1. read      unigraph.tables (file -> columnar batch); unigraph.beam.read (Beam sources)
   2. plan      sampler.plan.plan.build_plan: SamplingSpec checked against the schema -> Plan
                (sampler.plan.timing: timestamps to read, cut-offs; plan.builder writes specs)
   3. job       sampler.job.job.SamplingJob: plan + time plan + output + shard and bucket counts

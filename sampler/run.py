@@ -33,9 +33,9 @@ from sampler.output.report import format_report
 from sampler.output.schema import sampled_schema, schema_text
 from sampler.plan.plan import Plan, pairs_table_layout
 from sampler.plan.timing import describe_time_plan, time_plan
-from unigraph import bigquery, paths
+from unigraph.storage import bigquery, paths
 from unigraph.errors import SamplerError
-from unigraph.batches import describe_row
+from unigraph.columnar.batches import describe_row
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables import seed_files
 
@@ -218,10 +218,14 @@ def _build_only(job: SamplingJob, beam_args: list[str], say: Callable[[str], Non
     if getattr(result, "job", None) is None:  # a runner without a job description
         say("dry run: the pipeline was built and not run; nothing written")
         return {"dry_run": True, "job_description": None}
-    where, steps = write_job_description(result, beam_args)
+    where, steps, requirements = write_job_description(result, beam_args)
     say(f"dry run: job description ({steps} steps) written to {where}; nothing submitted, "
         f"no output written")
-    return {"dry_run": True, "job_description": where, "steps": steps}
+    if requirements is not None:
+        say(f"the workers install the staged package and its {len(requirements)} "
+            f"requirement(s): {', '.join(requirements)}")
+    return {"dry_run": True, "job_description": where, "steps": steps,
+            "worker_requirements": requirements}
 
 
 def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool):

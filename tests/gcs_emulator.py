@@ -1,7 +1,7 @@
 """A real GCS emulator for tests: gcp-storage-emulator on a free 127.0.0.1 port.
 
 STORAGE_EMULATOR_HOST points both the google-cloud-storage client and, through
-unigraph.paths, Beam's GCS filesystem at it. Nothing is mocked.
+unigraph.storage.paths, Beam's GCS filesystem at it. Nothing is mocked.
 """
 import os
 import socket

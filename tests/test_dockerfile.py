@@ -26,3 +26,14 @@ def test_base_image_matches_pinned_beam_version():
     with open(os.path.join(REPO_ROOT, "Dockerfile")) as f:
         base = re.search(r"^FROM (\S+)", f.read(), re.M).group(1)
     assert base == f"apache/beam_python3.11_sdk:{beam_version}"
+
+
+def test_the_worker_image_installs_the_base_only():
+    """No extra ([tf], [stats], ...) and no heavy library in the image's installs."""
+    with open(os.path.join(REPO_ROOT, "Dockerfile")) as f:
+        installs = [line for line in f.read().splitlines() if "pip install" in line]
+    assert installs, "the Dockerfile installs the project with pip"
+    for line in installs:
+        assert "[" not in line, line
+        for heavy in ("tensorflow", "torch", "matplotlib", "pandas"):
+            assert heavy not in line, line

@@ -8,7 +8,7 @@ from google.protobuf import descriptor_pb2, text_format
 from pipelines.gen_protos import PROTO_MODULES, compile_protos
 from sampler.plan import sampling_spec_pb2
 from tests.conftest import TESTDATA
-from unigraph import example_pb2, graph_schema_pb2
+from unigraph.protos import example_pb2, graph_schema_pb2
 
 MODULES = {
     "proto/graph_schema.proto": graph_schema_pb2,

@@ -50,3 +50,29 @@ def text_format_message(error, source: str) -> str:
     for prefix in ("graph_sampler.unigraph.", "graph_sampler.sampler.", "graph_sampler.tf."):
         text = text.replace(prefix, "")
     return f"{source}: {text}"
+
+
+class MissingExtra(SamplerError):
+    """A feature needs an optional dependency that is not installed."""
+
+
+def require_extra(module: str, extra: str, needed_for: str, otherwise: str = ""):
+    """Imports and returns `module`, or raises MissingExtra naming the extra to install.
+
+    The base install samples (every format, both engines, Dataflow, BigQuery); heavy
+    libraries come with extras (setup.py): [tf] for training, tf.data and TF-GNN
+    interop, [stats] for sample-stats' HTML report, [torch] for PyTorch Geometric.
+    `otherwise` names a way around it, if any. Only a missing `module` itself is
+    reported this way: an installed library that fails to import for another reason
+    keeps its own error.
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name is None or module.split(".")[0] != e.name.split(".")[0]:
+            raise
+        raise MissingExtra(f"{needed_for} needs {module.split('.')[0]}, which is not "
+                           f"installed: pip install 'graph-sampler[{extra}]'"
+                           + (f" ({otherwise})" if otherwise else "")) from None

@@ -17,9 +17,9 @@ import re
 import numpy as np
 from google.protobuf import text_format
 
-from unigraph import bigquery
-from unigraph import graph_schema_pb2 as gs
-from unigraph import paths
+from unigraph.storage import bigquery
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.storage import paths
 from unigraph.errors import SchemaError, TableError, one_line, text_format_message
 from unigraph.store_manifest import MANIFEST_NAME, StoreInfo, is_store, read_store
 from unigraph.timestamps import check_declared_timestamp

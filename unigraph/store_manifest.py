@@ -17,7 +17,7 @@ import dataclasses
 import json
 import os
 
-from unigraph import paths
+from unigraph.storage import paths
 from unigraph.errors import SchemaError
 
 MANIFEST_NAME = "store.json"

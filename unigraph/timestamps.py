@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 
 
 class HasSchema(Protocol):

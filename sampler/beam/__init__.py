@@ -11,9 +11,9 @@ around a pure function of sampler.core or sampler.output.
   runner.py    the runner and options a job runs with
   tagged.py    a step's results of several kinds on one output, split by kind
 
-Every element crosses workers through unigraph.beam_coder (raw arrays, no pickle),
+Every element crosses workers through unigraph.beam.coder (raw arrays, no pickle),
 which importing this package makes Beam's fallback coder.
 """
-from unigraph.beam_coder import use_element_coder
+from unigraph.beam.coder import use_element_coder
 
 use_element_coder()

@@ -20,7 +20,7 @@ from sampler.core.negatives import (Draws, GroupTotals, build_draw_group, choose
                                     concat_pairs, draw_negatives, negative_stats,
                                     resolve_draws)
 from sampler.plan.plan import NegativeSampling
-from unigraph.batches import PairBatch
+from unigraph.columnar.batches import PairBatch
 
 
 def _concat(batches) -> PairBatch:

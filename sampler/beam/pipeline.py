@@ -3,7 +3,7 @@
 Every keyed join works on buckets (core.buckets): a stage's elements are
 numpy batches for many nodes or samples, never one node or one sample.
 
-    Read/nodes/<set>, Read/edges/<set>, Read/seeds    unigraph.beam_io
+    Read/nodes/<set>, Read/edges/<set>, Read/seeds    unigraph.beam.read
     NodeTable/<set>, Adjacency/<set>, SeedIds/...     beam/tables.py
     EdgeTimes/<set> (target node times, if any)       beam/tables.py
     Pairs (link seeds), Seeds                         beam/pairs.py, beam/seeds.py
@@ -37,7 +37,7 @@ from sampler.core.negatives import split_by_draw_group
 from sampler.beam.report import STATS
 from sampler.plan.plan import (DEGREE, edge_sets_to_read, excludes_pair_edges, label_dtype,
                                members_ops, pair_edge_sets, pairs_table_layout)
-from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadPairs, ReadSeeds
+from unigraph.beam.read import ReadEdgeSet, ReadNodeSet, ReadPairs, ReadSeeds
 from unigraph.schema import has_table
 from unigraph.tables import table_locations
 

@@ -25,9 +25,11 @@ coder and staged artifact, the options) as one JSON file.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
+import tarfile
 import tempfile
 import threading
 import time
@@ -40,7 +42,7 @@ from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
                                                   TypeOptions, WorkerOptions)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from unigraph import paths
+from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
 
 
@@ -111,9 +113,10 @@ def _stage_project_code(options: PipelineOptions) -> None:
     setup.setup_file = path
 
 
-def write_job_description(result, beam_args: list[str]) -> tuple[str, int]:
+def write_job_description(result, beam_args: list[str]) -> tuple[str, int, list[str] | None]:
     """A Dataflow dry run's job as JSON at --dataflow_job_file (local or gs://), else in
-    the temporary folder; returns (where, number of leaf steps)."""
+    the temporary folder; returns (where, number of leaf steps, the requirements the
+    workers install with the staged package)."""
     from google.protobuf import json_format
 
     job = result.job
@@ -123,13 +126,53 @@ def write_job_description(result, beam_args: list[str]) -> tuple[str, int]:
                 if not t.subtransforms)
     description = {"dataflow_job": json.loads(job.json()), "pipeline": pipeline,
                    "options": options.get_all_options(drop_default=True),
-                   "leaf_steps": steps}
+                   "leaf_steps": steps,
+                   "worker_requirements": staged_requirements(job.proto_pipeline)}
     name = options.view_as(GoogleCloudOptions).job_name or "sample"
     where = (options.view_as(DebugOptions).dataflow_job_file
              or os.path.join(tempfile.gettempdir(), f"{name}.dataflow-job.json"))
     with paths.open_binary(where, "wb") as f:
         f.write(json.dumps(description, indent=1, sort_keys=True).encode("utf-8"))
-    return where, steps
+    return where, steps, description["worker_requirements"]
+
+
+def staged_requirements(pipeline_proto) -> list[str] | None:
+    """What the workers will pip-install with the staged package (`--setup_file`): the
+    base requirements of the source distribution Beam built and staged as
+    workflow.tar.gz, read from that archive. None when no package is staged (an image
+    carries the code) or the archive is no longer where the job names it."""
+    from apache_beam.portability import common_urns
+    from apache_beam.portability.api import beam_runner_api_pb2 as api
+
+    for environment in pipeline_proto.components.environments.values():
+        for artifact in environment.dependencies:
+            if (artifact.role_urn != common_urns.artifact_roles.STAGING_TO.urn
+                    or api.ArtifactStagingToRolePayload.FromString(
+                        artifact.role_payload).staged_name != "workflow.tar.gz"):
+                continue
+            if artifact.type_urn == common_urns.artifact_types.FILE.urn:
+                where = api.ArtifactFilePayload.FromString(artifact.type_payload).path
+            elif artifact.type_urn == common_urns.artifact_types.URL.urn:
+                where = api.ArtifactUrlPayload.FromString(artifact.type_payload).url
+            else:
+                return None
+            try:
+                with paths.open_binary(where) as f:
+                    return _sdist_requirements(f.read())
+            except (OSError, tarfile.TarError):
+                return None
+    return None
+
+
+def _sdist_requirements(archive: bytes) -> list[str]:
+    """The unconditional requirements (no extra) in a source distribution's egg-info."""
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar.getmembers():
+            if member.name.endswith(".egg-info/requires.txt"):
+                text = tar.extractfile(member).read().decode("utf-8")
+                base = text.split("\n[", 1)[0]  # sections after the first are extras
+                return [line.strip() for line in base.splitlines() if line.strip()]
+    return []
 
 
 def _dask_partitions(options: PipelineOptions) -> None:

@@ -19,8 +19,8 @@ import numpy as np
 from sampler.core import rng
 from sampler.core.long_rows import LongRows, long_row_layout
 from sampler.core.pieces import encode_ids
-from unigraph.batches import EdgeBatch, FeatureValues
-from unigraph.ragged import concat, take
+from unigraph.columnar.batches import EdgeBatch, FeatureValues
+from unigraph.columnar.ragged import concat, take
 
 
 @dataclasses.dataclass(eq=False)

@@ -24,9 +24,9 @@ from sampler.core.arrays import unique
 from sampler.core.pieces import EdgePiece, NodeFeatures, PairPiece, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS
 from sampler.plan.plan import LABEL, Plan, label_dtype, pairs_table_layout
-from unigraph import graph_schema_pb2 as gs
-from unigraph.batches import FeatureValues
-from unigraph.ragged import Ragged, concat, take
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.columnar.batches import FeatureValues
+from unigraph.columnar.ragged import Ragged, concat, take
 from unigraph.schema import (ID_COLUMNS, LINK_READOUT_NODE_SET, feature_shape, has_table,
                              numpy_dtype)
 

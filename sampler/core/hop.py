@@ -23,7 +23,7 @@ from sampler.core.stats import RunStats
 from sampler.core.strategies import sample_edges
 from sampler.core.temporal import eligible_prefix
 from sampler.plan.plan import PlannedOp
-from unigraph.ragged import take
+from unigraph.columnar.ragged import take
 
 
 @dataclasses.dataclass(eq=False)

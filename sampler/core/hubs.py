@@ -27,7 +27,7 @@ from sampler.core.arrays import unique_inverse
 from sampler.core.buckets import split_by_bucket, split_by_shard
 from sampler.core.long_rows import chunk_counts, chunk_of_edges
 from sampler.core.pieces import Requests, merge
-from unigraph.batches import EdgeBatch
+from unigraph.columnar.batches import EdgeBatch
 
 HubTable = tuple[np.ndarray, np.ndarray]
 _KEY_SALT = rng.name_salt("hub chunk key")

@@ -26,7 +26,7 @@ from sampler.core.arrays import unique_inverse
 from sampler.core.buckets import node_buckets, split_by_bucket
 from sampler.core.hop import pair_edges
 from sampler.core.pieces import EdgePiece, Requests, prune
-from unigraph.ragged import take
+from unigraph.columnar.ragged import take
 
 
 def candidate_edges(adjacency: AdjacencyBucket, members: Requests, *,

@@ -51,7 +51,7 @@ from sampler.core.pairs import pair_fingerprints
 from sampler.core.stats import RunStats
 from sampler.core.temporal import lowest_time
 from sampler.plan.plan import DEGREE, LABEL, UNIFORM, NegativeSampling
-from unigraph.batches import PairBatch
+from unigraph.columnar.batches import PairBatch
 
 DRAW_GROUP_BITS = 12
 NUM_DRAW_GROUPS = 1 << DRAW_GROUP_BITS

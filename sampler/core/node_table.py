@@ -13,9 +13,9 @@ import numpy as np
 from sampler.core.arrays import unique, unique_codes
 from sampler.core.buckets import sample_buckets, split_by_bucket
 from sampler.core.pieces import NodeFeatures, Requests
-from unigraph.batches import FeatureValues, NodeBatch, describe_row
+from unigraph.columnar.batches import FeatureValues, NodeBatch, describe_row
 from unigraph.errors import TableError
-from unigraph.ragged import concat, take
+from unigraph.columnar.ragged import concat, take
 from unigraph.tables.read import row_location
 
 

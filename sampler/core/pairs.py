@@ -31,8 +31,8 @@ from sampler.core import rng
 from sampler.core.buckets import split_by_bucket
 from sampler.core.pieces import PairPiece, Requests
 from sampler.core.seeds import NUMBERING_GROUP_BITS, number_by_content
-from unigraph.batches import FeatureValues, PairBatch
-from unigraph.ragged import Ragged
+from unigraph.columnar.batches import FeatureValues, PairBatch
+from unigraph.columnar.ragged import Ragged
 
 _TARGET_SALT = rng.name_salt("pair-target")
 _FEATURE_SALT = rng.name_salt("pair-feature")

@@ -7,7 +7,7 @@ node reference instead of a padded id, and joins, dedupes and sorts work on
 integers; since a dictionary is sorted, code order is id order.
 
 Data shapes:
-  SampleId = int64: the seed row's RowId in the seeds table (see unigraph.batches),
+  SampleId = int64: the seed row's RowId in the seeds table (see unigraph.columnar.batches),
              so a duplicated seed id is two samples with their own random draws.
   NodeId   = bytes, in numpy 'S' arrays.
   Code     = int32 index into a piece's sorted id dictionary.
@@ -20,8 +20,8 @@ from typing import Sequence
 import numpy as np
 
 from sampler.core.arrays import unique, unique_inverse
-from unigraph.batches import FeatureValues
-from unigraph.ragged import concat, take
+from unigraph.columnar.batches import FeatureValues
+from unigraph.columnar.ragged import concat, take
 
 _EMPTY_IDS = np.zeros(0, "S1")
 

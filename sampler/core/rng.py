@@ -24,7 +24,7 @@ import hashlib
 
 import numpy as np
 
-from unigraph import splitmix
+from unigraph.encoding import splitmix
 
 _MASK64 = (1 << 64) - 1
 _START = np.uint64(0x243F6A8885A308D3)    # digits of pi: the chain's initial state
@@ -42,7 +42,7 @@ def _as_u64(value) -> np.ndarray:
 
 
 def _step(state, value) -> np.ndarray:
-    """One link of the chain: finalize(state ^ value * golden) (unigraph.splitmix).
+    """One link of the chain: finalize(state ^ value * golden) (unigraph.encoding.splitmix).
 
     For a fixed state this is a bijection of `value`, so distinct positions of
     one query never get equal keys.

@@ -28,7 +28,7 @@ from sampler.core.buckets import split_by_bucket, split_by_shard, split_requests
 from sampler.core.node_table import NodeTableBucket, features_by_shard
 from sampler.core.pieces import NodeFeatures, Requests, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS, RunStats
-from unigraph.batches import NodeBatch, SeedBatch
+from unigraph.columnar.batches import NodeBatch, SeedBatch
 
 NUMBERING_GROUP_BITS = 12  # 4096 groups: a fixed cut, independent of the job's buckets
 _PREFIX_BITS, _RANK_BITS = 24, 40

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from unigraph.batches import EdgeBatch
+from unigraph.columnar.batches import EdgeBatch
 
 
 def lowest_time(dtype) -> np.integer | np.floating:

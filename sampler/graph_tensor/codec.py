@@ -32,10 +32,10 @@ from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
 from sampler.graph_tensor.model import (Adjacency, Context, EdgeSet, Field, GraphTensor,
                                         NodeSet)
-from unigraph import example_pb2
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import example_pb2
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.errors import GraphTensorError
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 from unigraph.schema import NUMPY_DTYPES, dtype_name
 
 Schema = gs.GraphSchema
@@ -52,7 +52,7 @@ def encode_example(graph: GraphTensor, schema: Optional[Schema] = None) -> bytes
 
 
 def write_example(graph: GraphTensor, schema: Optional[Schema] = None) -> example_pb2.Example:
-    """`encode_example` as a message (unigraph.example_pb2.Example)."""
+    """`encode_example` as a message (unigraph.protos.example_pb2.Example)."""
     return example_pb2.Example.FromString(encode_example(graph, schema))
 
 

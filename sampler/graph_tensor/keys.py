@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 
 SIZE_NAME = "#size"
 SOURCE_NAME = "#source"

@@ -4,7 +4,7 @@ Names and constructors follow TF-GNN (`GraphTensor.from_pieces`,
 `NodeSet.from_fields`, ...) so code reads the same on both sides. A graph holds
 one or more graph components; every piece has `sizes`, an int64 vector with one
 entry per component (context sizes are all 1). Features are numpy arrays with
-the item dimension first, or `unigraph.ragged.Ragged` when a dimension varies.
+the item dimension first, or `unigraph.columnar.ragged.Ragged` when a dimension varies.
 
 Data shapes:
   Field    = np.ndarray [items, *dims] | Ragged (item dimension = outer rows)
@@ -24,7 +24,7 @@ import numpy as np
 
 from sampler.graph_tensor.validation import Field, validate_graph
 from unigraph.errors import GraphTensorError
-from unigraph.ragged import Ragged, values_equal
+from unigraph.columnar.ragged import Ragged, values_equal
 
 Features = Mapping[str, Field]  # Field: an array, or a Ragged one (validation.py)
 

@@ -15,9 +15,9 @@ import numpy as np
 
 from sampler.graph_tensor.model import (CONTEXT, SOURCE, TARGET, Adjacency, Context, EdgeSet,
                                         Field, GraphTensor, NodeSet)
-from unigraph import ragged
+from unigraph.columnar import ragged
 from unigraph.errors import GraphTensorError
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 
 REDUCE_TYPES = ("sum", "mean", "max", "min", "max_no_inf", "min_no_inf")
 

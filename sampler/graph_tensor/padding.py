@@ -22,9 +22,9 @@ import numpy as np
 
 from sampler.graph_tensor.model import Adjacency, Context, EdgeSet, GraphTensor, NodeSet
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET, readout_key
-from unigraph import ragged
+from unigraph.columnar import ragged
 from unigraph.errors import GraphTensorError
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 
 Array = Any  # a numpy array (or Ragged), or a tf.Tensor: whatever the PaddingOps take
 

@@ -12,7 +12,7 @@ import numpy as np
 from sampler.graph_tensor.model import Adjacency, EdgeSet, Field, GraphTensor, NodeSet
 from sampler.graph_tensor.readout_structure import (READOUT_NODE_SET, READOUT_PREFIX,
                                                     readout_edge_sets, readout_keys)
-from unigraph import ragged
+from unigraph.columnar import ragged
 from unigraph.errors import GraphTensorError
 
 def add_readout(graph: GraphTensor, key: str, source_set: str,

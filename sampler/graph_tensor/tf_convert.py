@@ -14,13 +14,14 @@ import numpy as np
 
 from sampler.graph_tensor import keys as k
 from sampler.graph_tensor.model import Adjacency, Context, EdgeSet, Field, GraphTensor, NodeSet
-from unigraph import graph_schema_pb2 as gs
-from unigraph.ragged import Ragged
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.columnar.ragged import Ragged
+from unigraph.errors import require_extra
 
 
 def _tf():
-    import tensorflow as tf  # lazily: about 4 s and 500 MB, only where training needs it
-    return tf
+    # Lazily: about 4 s and 500 MB, only where training needs it; the [tf] extra.
+    return require_extra("tensorflow", "tf", "converting to TensorFlow tensors")
 
 
 def _constant(array: np.ndarray):
@@ -77,7 +78,7 @@ def to_tfgnn(graph: GraphTensor, schema: Optional[gs.GraphSchema] = None,
              indices_dtype=None):
     """The same graph as a scalar `tensorflow_gnn.GraphTensor`."""
     tf = _tf()
-    import tensorflow_gnn as tfgnn
+    tfgnn = require_extra("tensorflow_gnn", "tf", "TF-GNN interop")
 
     indices_dtype = indices_dtype or tf.int64
 

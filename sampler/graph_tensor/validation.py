@@ -13,7 +13,7 @@ import numpy as np
 
 from sampler.graph_tensor.readout_structure import GraphParts, check_readout_structure
 from unigraph.errors import GraphTensorError
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 
 Field = Union[np.ndarray, Ragged]  # a feature's values: dense, or ragged (model.py uses it)
 

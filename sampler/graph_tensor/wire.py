@@ -1,7 +1,7 @@
 """The tf.train.Example wire format, written and read straight from numpy buffers.
 
 Protobuf encoding of the messages involved (field numbers as in TensorFlow's
-example.proto and our unigraph/example_pb2.py):
+example.proto and our unigraph/protos/example_pb2.py):
   Example      { 1: Features }
   Features     { 1: repeated FeatureEntry }          a map<string, Feature>
   FeatureEntry { 1: key (string), 2: value (Feature) }
@@ -11,7 +11,7 @@ example.proto and our unigraph/example_pb2.py):
   Int64List    { 1: packed int64 }   tag, byte length, varints
 Every length-delimited field is `tag | varint(length) | payload`. Packing float
 lists is one `tobytes()`; int64 varints are computed for whole arrays at once
-(the varint code itself lives in unigraph.wire, shared with the table readers).
+(the varint code itself lives in unigraph.encoding.wire, shared with the table readers).
 Decoding keeps numpy views of the payload (floats are zero-copy) and also
 accepts what any other protobuf writer may produce: any map order, unpacked
 repeated scalars, split packed runs, unknown fields.
@@ -23,7 +23,7 @@ from typing import Iterable, Union
 import numpy as np
 
 from unigraph.errors import GraphTensorError
-from unigraph.wire import decode_varints, encode_varints, varint  # the shared varint code
+from unigraph.encoding.wire import decode_varints, encode_varints, varint  # the shared varint code
 
 # Tags: (field number << 3) | wire type; 2 = length-delimited, 0 = varint, 5 = 32-bit.
 _LEN1 = b"\x0a"            # field 1, length-delimited

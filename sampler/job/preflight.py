@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sampler.output.files import OutputSpec
 from sampler.plan.plan import Plan, edge_sets_to_read
-from unigraph import paths
+from unigraph.storage import paths
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, bigquery_source, has_table, table_files
 from unigraph.tables import (TableLayout, WorkUnit, read_pair_set, read_seed_set, read_unit,

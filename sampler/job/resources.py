@@ -14,8 +14,8 @@ import os
 import pyarrow
 
 from sampler.plan.plan import Plan, edge_sets_to_read
-from unigraph import paths
-from unigraph.columns import set_bytes
+from unigraph.storage import paths
+from unigraph.tables.columns import set_bytes
 from unigraph.schema import LoadedSchema, bigquery_source, has_table, table_files
 
 # Bytes in memory per byte on disk, measured on the MAG-shaped synthetic graph

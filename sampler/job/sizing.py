@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 
 from sampler.plan.plan import DEGREE, Plan, pair_edge_sets
-from unigraph import paths
-from unigraph.columns import set_bytes
+from unigraph.storage import paths
+from unigraph.tables.columns import set_bytes
 from unigraph.schema import LoadedSchema, bigquery_source, has_table, table_files
 
 DEFAULT_SHARDS, MAX_SHARDS = 4, 10_000

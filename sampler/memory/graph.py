@@ -29,7 +29,7 @@ from sampler.job.job import SamplingJob
 from sampler.job.resources import release_free_memory
 from sampler.plan.plan import edge_sets_to_read, pairs_table_layout
 from sampler.store.mapped import open_store
-from unigraph.batches import EdgeBatch, PairBatch, SeedBatch
+from unigraph.columnar.batches import EdgeBatch, PairBatch, SeedBatch
 from unigraph.schema import has_table
 from unigraph.tables import read_pair_set, read_seed_set, read_set, table_locations
 

@@ -11,6 +11,7 @@
   seek.py       records found by context values (seed id) without decoding them
   stats.py      sample-stats' numbers: per-record counts and per-feature summaries
   sketches.py   the mergeable summaries behind them (moments, quantiles, top values)
-  stats_plots.py, stats_report.py   its figures (matplotlib) and HTML / text report
-  stats_frame.py  the same numbers as pandas DataFrames, for notebooks
+  stats_summary.py  the numbers as a short text summary (base install)
+  stats_plots.py, stats_report.py   its figures and HTML report (matplotlib: [stats])
+  stats_frame.py  the same numbers as pandas DataFrames, for notebooks ([stats])
 """

@@ -32,7 +32,7 @@ import uuid
 from typing import Callable
 
 from sampler.output.files import REPORT_FILE, SCHEMA_FILE, TEMP_MARK, OutputSpec, write_text
-from unigraph import paths
+from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
 
 # What `sample-stats` wrote about the previous output describes it, not the new one.

@@ -31,8 +31,8 @@ from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
 from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_KEY,
                                   SEED_ID_FEATURE, SEED_TIMESTAMP_FEATURE, SOURCE_ID_FEATURE,
                                   TARGET_ID_FEATURE)
-from unigraph import graph_schema_pb2 as gs
-from unigraph.ragged import Ragged, take
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.columnar.ragged import Ragged, take
 
 _VARINTS = [wire.varint(i) for i in range(1 << 14)]  # lengths up to 16 KiB without a call
 _TAG = {wire.BYTES: b"\x0a", wire.FLOAT: b"\x12", wire.INT64: b"\x1a"}

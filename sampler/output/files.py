@@ -21,7 +21,9 @@ import re
 import uuid
 from typing import Iterable
 
-from unigraph import paths, tfrecord
+from unigraph.encoding import tfrecord
+
+from unigraph.storage import paths
 from unigraph.errors import SamplerError
 
 DEFAULT_STEM = "samples"

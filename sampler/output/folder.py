@@ -17,8 +17,9 @@ from typing import Iterator
 
 from sampler.output.commit import pending_commit
 from sampler.output.files import REPORT_FILE
-from unigraph import graph_schema_pb2 as gs
-from unigraph import paths, tfrecord
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.encoding import tfrecord
+from unigraph.storage import paths
 from unigraph.errors import SamplerError, TableError, one_line
 from unigraph.schema import SCHEMA_FILE_NAME, load_schema
 

@@ -16,7 +16,7 @@ from sampler.graph_tensor.structured_readout import add_readout
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
 from sampler.output.names import (ID_FEATURE, LINK_READOUT_KEYS, READOUT_KEY, SEED_ID_FEATURE,
                                   SEED_TIMESTAMP_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
-from unigraph.ragged import take
+from unigraph.columnar.ragged import take
 
 
 def shard_graphs(shard: AssembledShard) -> Iterator[tuple[int, GraphTensor]]:

@@ -18,7 +18,7 @@ from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_KE
                                   SEED_ID_FEATURE, SEED_TIMESTAMP_FEATURE, SOURCE_ID_FEATURE,
                                   TARGET_ID_FEATURE)
 from sampler.plan.plan import LABEL, Plan
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.schema import ID_COLUMNS, SOURCE_COLUMNS, TARGET_COLUMNS
 
 

@@ -29,7 +29,7 @@ from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
 from sampler.output.folder import SampleFolder, SamplesError, iter_records
 from sampler.output.names import SEED_ID_FEATURE
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.schema import NUMPY_DTYPES
 
 

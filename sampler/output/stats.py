@@ -40,8 +40,9 @@ from sampler.output.folder import (SampleFolder, SamplesError, iter_records, ope
 from sampler.output.names import SEED_ID_FEATURE
 from sampler.output.sketches import (ALPHA, CAPACITY, DISTINCT_K, QUANTILE_NAMES, QUANTILES,
                                      DistinctCount, LogHistogram, Moments, TopValues)
-from unigraph import graph_schema_pb2 as gs
-from unigraph import example_pb2, paths
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.protos import example_pb2
+from unigraph.storage import paths
 from unigraph.errors import SamplerError, TableError, one_line
 from unigraph.schema import NUMPY_DTYPES, dtype_name
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import pandas as pd
 
 from sampler.output.stats import FolderStats
+from unigraph.errors import require_extra
+
+pd = require_extra("pandas", "stats", "sampler.output.stats_frame")
 
 
 def records_frame(stats: FolderStats) -> pd.DataFrame:

@@ -29,7 +29,7 @@ from google.protobuf import text_format
 
 from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.plan import build_plan
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.errors import SpecError
 from unigraph.schema import LoadedSchema, load_schema
 

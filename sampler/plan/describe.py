@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from sampler.plan.plan import Plan, edge_sets_to_read, pairs_table_layout
 from sampler.plan.timing import describe_time_plan, time_plan
-from unigraph import bigquery
+from unigraph.storage import bigquery
 from unigraph.schema import (LoadedSchema, bigquery_source, is_link_readout, set_names,
                              table_files)
 from unigraph.tables import seeds_layout, seeds_source, table_layout

@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 
 from sampler.plan import sampling_spec_pb2 as ss
-from unigraph.columns import set_columns
+from unigraph.tables.columns import set_columns
 from unigraph.errors import SpecError
 from unigraph.schema import (LINK_READOUT_EDGE_SETS, LINK_READOUT_NODE_SET, NUMPY_DTYPES,
                              WEIGHT_COLUMNS, LoadedSchema, feature_shape, has_table,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from google.protobuf import text_format
 
 from sampler.plan import sampling_spec_pb2 as ss
-from unigraph import paths
+from unigraph.storage import paths
 from unigraph.errors import SpecError, one_line, text_format_message
 
 

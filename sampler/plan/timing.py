@@ -23,10 +23,10 @@ from __future__ import annotations
 import dataclasses
 
 from sampler.plan.plan import Plan
-from unigraph import bigquery, paths
-from unigraph.columns import set_columns, table_columns
+from unigraph.storage import bigquery, paths
+from unigraph.tables.columns import set_columns, table_columns
 from unigraph.errors import SamplerError
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.schema import LINK_READOUT_NODE_SET, LoadedSchema, has_table
 from unigraph.tables.layout import TimeColumn
 from unigraph.tables.read import seed_files

@@ -41,9 +41,9 @@ from sampler.core.temporal import effective_times, lowest_time
 from sampler.job.resources import release_free_memory
 from sampler.job.sizing import table_rows
 from sampler.store.layout import CANONICAL, TIMED, adjacency_arrays, feature_arrays, set_folder
-from unigraph import paths
-from unigraph.batches import EdgeBatch
-from unigraph.columns import set_bytes, set_columns
+from unigraph.storage import paths
+from unigraph.columnar.batches import EdgeBatch
+from unigraph.tables.columns import set_bytes, set_columns
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, bigquery_source, has_table, is_link_readout, set_names
 from unigraph.store_manifest import (FORMAT, FORMAT_VERSION, MANIFEST_NAME, STAGING_MARK,

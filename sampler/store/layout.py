@@ -26,8 +26,8 @@ import numpy as np
 
 from sampler.core.adjacency import AdjacencyBucket
 from sampler.core.long_rows import LongRows
-from unigraph.batches import FeatureValues
-from unigraph.ragged import Ragged
+from unigraph.columnar.batches import FeatureValues
+from unigraph.columnar.ragged import Ragged
 
 CANONICAL, TIMED = "canonical", "timed"
 # Per-row arrays, the same in both layouts of an edge set (stored once).

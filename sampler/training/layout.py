@@ -21,7 +21,7 @@ from typing import Optional
 from sampler.graph_tensor import READOUT_NODE_SET
 from sampler.output.folder import SamplesError
 from sampler.output.names import ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.schema import NUMPY_DTYPES, dtype_name, feature_shape
 
 

@@ -4,7 +4,7 @@ import json
 import os
 
 from sampler.graph_tensor import parse_example
-from unigraph import tfrecord
+from unigraph.encoding import tfrecord
 from unigraph.schema import load_schema
 
 

@@ -105,6 +105,14 @@ def test_a_dataflow_dry_run_builds_the_whole_job_offline(gcs, tmp_path):
     staged = [base64.b64decode(d.get("rolePayload", "")) for env in
               components["environments"].values() for d in env.get("dependencies", [])]
     assert any(b"workflow.tar.gz" in s for s in staged), staged
+    # The workers install the base requirements only: no TensorFlow, no plotting.
+    requirements = job["worker_requirements"]
+    assert any(r.startswith("apache-beam") for r in requirements), requirements
+    assert not [r for r in requirements
+                if r.split("[")[0].split("=")[0].split(">")[0].split("<")[0].strip() in
+                {"tensorflow", "tensorflow-gnn", "tf-keras", "matplotlib", "pandas",
+                 "torch", "torch-geometric", "torch_geometric"}], requirements
+    assert "the workers install the staged package" in stdout
 
 
 def test_the_step_count_does_not_grow_with_seeds_or_files(gcs, tmp_path):

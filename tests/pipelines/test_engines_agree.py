@@ -18,11 +18,11 @@ from hypothesis import strategies as hs
 
 from pipelines import sample
 from tests.pipelines.sampled_output import read_records
-from unigraph.batches import EdgeBatch, NodeBatch, PairBatch, row_ids
+from unigraph.columnar.batches import EdgeBatch, NodeBatch, PairBatch, row_ids
 from unigraph.schema import load_schema
 from unigraph.tables import pairs_layout, table_layout
 from unigraph.tables.layout import TimeColumn, seeds_layout
-from unigraph.writers import write_table
+from unigraph.tables.writers import write_table
 
 # Shrinking re-runs both engines many times; the failing example is printed as found.
 settings.register_profile("engines", max_examples=10, deadline=None, derandomize=True,

@@ -11,9 +11,9 @@ from sampler.graph_tensor import (Adjacency, Context, EdgeSet, GraphTensor, Node
 from sampler.output.folder import open_samples
 from sampler.output.seek import ScanCounts, find_records, parse_condition, seed_condition
 from tests.pipelines.sampled_output import edge_pairs, ids, read_graphs
-from unigraph import tfrecord
+from unigraph.encoding import tfrecord
 from unigraph.errors import SamplerError
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 from unigraph.schema import parse_schema_text
 
 SCHEMA = """

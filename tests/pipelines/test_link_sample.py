@@ -9,11 +9,11 @@ import pytest
 from pipelines import sample, sample_check
 from tests.conftest import TESTDATA
 from tests.pipelines.sampled_output import read_records, read_report
-from unigraph.batches import PairBatch, row_ids
-from unigraph.graph_schema_pb2 import GraphSchema  # noqa: F401  (the schema module loads)
+from unigraph.columnar.batches import PairBatch, row_ids
+from unigraph.protos.graph_schema_pb2 import GraphSchema  # noqa: F401  (the schema module loads)
 from unigraph.schema import load_schema
 from unigraph.tables import pairs_layout, read_pair_set
-from unigraph.writers import write_sharded, write_table
+from unigraph.tables.writers import write_sharded, write_table
 
 LINK = os.path.join(TESTDATA, "link")
 SPEC = os.path.join(LINK, "sampling_spec.pbtxt")

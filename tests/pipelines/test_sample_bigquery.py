@@ -201,7 +201,7 @@ def test_dry_run_without_reaching_bigquery_still_prints_the_plan(graph, capsys, 
     monkeypatch.setenv("BIGQUERY_EMULATOR_HOST", address)
     monkeypatch.setenv("BIGQUERY_STORAGE_EMULATOR_HOST", address)
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", PROJECT)
-    monkeypatch.setattr("unigraph.bigquery.METADATA_DEADLINE_S", 1.0)
+    monkeypatch.setattr("unigraph.storage.bigquery.METADATA_DEADLINE_S", 1.0)
     folder = graph["bigquery"]
     # Unweighted ops: a weighted one would need the edge table's columns to plan.
     spec = tmp_path / "uniform.pbtxt"

@@ -191,7 +191,8 @@ def test_seeds_in_every_format(tmp_path, fmt):
 
         pq.write_table(pa.table({"id": ["u2", "u1"]}), str(seeds_path))
     else:
-        from unigraph import example_pb2, tfrecord
+        from unigraph.encoding import tfrecord
+        from unigraph.protos import example_pb2
 
         with open(seeds_path, "wb") as f:
             for seed in (b"u2", b"u1"):

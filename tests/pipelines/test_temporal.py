@@ -13,9 +13,9 @@ import pytest
 
 from pipelines import synthetic
 from tests.pipelines.sampled_output import read_graphs, read_report, run_sample
-from unigraph.batches import NodeBatch
+from unigraph.columnar.batches import NodeBatch
 from unigraph.tables.layout import TimeColumn, seeds_layout
-from unigraph.writers import write_table
+from unigraph.tables.writers import write_table
 
 K_LATEST = 3
 SPEC = f"""
@@ -267,7 +267,7 @@ def link_temporal(temporal, tmp_path_factory):
     pair listed twice at two cut-offs."""
     import shutil
 
-    from unigraph.batches import PairBatch
+    from unigraph.columnar.batches import PairBatch
 
     graph, folder, _, _, _ = temporal
     root = tmp_path_factory.mktemp("link_temporal")

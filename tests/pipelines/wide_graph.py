@@ -15,10 +15,10 @@ import os
 
 import numpy as np
 
-from unigraph.batches import EdgeBatch, NodeBatch
+from unigraph.columnar.batches import EdgeBatch, NodeBatch
 from unigraph.schema import load_schema
 from unigraph.tables import seeds_layout, table_layout
-from unigraph.writers import write_sharded, write_table
+from unigraph.tables.writers import write_sharded, write_table
 
 SCHEMA = """\
 node_sets {{

@@ -2,7 +2,7 @@
 
 The CSV tables are tracked under tests/testdata/unigraph/mixed; the Parquet and
 TFRecord copies are made here from the same rows, independently of
-unigraph.writers (pyarrow directly, tf.train.Example via our example_pb2), with
+unigraph.tables.writers (pyarrow directly, tf.train.Example via our example_pb2), with
 different column spellings (`id` vs `#id`, `weight` vs `#weight`) on purpose.
 """
 from __future__ import annotations
@@ -14,9 +14,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from unigraph import example_pb2, tfrecord
-from unigraph.batches import EdgeBatch, NodeBatch
-from unigraph.ragged import concat, values_equal
+from unigraph.encoding import tfrecord
+
+from unigraph.protos import example_pb2
+from unigraph.columnar.batches import EdgeBatch, NodeBatch
+from unigraph.columnar.ragged import concat, values_equal
 
 TESTDATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "testdata")
 MIXED = os.path.join(TESTDATA, "unigraph", "mixed")

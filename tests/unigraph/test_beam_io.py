@@ -12,8 +12,8 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.unigraph import graphs
-from unigraph.batches import EdgeBatch, NodeBatch, SeedBatch
-from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadSeeds
+from unigraph.columnar.batches import EdgeBatch, NodeBatch, SeedBatch
+from unigraph.beam.read import ReadEdgeSet, ReadNodeSet, ReadSeeds
 from unigraph.errors import TableError
 from unigraph.schema import load_schema
 from unigraph.tables import read_set

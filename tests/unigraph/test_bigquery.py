@@ -23,12 +23,12 @@ from tests.unigraph import graphs
 from tests.unigraph.test_beam_io import pipeline as beam_pipeline
 from tests.unigraph.test_beam_io import summary
 from tests.unigraph.test_formats import SETS
-from unigraph import bigquery as bigquery_api
-from unigraph.batches import NodeBatch
-from unigraph.beam_io import ReadEdgeSet, ReadNodeSet, ReadSeeds
+from unigraph.storage import bigquery as bigquery_api
+from unigraph.columnar.batches import NodeBatch
+from unigraph.beam.read import ReadEdgeSet, ReadNodeSet, ReadSeeds
 from unigraph.errors import TableError
-from unigraph.ragged import Ragged
-from unigraph.row_hash import row_hashes
+from unigraph.columnar.ragged import Ragged
+from unigraph.encoding.row_hash import row_hashes
 from unigraph.schema import bigquery_source, check_schema, load_schema
 from unigraph.tables import (close_bigquery, open_bigquery, read_seed_set, read_set,
                              read_unit, row_location, table_layout)

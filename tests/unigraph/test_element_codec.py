@@ -1,4 +1,4 @@
-"""unigraph.element_codec: the element types the pipeline moves round-trip without
+"""unigraph.beam.element_codec: the element types the pipeline moves round-trip without
 pickle, and equal values give equal bytes."""
 import numpy as np
 import pytest
@@ -7,9 +7,9 @@ from hypothesis import given, strategies as st
 from sampler.core.adjacency import build_adjacency
 from sampler.core.node_table import build_node_table
 from sampler.core.stats import RunStats
-from unigraph.batches import EdgeBatch, NodeBatch, row_ids
-from unigraph.element_codec import NotEncodable, decode, encode
-from unigraph.ragged import Ragged
+from unigraph.columnar.batches import EdgeBatch, NodeBatch, row_ids
+from unigraph.beam.element_codec import NotEncodable, decode, encode
+from unigraph.columnar.ragged import Ragged
 
 
 def _same(a, b):
@@ -62,7 +62,7 @@ def test_strict_refuses_what_the_default_would_pickle():
 
 
 def test_only_this_projects_classes_are_rebuilt_by_name():
-    data = encode(_batches()[0]).replace(b"unigraph.batches:NodeBatch", b"subprocess:Popen...")
+    data = encode(_batches()[0]).replace(b"unigraph.columnar.batches:NodeBatch", b"subprocess:Popen...")
     with pytest.raises(ValueError, match="not a class of this project"):
         decode(data)
 

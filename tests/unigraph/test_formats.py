@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from unigraph.batches import ROW_FILE_SHIFT
-from unigraph.ragged import Ragged
+from unigraph.columnar.batches import ROW_FILE_SHIFT
+from unigraph.columnar.ragged import Ragged
 from unigraph.schema import load_schema
 from unigraph.tables import read_set, table_layout
-from unigraph.writers import write_table
+from unigraph.tables.writers import write_table
 
 from tests.unigraph import graphs
 

@@ -2,7 +2,7 @@
 
 The emulator (gcp-storage-emulator, in memory) listens on a free 127.0.0.1
 port; STORAGE_EMULATOR_HOST points both the storage client and, through
-unigraph.paths, Beam's GCS filesystem at it. Nothing is mocked.
+unigraph.storage.paths, Beam's GCS filesystem at it. Nothing is mocked.
 """
 import apache_beam as beam
 import pytest
@@ -12,8 +12,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from tests.gcs_emulator import BUCKET, gcs, upload_folder  # noqa: F401  (a fixture)
 from tests.unigraph import graphs
 from tests.unigraph.test_formats import SETS, WRITERS
-from unigraph import paths
-from unigraph.beam_io import ReadEdgeSet, ReadNodeSet
+from unigraph.storage import paths
+from unigraph.beam.read import ReadEdgeSet, ReadNodeSet
 from unigraph.errors import TableError
 from unigraph.schema import load_schema, table_files
 from unigraph.tables import read_set

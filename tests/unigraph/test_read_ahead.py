@@ -1,9 +1,9 @@
-"""unigraph.read_ahead: an iterator run ahead in a thread, as if it ran in the caller's."""
+"""unigraph.tables.read_ahead: an iterator run ahead in a thread, as if it ran in the caller's."""
 import threading
 
 import pytest
 
-from unigraph.read_ahead import read_ahead
+from unigraph.tables.read_ahead import read_ahead
 
 
 def test_items_in_order_then_the_error_where_it_was_raised():

@@ -1,8 +1,8 @@
-"""Content RowIds (unigraph.row_hash): stable, batch-independent, sensitive to every value."""
+"""Content RowIds (unigraph.encoding.row_hash): stable, batch-independent, sensitive to every value."""
 import numpy as np
 
-from unigraph.ragged import Ragged, concat, take
-from unigraph.row_hash import row_hashes
+from unigraph.columnar.ragged import Ragged, concat, take
+from unigraph.encoding.row_hash import row_hashes
 
 
 def columns(n, seed=0):

@@ -4,8 +4,8 @@ import os
 import pytest
 
 from tests.conftest import TESTDATA
-from unigraph import paths
-from unigraph.bigquery import Source, TableRef
+from unigraph.storage import paths
+from unigraph.storage.bigquery import Source, TableRef
 from unigraph.errors import SchemaError, TableError
 from unigraph.schema import bigquery_source, check_schema, load_schema, set_names, table_files
 

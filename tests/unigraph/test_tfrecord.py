@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from unigraph import crc32c, tfrecord, wire
+from unigraph.encoding import crc32c, tfrecord, wire
 from unigraph.errors import TableError
 
 records_strategy = st.lists(st.binary(max_size=300), max_size=60)

@@ -13,15 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unigraph import graphs
-from unigraph import example_pb2, tfrecord, wire
-from unigraph.batches import EdgeBatch, NodeBatch, row_ids
+from unigraph.encoding import tfrecord, wire
+from unigraph.protos import example_pb2
+from unigraph.columnar.batches import EdgeBatch, NodeBatch, row_ids
 from unigraph.errors import TableError
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 from unigraph.tables import examples
 from unigraph.tables import tfrecord as tables_tfrecord
 from unigraph.tables.build import resolve_columns
 from unigraph.tables.layout import EDGES, NODES, FeatureSpec, TableLayout
-from unigraph.writers import write_table
+from unigraph.tables.writers import write_table
 
 SPECS = (
     FeatureSpec("f", np.dtype(np.float32), (), "DT_FLOAT"),

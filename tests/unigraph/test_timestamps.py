@@ -5,14 +5,14 @@ import os
 import numpy as np
 import pytest
 
-from unigraph.batches import EdgeBatch, NodeBatch
+from unigraph.columnar.batches import EdgeBatch, NodeBatch
 from unigraph.errors import SchemaError, TableError
 from unigraph.schema import check_schema, load_schema
 from unigraph.tables import read_seed_set, read_set, table_layout
 from unigraph.tables.layout import TimeColumn, seeds_layout
 from unigraph.timestamps import (find_timestamp_column, override_timestamp_column,
                                  time_dtype, timestamp_spellings)
-from unigraph.writers import write_table
+from unigraph.tables.writers import write_table
 
 SCHEMA = """
 node_sets { key: "u" value { features { key: "when" value { dtype: DT_DOUBLE } }

@@ -1,9 +1,9 @@
-"""unigraph.wire: varints read many at a time, rows of byte pieces, span gathers."""
+"""unigraph.encoding.wire: varints read many at a time, rows of byte pieces, span gathers."""
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from unigraph import wire
+from unigraph.encoding import wire
 
 
 @given(st.lists(st.integers(0, 2 ** 28 - 1), min_size=1, max_size=40))

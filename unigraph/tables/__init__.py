@@ -18,7 +18,7 @@ value found. That covers a CSV row with the wrong number of columns, a value
 that does not parse as the declared dtype (and NaN/inf weights), a vector of
 the wrong length, a missing id/source/target or feature column, an empty file,
 an empty id or one ending in a NUL byte. A glob that matches nothing fails in
-unigraph.paths. Problems that span files are found where the sampler joins the
+unigraph.storage.paths. Problems that span files are found where the sampler joins the
 tables: a duplicate node id stops the run (sampler.core.node_table, naming both
 rows by `row_location`); an edge naming an id absent from its node set's table
 is dropped and counted in the run report.

@@ -17,7 +17,7 @@ flat ARRAY per row, as in Parquet.
 
 BigQuery tables have no row order, and the Storage API splits rows into
 streams differently from one session to the next, so RowIds are hashes of the
-rows' content (unigraph.row_hash), never positions. Messages name a row by its
+rows' content (unigraph.encoding.row_hash), never positions. Messages name a row by its
 read stream and its position there.
 """
 from __future__ import annotations
@@ -28,9 +28,9 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from unigraph import bigquery
+from unigraph.storage import bigquery
 from unigraph.errors import TableError
-from unigraph.row_hash import row_hashes
+from unigraph.encoding.row_hash import row_hashes
 from unigraph.tables import decode
 from unigraph.tables.build import Batch, decode_arrow, make_batch, resolve_columns
 from unigraph.tables.layout import TableLayout

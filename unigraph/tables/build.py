@@ -15,7 +15,7 @@ from typing import Iterable, Union
 
 import numpy as np
 
-from unigraph.batches import (EdgeBatch, FeatureValues, NodeBatch, PairBatch, SeedBatch,
+from unigraph.columnar.batches import (EdgeBatch, FeatureValues, NodeBatch, PairBatch, SeedBatch,
                               describe_row, row_ids)
 from unigraph.errors import TableError
 from unigraph.schema import WEIGHT_COLUMNS

@@ -33,10 +33,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from unigraph import paths
-from unigraph.batches import FeatureValues
+from unigraph.storage import paths
+from unigraph.columnar.batches import FeatureValues
 from unigraph.errors import TableError, one_line
-from unigraph.read_ahead import read_ahead
+from unigraph.tables.read_ahead import read_ahead
 from unigraph.tables import decode
 from unigraph.tables.build import Batch, make_batch, resolve_columns
 from unigraph.tables.layout import FeatureSpec, TableLayout
@@ -54,10 +54,13 @@ def _python_rows(path: str) -> Iterator[tuple[int, list[str]]]:
         text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
         reader = csv.reader(text)
         line = 1
-        for cells in reader:
-            if cells:
-                yield line, cells
-            line = reader.line_num + 1
+        try:
+            for cells in reader:
+                if cells:
+                    yield line, cells
+                line = reader.line_num + 1
+        except csv.Error as e:  # e.g. Python 3.10's csv reads no line holding a NUL byte
+            raise TableError(f"{path}: line {reader.line_num}: {one_line(e)}") from None
 
 
 def line_of_row(path: str, row: int) -> int:

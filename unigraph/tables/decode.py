@@ -21,10 +21,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from unigraph import wire
-from unigraph.batches import FeatureValues
+from unigraph.encoding import wire
+from unigraph.columnar.batches import FeatureValues
 from unigraph.errors import TableError, one_line
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 from unigraph.tables.layout import FeatureSpec
 
 Locate = Callable[[int], str]

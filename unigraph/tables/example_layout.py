@@ -24,7 +24,7 @@ import dataclasses
 
 import numpy as np
 
-from unigraph.wire import TAG_FIELD_1, TAG_FIELD_2
+from unigraph.encoding.wire import TAG_FIELD_1, TAG_FIELD_2
 
 _MAX_VARINT = 3          # length fields of up to 3 bytes (payloads below 2 MB)
 _WINDOW = 8

@@ -7,7 +7,7 @@ array operations per feature. Any other is parsed here, the general way.
 Every record of a chunk is parsed at once, one protobuf level at a time: the
 k-th map entry of every record in one set of array operations (so the loops
 run over entries per record and values per list, never over records), every
-length and tag read through unigraph.wire's 8-byte windows. What comes out
+length and tag read through unigraph.encoding.wire's 8-byte windows. What comes out
 is, per wanted column, where its values sit in the chunk's buffer (bytes) or
 the decoded numbers, plus the value count of every record.
 
@@ -32,7 +32,7 @@ import dataclasses
 import numpy as np
 
 from unigraph.tables import example_layout
-from unigraph.wire import (TAG_BYTES_LIST, TAG_FIELD_1, TAG_FIELD_2, TAG_FLOAT_LIST,
+from unigraph.encoding.wire import (TAG_BYTES_LIST, TAG_FIELD_1, TAG_FIELD_2, TAG_FLOAT_LIST,
                            TAG_INT64_LIST, byte_at, decode_varints, gather_rows, gather_spans,
                            read_varints, windows)
 
@@ -59,7 +59,7 @@ def parse_chunk(buffer: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
                 roles: dict[str, str], memo: dict | None = None) -> dict[str, Values] | None:
     """The columns `roles` names, from the Examples at buffer[starts[i]:+lengths[i]].
 
-    `buffer` is padded (unigraph.wire.WINDOW_BYTES zero bytes after the data).
+    `buffer` is padded (unigraph.encoding.wire.WINDOW_BYTES zero bytes after the data).
     Returns None when any record needs the exact record-by-record path.
     `memo`, a dict kept by the caller across the chunks of one file, keeps the
     records' layout (example_layout) from one chunk to the next.

@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.errors import SchemaError
 from unigraph.schema import (ID_COLUMNS, LINK_READOUT_NODE_SET, SOURCE_COLUMNS, TARGET_COLUMNS,
                              WEIGHT_COLUMNS, LoadedSchema, dtype_name, feature_shape, numpy_dtype)

@@ -13,7 +13,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow.parquet as pq
 
-from unigraph import paths
+from unigraph.storage import paths
 from unigraph.errors import TableError, one_line
 from unigraph.tables.build import Batch, decode_arrow, make_batch, resolve_columns
 from unigraph.tables.layout import TableLayout

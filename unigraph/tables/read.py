@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator
 
-from unigraph import bigquery, paths
-from unigraph.batches import PairBatch, SeedBatch, describe_row
+from unigraph.storage import bigquery, paths
+from unigraph.columnar.batches import PairBatch, SeedBatch, describe_row
 from unigraph.errors import SamplerError, TableError
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables.bigquery import (OpenedSource, ReadStream, close_source, open_source,

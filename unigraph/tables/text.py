@@ -10,8 +10,8 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from unigraph import paths
-from unigraph.batches import SeedBatch, row_ids
+from unigraph.storage import paths
+from unigraph.columnar.batches import SeedBatch, row_ids
 from unigraph.errors import TableError
 from unigraph.tables import decode
 

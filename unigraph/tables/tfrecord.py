@@ -6,9 +6,9 @@ schema feature: bytes_list for strings, int64_list for integers and booleans,
 float_list (or int64_list) for floats, the item's values flattened. The column
 names are taken from the first record; every record must have them. Messages
 name the 0-based record index. Files may be GZIP- or ZLIB-compressed
-(unigraph.tfrecord.open_records tells by the bytes).
+(unigraph.encoding.tfrecord.open_records tells by the bytes).
 
-A batch is one chunk of records (unigraph.tfrecord.read_chunks: framed and
+A batch is one chunk of records (unigraph.encoding.tfrecord.read_chunks: framed and
 checksummed together). examples.py parses all its Examples at once and
 decode.py converts whole columns. When that fast path declines a chunk
 (an encoding it does not cover, or a record that is wrong), the chunk is
@@ -22,7 +22,9 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from unigraph import example_pb2, tfrecord, wire
+from unigraph.encoding import tfrecord, wire
+
+from unigraph.protos import example_pb2
 from unigraph.errors import TableError
 from unigraph.tables import decode, examples
 from unigraph.tables.build import Batch, ColumnMap, make_batch, resolve_columns

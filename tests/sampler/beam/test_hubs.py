@@ -15,7 +15,7 @@ from sampler.core.pieces import Requests
 from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.plan import PlannedOp
 from tests.sampler.beam.tiny import S, matches, test_pipeline
-from unigraph.batches import EdgeBatch, row_ids
+from unigraph.columnar.batches import EdgeBatch, row_ids
 
 BUCKETS, SHARDS, CHUNK = 3, 2, 4
 

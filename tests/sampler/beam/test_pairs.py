@@ -13,7 +13,7 @@ from sampler.core.negatives import Candidates, negatives_in_memory, split_by_dra
 from sampler.core.pairs import number_pairs, pair_requests
 from sampler.plan.plan import DEGREE, UNIFORM, NegativeSampling
 from tests.sampler.beam.tiny import S, matches, test_pipeline
-from unigraph.batches import PairBatch
+from unigraph.columnar.batches import PairBatch
 
 
 def timed_pairs():

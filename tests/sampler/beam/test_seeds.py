@@ -8,7 +8,7 @@ from sampler.beam.tables import BuildNodeTable
 from sampler.core.buckets import sample_buckets
 from sampler.core.seeds import number_seeds
 from tests.sampler.beam.tiny import S, matches, papers, test_pipeline
-from unigraph.batches import SeedBatch
+from unigraph.columnar.batches import SeedBatch
 
 
 def test_join_seeds_outputs():

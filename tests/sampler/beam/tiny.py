@@ -6,7 +6,7 @@ import numpy as np
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline
 
-from unigraph.batches import EdgeBatch, NodeBatch, row_ids
+from unigraph.columnar.batches import EdgeBatch, NodeBatch, row_ids
 
 
 def S(*ids):

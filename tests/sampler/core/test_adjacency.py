@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sampler.core.adjacency import build_adjacency, canonical_adjacency
-from unigraph.batches import EdgeBatch, row_ids
+from unigraph.columnar.batches import EdgeBatch, row_ids
 
 
 def S(*ids):

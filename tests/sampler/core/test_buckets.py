@@ -3,7 +3,7 @@ import numpy as np
 
 from sampler.core import buckets
 from sampler.core.pieces import EdgePiece, Requests
-from unigraph.batches import EdgeBatch, NodeBatch, row_ids
+from unigraph.columnar.batches import EdgeBatch, NodeBatch, row_ids
 
 
 def S(*ids):

@@ -7,7 +7,7 @@ from sampler.core.hop import hop_bucket, sample_hop
 from sampler.core.pieces import Requests
 from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.plan import PlannedOp
-from unigraph.batches import EdgeBatch, row_ids
+from unigraph.columnar.batches import EdgeBatch, row_ids
 
 
 def S(*ids):
@@ -74,7 +74,7 @@ def test_pair_edges_finds_the_edges_between_a_samples_pair():
     from sampler.core import rng
     from sampler.core.adjacency import build_adjacency
     from sampler.core.hop import pair_edges
-    from unigraph.batches import EdgeBatch
+    from unigraph.columnar.batches import EdgeBatch
 
     S = lambda *ids: np.array(ids, dtype="S")  # noqa: E731
     adjacency = build_adjacency("e", [EdgeBatch("e", S("a", "a", "a", "b", "b", "c"),

@@ -7,7 +7,7 @@ from sampler.core.buckets import sample_buckets
 from sampler.core.hubs import by_chunk, chunk_keys, find_hubs, route_requests, split_hub_edges
 from sampler.core.long_rows import chunk_of_edges
 from sampler.core.pieces import Requests
-from unigraph.batches import EdgeBatch, row_ids
+from unigraph.columnar.batches import EdgeBatch, row_ids
 
 
 def S(*ids):

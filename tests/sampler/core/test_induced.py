@@ -4,7 +4,7 @@ import numpy as np
 from sampler.core.adjacency import build_adjacency
 from sampler.core.induced import candidate_edges, keep_induced
 from sampler.core.pieces import Requests
-from unigraph.batches import EdgeBatch
+from unigraph.columnar.batches import EdgeBatch
 
 
 def _adjacency(times):

@@ -19,7 +19,7 @@ from sampler.core.pieces import Requests
 from sampler.plan.plan import PlannedOp
 from sampler.plan.sampling_spec_pb2 import LATEST_K, RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
 from tests.sampler.core.test_strategies import assert_subset_law, successive_subset_probabilities
-from unigraph.batches import EdgeBatch
+from unigraph.columnar.batches import EdgeBatch
 
 HUB = b"hub"
 

@@ -9,7 +9,7 @@ import pytest
 from sampler.core import negatives as ng
 from sampler.plan.plan import DEGREE, UNIFORM, NegativeSampling
 from tests.sampler.core.test_strategies import chi_square_bound
-from unigraph.batches import PairBatch
+from unigraph.columnar.batches import PairBatch
 
 
 def S(*ids):

@@ -5,7 +5,7 @@ import pytest
 from sampler.core.buckets import sample_buckets
 from sampler.core.node_table import build_node_table, features_by_shard, ids_only_table
 from sampler.core.pieces import Requests
-from unigraph.batches import NodeBatch, row_ids
+from unigraph.columnar.batches import NodeBatch, row_ids
 from unigraph.errors import TableError
 
 

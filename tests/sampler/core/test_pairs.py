@@ -6,7 +6,7 @@ from hypothesis import strategies as hs
 from sampler.core.pairs import (number_pairs, pair_fingerprints, pair_numbering_groups,
                                 pair_requests)
 from sampler.core.pieces import PairPiece
-from unigraph.batches import PairBatch
+from unigraph.columnar.batches import PairBatch
 
 
 def batch(sources, targets, times=None, labels=None):

@@ -9,7 +9,7 @@ from sampler.core.node_table import build_node_table, ids_only_table
 from sampler.core.pieces import Requests
 from sampler.core.seeds import (join_seeds, number_seeds, numbering_groups, seed_requests,
                                 seeds_from_ids, seeds_from_nodes)
-from unigraph.batches import NodeBatch, SeedBatch, row_ids
+from unigraph.columnar.batches import NodeBatch, SeedBatch, row_ids
 
 
 def S(*ids):

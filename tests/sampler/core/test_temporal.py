@@ -13,7 +13,7 @@ from sampler.core.temporal import (effective_times, eligible_prefix, lowest_time
                                    with_target_times)
 from sampler.plan.plan import PlannedOp
 from sampler.plan.sampling_spec_pb2 import LATEST_K, RANDOM_UNIFORM, TOP_K
-from unigraph.batches import EdgeBatch, SeedBatch
+from unigraph.columnar.batches import EdgeBatch, SeedBatch
 
 
 @settings(max_examples=200, deadline=None)

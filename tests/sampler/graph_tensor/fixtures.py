@@ -6,8 +6,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from sampler.graph_tensor import Adjacency, Context, EdgeSet, GraphTensor, NodeSet
-from unigraph import graph_schema_pb2 as gs
-from unigraph.ragged import Ragged
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.columnar.ragged import Ragged
 
 # Schema dtypes the random graphs use, with how to draw their values.
 DTYPES = [gs.DT_FLOAT, gs.DT_DOUBLE, gs.DT_HALF, gs.DT_INT64, gs.DT_INT32, gs.DT_UINT8,

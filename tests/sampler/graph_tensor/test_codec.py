@@ -17,10 +17,10 @@ from sampler.graph_tensor import wire
 from tests.conftest import REPO_ROOT
 from tests.sampler.graph_tensor.fixtures import (as_written, schemas_and_graphs,
                                                       small_graph, small_schema)
-from unigraph import example_pb2
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import example_pb2
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.errors import GraphTensorError
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 
 
 def feature_values(example, key):

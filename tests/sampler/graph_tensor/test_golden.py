@@ -14,8 +14,8 @@ from sampler.graph_tensor import (Adjacency, Context, EdgeSet, GraphTensor, Node
                                   encode_example, parse_example)
 from sampler.graph_tensor import wire
 from tests.conftest import TESTDATA
-from unigraph import graph_schema_pb2 as gs
-from unigraph.ragged import Ragged
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.columnar.ragged import Ragged
 
 GOLDEN = os.path.join(TESTDATA, "graph_tensor")
 

@@ -8,7 +8,7 @@ from sampler.graph_tensor import (READOUT_NODE_SET, Adjacency, Context, EdgeSet,
                                   NodeSet, add_readout, readout, readout_keys)
 from tests.sampler.graph_tensor.fixtures import small_graph
 from unigraph.errors import GraphTensorError
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 
 
 def two_component_graph(**overrides) -> dict:

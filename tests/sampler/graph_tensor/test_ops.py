@@ -11,7 +11,7 @@ from sampler.graph_tensor import (CONTEXT, READOUT_NODE_SET, SOURCE, TARGET, Adj
                                   readout, segment_reduce, tight_size_constraints)
 from tests.sampler.graph_tensor.fixtures import schemas_and_graphs, small_graph
 from unigraph.errors import GraphTensorError
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 
 
 def chain(n: int, offset: float = 0.0) -> GraphTensor:

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sampler.graph_tensor import wire
-from unigraph import example_pb2
+from unigraph.protos import example_pb2
 
 keys = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0,
                max_size=12)

@@ -66,7 +66,7 @@ def test_node_buckets_keep_the_largest_set_under_the_element_budget(demo, monkey
 
 
 def test_tfrecord_rows_are_counted_from_the_framing(tmp_path):
-    from unigraph import tfrecord
+    from unigraph.encoding import tfrecord
 
     path = tmp_path / "t.tfrecord"
     with open(path, "wb") as f:

@@ -10,7 +10,7 @@ from sampler.output.reference import shard_graphs
 from sampler.output.schema import sampled_schema
 from sampler.plan.plan import build_plan
 from sampler.plan.spec import parse_spec_text
-from unigraph.ragged import Ragged
+from unigraph.columnar.ragged import Ragged
 from unigraph.schema import LoadedSchema, parse_schema_text
 
 SCHEMA = """

@@ -12,8 +12,8 @@ from sampler.output.folder import SamplesError
 from sampler.output.sketches import ALPHA
 from sampler.output.stats import Layout, count_quantiles, folder_stats, sample_stats
 from tests.pipelines.sampled_output import read_records
-from unigraph import tfrecord
-from unigraph.ragged import Ragged
+from unigraph.encoding import tfrecord
+from unigraph.columnar.ragged import Ragged
 from unigraph.schema import load_schema
 
 

@@ -12,7 +12,8 @@ from PIL import Image
 
 from sampler.output import stats_plots
 from sampler.output.stats import folder_stats
-from sampler.output.stats_report import format_summary, render_html
+from sampler.output.stats_report import render_html
+from sampler.output.stats_summary import format_summary
 IMG = re.compile(r"<img\b[^>]*\bsrc=\"([^\"]*)\"")
 
 

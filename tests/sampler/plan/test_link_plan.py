@@ -30,7 +30,7 @@ def test_link_files_parse_to_the_same_bytes_as_tfgnn():
     from tensorflow_gnn.sampler import sampling_spec_pb2 as tfgnn_spec
 
     from sampler.plan import sampling_spec_pb2
-    from unigraph import graph_schema_pb2
+    from unigraph.protos import graph_schema_pb2
     for name, ours, theirs in (
             ("graph_schema.pbtxt", graph_schema_pb2.GraphSchema(), tfgnn_schema.GraphSchema()),
             ("sampling_spec.pbtxt", sampling_spec_pb2.SamplingSpec(),

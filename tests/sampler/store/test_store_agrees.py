@@ -17,11 +17,11 @@ from pipelines import convert
 from tests.pipelines.sampled_output import read_records
 from tests.pipelines.test_engines_agree import (PROFILE, graphs, link_jobs, options, run,
                                                 write_graph)
-from unigraph.batches import NodeBatch, PairBatch, row_ids
+from unigraph.columnar.batches import NodeBatch, PairBatch, row_ids
 from unigraph.schema import load_schema
 from unigraph.tables import pairs_layout
 from unigraph.tables.layout import TimeColumn, seeds_layout
-from unigraph.writers import write_table
+from unigraph.tables.writers import write_table
 
 
 def assert_store_agrees(root, folder, spec_path, seeds_path, flags, workers=1):

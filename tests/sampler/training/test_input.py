@@ -13,7 +13,7 @@ from sampler.training import input as training_input
 from sampler.training.layout import Feature, layout_from_schema
 from sampler.training.tf_padding import pad_batch
 from tests.sampler.training.toy_samples import planted_graphs, write_planted_samples, write_samples
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 
 
 @pytest.fixture(scope="module")

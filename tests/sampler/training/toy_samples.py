@@ -24,7 +24,7 @@ from sampler.output.files import SCHEMA_FILE, write_records, write_text
 from sampler.output.schema import sampled_schema, schema_text
 from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.plan import Plan, PlannedOp
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 
 FEATURE = "feat"
 LABEL = "labels"

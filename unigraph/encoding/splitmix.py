@@ -1,5 +1,5 @@
 """splitmix64's mixing step, vectorized: the one primitive both of the project's
-64-bit hashes are chains of (sampler.core.rng, the random streams; unigraph.row_hash,
+64-bit hashes are chains of (sampler.core.rng, the random streams; unigraph.encoding.row_hash,
 BigQuery rows' content ids). Constants of Stafford's "variant 13" (Steele, Lea,
 Flood: "Fast splittable pseudorandom number generators", 2014); the finalizer is a
 bijection of 64-bit words with full avalanche.

@@ -41,7 +41,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from unigraph import graph_schema_pb2 as gs
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.errors import SchemaError, TableError, one_line
 
 EMULATOR_ENV = "BIGQUERY_EMULATOR_HOST"

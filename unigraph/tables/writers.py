@@ -25,10 +25,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from unigraph import paths, tfrecord, wire
-from unigraph.batches import EdgeBatch, FeatureValues, NodeBatch, PairBatch
+from unigraph.encoding import tfrecord, wire
+
+from unigraph.storage import paths
+from unigraph.columnar.batches import EdgeBatch, FeatureValues, NodeBatch, PairBatch
 from unigraph.errors import TableError
-from unigraph.ragged import Ragged, take
+from unigraph.columnar.ragged import Ragged, take
 from unigraph.schema import WEIGHT_COLUMNS
 from unigraph.tables.layout import EDGES, PAIRS, FeatureSpec, TableLayout
 

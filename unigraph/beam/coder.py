@@ -1,4 +1,4 @@
-"""The Beam coder of every element this project's pipelines move: unigraph.element_codec.
+"""The Beam coder of every element this project's pipelines move: unigraph.beam.element_codec.
 
 Our stages leave element types undeclared (static type checks are off: they find
 nothing to check in batches of numpy arrays and cost a second per run), so every
@@ -17,11 +17,11 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.coders import typecoders
 
-from unigraph.element_codec import decode, encode
+from unigraph.beam.element_codec import decode, encode
 
 
 class ElementCoder(beam.coders.Coder):
-    """unigraph.element_codec as a Beam coder; deterministic (valid for group keys)."""
+    """unigraph.beam.element_codec as a Beam coder; deterministic (valid for group keys)."""
 
     def encode(self, value) -> bytes:
         return encode(value)

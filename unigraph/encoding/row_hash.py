@@ -29,8 +29,8 @@ from typing import Sequence
 
 import numpy as np
 
-from unigraph import splitmix
-from unigraph.ragged import Ragged
+from unigraph.encoding import splitmix
+from unigraph.columnar.ragged import Ragged
 
 _START = np.uint64(0x9E6C63D0676A9A99)
 _step = splitmix.step

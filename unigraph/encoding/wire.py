@@ -1,7 +1,7 @@
 """Protobuf wire primitives for tf.train.Example, on whole numpy arrays.
 
 The one home of the varint code that both the table readers and writers
-(unigraph.tables.examples, unigraph.writers) and the GraphTensor codec
+(unigraph.tables.examples, unigraph.tables.writers) and the GraphTensor codec
 (sampler.graph_tensor.wire) use. A varint stores 7 bits per byte, low bits
 first; the top bit of a byte says another byte follows.
 

@@ -13,7 +13,7 @@ the bytes every header of a tf.train.Example record has, and verified link by
 link (`_walk_vectorized`); otherwise, or when that cannot tell, a tight loop
 over the length fields walks it. All checksums of a chunk, length and data,
 are checked by one google_crc32c pass over the chunk's bytes in place
-(unigraph.crc32c.seal: the stored checksums are overwritten so that intact
+(unigraph.encoding.crc32c.seal: the stored checksums are overwritten so that intact
 records add up to a known CRC); only when that fails are records checked one
 by one, to name the first bad one. `check_crc=False` skips the data checksums
 only (the length checksums: one pass over a copy of the headers).
@@ -37,9 +37,11 @@ from typing import BinaryIO, Iterator
 import google_crc32c
 import numpy as np
 
-from unigraph import crc32c, paths
+from unigraph.encoding import crc32c
+
+from unigraph.storage import paths
 from unigraph.errors import TableError
-from unigraph.wire import RowPieces, gather_rows, windows
+from unigraph.encoding.wire import RowPieces, gather_rows, windows
 
 _MASK_DELTA = 0xA282EAD8
 _HEADER = struct.Struct("<QI")
@@ -75,7 +77,7 @@ def encode_record(data: bytes) -> bytes:
 
 
 def frame_records(bodies: RowPieces) -> np.ndarray:
-    """Many records at once, record i's data being row i of `bodies` (unigraph.wire.RowPieces).
+    """Many records at once, record i's data being row i of `bodies` (unigraph.encoding.wire.RowPieces).
 
     Returns the framed bytes as a uint8 array: lengths and their checksums
     vectorized, one google_crc32c call per record for the data checksums.
@@ -492,7 +494,7 @@ def _checked_chunk(buffer: np.ndarray, heads: np.ndarray, end: int, index: int, 
                    offset: int, check_crc: bool) -> tuple[RecordChunk, TableError | None]:
     """The chunk of the records at `heads` in buffer[:end], cut before the first bad one.
 
-    All checksums are checked with one google_crc32c pass (unigraph.crc32c.seal):
+    All checksums are checked with one google_crc32c pass (unigraph.encoding.crc32c.seal):
     over buffer[:end] in place, which overwrites the stored checksums (the
     records' data stay as they are), or, without data checksums, over a copy
     of the headers side by side. Only when that fails are the records checked

@@ -11,7 +11,7 @@ Data shapes:
                files are in their expanded, sorted order. Adjacency order and
                tie-breaks use it, so it never depends on worker scheduling.
   FeatureValues = np.ndarray with the item dimension first (shape [n, *dims]),
-               or a unigraph.ragged.Ragged when a dimension is ragged. Strings
+               or a unigraph.columnar.ragged.Ragged when a dimension is ragged. Strings
                are object arrays of bytes.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Union
 
 import numpy as np
 
-from unigraph.ragged import Ragged, take
+from unigraph.columnar.ragged import Ragged, take
 
 ROW_FILE_SHIFT = 40  # up to 2**40 rows per file, 2**23 files per table
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from unigraph import bigquery
-from unigraph.beam_coder import use_element_coder
+from unigraph.storage import bigquery
+from unigraph.beam.coder import use_element_coder
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables import (DEFAULT_BATCH_ROWS, TableLayout, close_bigquery, open_bigquery,
                              read_unit, seed_files, seeds_layout, seeds_source, split_file,

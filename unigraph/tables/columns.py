@@ -10,7 +10,11 @@ from __future__ import annotations
 import csv
 import io
 
-from unigraph import bigquery, example_pb2, paths, tfrecord
+from unigraph.encoding import tfrecord
+
+from unigraph.protos import example_pb2
+
+from unigraph.storage import bigquery, paths
 from unigraph.errors import TableError, one_line
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 

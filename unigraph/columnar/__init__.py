@@ -1,0 +1,1 @@
+"""The columnar batches readers produce and the pipeline consumes, and ragged values."""

@@ -1,0 +1,1 @@
+"""Generated protobuf modules (make protos): the GraphSchema and tf.train.Example."""
