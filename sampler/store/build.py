@@ -42,7 +42,7 @@ from sampler.job.resources import release_free_memory
 from sampler.job.sizing import table_rows
 from sampler.store.layout import CANONICAL, TIMED, adjacency_arrays, feature_arrays, set_folder
 from unigraph.storage import paths
-from unigraph.columnar.batches import EdgeBatch
+from unigraph.columnar.batches import EdgeBatch, NodeBatch
 from unigraph.tables.columns import set_bytes, set_columns
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, bigquery_source, has_table, is_link_readout, set_names
@@ -71,6 +71,20 @@ class _Writer:
             np.save(f, array, allow_pickle=False)
         self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
                                 "dtype": array.dtype.str, "shape": list(array.shape)}
+
+    def write_blocks(self, relative: str, dtype, shape: tuple, block, rows: int = 1 << 16
+                     ) -> None:
+        """An array written block by block (`block(lo, hi)` gives rows lo:hi), never held
+        whole."""
+        path = os.path.join(self.folder, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        array = np.lib.format.open_memmap(path, "w+", dtype, shape)
+        for lo in range(0, shape[0], rows):
+            array[lo:lo + rows] = block(lo, min(lo + rows, shape[0]))
+        array.flush()
+        del array
+        self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
+                                "dtype": np.dtype(dtype).str, "shape": list(shape)}
 
     def read(self, relative: str) -> np.ndarray:
         return np.load(os.path.join(self.folder, relative), mmap_mode="r", allow_pickle=False)
@@ -164,21 +178,12 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, log) -> dict:
             continue
         column = timestamp_of("nodes", name)
         dtype = time_dtype(loaded, [("nodes", name)]).name if column else None
-        table = build_node_table(name, list(read_set(
-            loaded, "nodes", name, timestamp=TimeColumn(column, dtype) if column else None)),
+        _write_node_table(out, meta, name, read_set(
+            loaded, "nodes", name, timestamp=TimeColumn(column, dtype) if column else None),
             table_locations(loaded, "nodes", name))
-        meta["table_rows"] = len(table.ids)
-        out.write(f"{meta['dir']}/table_ids.npy", table.ids)
-        for i, (feature, values) in enumerate(sorted(table.features.items())):
-            description, arrays = feature_arrays(values)
-            meta["features"][feature] = description | {"prefix": f"feature{i}"}
-            for suffix, array in arrays.items():
-                out.write(f"{meta['dir']}/feature{i}.{suffix}.npy", array)
         if column:
             meta["timestamp"] = {"column": column, "dtype": dtype}
-            out.write(f"{meta['dir']}/timestamps.npy", table.timestamps)
-        log(f"node set '{name}': {len(table.ids)} rows")
-        del table
+        log(f"node set '{name}': {meta['table_rows']} rows")
         release_free_memory()
     # 2. Each edge table's distinct end ids, batch by batch.
     parts = {n: [] for n in node_sets}
@@ -280,6 +285,62 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, log) -> dict:
         "tables": {key: facts_dict(f) for key, f in tables.items()},
         "nodes": nodes_meta, "edges": edges_meta, "files": out.files,
     }
+
+
+def _write_node_table(out: _Writer, meta: dict, name: str, batches, locations) -> None:
+    """A node table sorted by id (core.node_table's order and duplicate check), with its
+    dense features streamed: each batch's rows go to a scratch file as they are read and
+    are gathered into id order a block at a time, so the table's features (most of a
+    graph's node data) are never held in memory. Ragged and string features, which need
+    their row lengths, are sorted in memory (core.node_table)."""
+    scratch, shapes, kept, keys = {}, {}, [], []
+    try:
+        for batch in batches:
+            dense = {}
+            for feature, values in batch.features.items():
+                if isinstance(values, np.ndarray) and values.dtype != object:
+                    if feature not in scratch:
+                        path = os.path.join(out.folder, f"{meta['dir']}.{len(scratch)}.scratch")
+                        os.makedirs(os.path.dirname(path), exist_ok=True)
+                        scratch[feature] = open(path, "w+b")
+                    shapes[feature] = (values.dtype, values.shape[1:])
+                    scratch[feature].write(np.ascontiguousarray(values).tobytes())
+                else:
+                    dense[feature] = values
+            kept.append(NodeBatch(name, batch.ids, batch.rows, dense, batch.timestamps))
+            keys.append((batch.ids, batch.rows))
+        table = build_node_table(name, kept, locations)  # ids sorted; duplicates: TableError
+        del kept
+        order = (np.lexsort((np.concatenate([r for _, r in keys]),
+                             np.concatenate([i for i, _ in keys]))) if keys
+                 else np.zeros(0, np.int64))
+        del keys
+        meta["table_rows"] = len(table.ids)
+        out.write(f"{meta['dir']}/table_ids.npy", table.ids)
+        if table.timestamps is not None:
+            out.write(f"{meta['dir']}/timestamps.npy", table.timestamps)
+        features = dict(table.features)
+        features.update({f: None for f in scratch})
+        for i, feature in enumerate(sorted(features)):
+            prefix = f"{meta['dir']}/feature{i}"
+            if features[feature] is not None:
+                description, arrays = feature_arrays(features[feature])
+                for suffix, array in arrays.items():
+                    out.write(f"{prefix}.{suffix}.npy", array)
+            else:
+                dtype, inner = shapes[feature]
+                scratch[feature].flush()
+                unsorted = np.memmap(scratch[feature].name, dtype, "r",
+                                     shape=(len(order),) + inner)
+                out.write_blocks(f"{prefix}.values.npy", dtype, (len(order),) + inner,
+                                 lambda lo, hi: unsorted[order[lo:hi]])
+                del unsorted
+                description = {"ragged": 0}
+            meta["features"][feature] = description | {"prefix": f"feature{i}"}
+    finally:
+        for f in scratch.values():
+            f.close()
+            os.remove(f.name)
 
 
 def _facts(loaded: LoadedSchema, kind: str, name: str) -> TableFacts:
