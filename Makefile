@@ -57,14 +57,19 @@ check-base: $(BASE_VENV)/.installed
 	$(BASE_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall .
 	$(BASE_VENV)/bin/python .ci/check_base.py $(BASE_VENV)
 
-# Each other Python version: the base install plus the test tools ([test-base]), and the tests
-# that need nothing more (core, readers, engines agreeing, the extras' one lines).
-BASE_TESTS := tests/sampler/core tests/unigraph tests/test_extras.py \
-    tests/pipelines/test_sample_reproducible.py
+# Each other Python version: the base install plus the test tools ([test-base]), and the
+# tests that need nothing more and touch what differs between versions: the sampling
+# core (numpy), every reader (pyarrow, csv, zlib), local and gs:// files, both engines
+# end to end, the extras' one-line errors.
+BASE_TESTS := tests/sampler/core tests/unigraph/test_formats.py \
+    tests/unigraph/test_table_errors.py tests/unigraph/test_tfrecord.py \
+    tests/unigraph/test_gcs.py tests/test_extras.py tests/pipelines/test_sample_reproducible.py
 check-pythons:
 	@for v in $(OTHER_PYTHONS); do \
-	    py=$$(command -v python$$v || ls $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v 2>/dev/null | head -1); \
-	    if [ -z "$$py" ]; then echo "Python $$v: not installed on this machine, not tested"; continue; fi; \
+	    py=$$(ls $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v 2>/dev/null | tail -1); \
+	    [ -n "$$py" ] || py=$$(command -v python$$v); \
+	    if [ -z "$$py" ] || ! $$py -c '' 2>/dev/null; then \
+	        echo "Python $$v: not installed on this machine, not tested"; continue; fi; \
 	    venv=.venv-py$$v; \
 	    if [ ! -f $$venv/.installed ] || [ setup.py -nt $$venv/.installed ]; then \
 	        rm -rf $$venv && $$py -m venv $$venv && \

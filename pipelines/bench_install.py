@@ -81,7 +81,8 @@ def main(argv=None) -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
                    f"{platform.python_version()}, {platform.platform()}",
         "command": "python -m pipelines.bench_install " + " ".join(
-            f"--variant '{v}'" for v in args.variant),
+            f"--variant '{v}'" for v in args.variant) + (f" --json {args.json}"
+                                                          if args.json else ""),
         "notes": "pip's download cache was warm: times are installs, not downloads",
         "rows": rows,
     }
