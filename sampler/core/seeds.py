@@ -1,15 +1,27 @@
 """Seeds: the rows of the seeds table become numbered samples, joined with their node set.
 
 A sample's id depends on the seed rows as a multiset, never on their order, their
-file, the files' format or the number of buckets: the seeds are grouped by the
-top bits of a 64-bit fingerprint of their content, sorted within the group by two
-independent fingerprints, and numbered
+file, the files' format or the number of buckets, and a row listed once has the id
+of its content alone, whatever else the table holds:
 
-    sample id = (top 24 bits of the first fingerprint) << 40 | rank within those bits
+    sample id = the top 63 bits of a 64-bit fingerprint of the row's content
 
-so ids are unique (no birthday collisions, whatever the number of seeds) and a
-seed listed twice is two samples with their own draws (identical rows are
-interchangeable, so which copy gets which rank does not matter). Without a seeds
+except that ids must be unique: rows sorted by (that fingerprint, a second,
+independent one) whose ids would not increase take the next free id after the row
+before them. So a seed listed k times is k samples with ids f, f+1, ..., f+k-1
+(identical rows are interchangeable, so which copy gets which does not matter), and
+a row whose id another row's probing took (two distinct contents within a few ids
+of each other among 2**63: practically never) is moved by one. Ids are unique
+without any birthday bound. A row's subgraph depends on its id (the random streams
+are keyed by it), so the subgraph of a seed listed once is the same whether the
+table holds it alone or among millions: `sampler.api` samples single seeds to the
+CLI's bytes.
+
+The probing stays inside the row's *numbering group* (the fingerprint's top
+NUMBERING_GROUP_BITS bits: the Beam engine numbers each group on its own), which
+owns the ids [g << 51, (g + 1) << 51): a group whose last ids would pass its end is
+probed down from that end instead, so numbering by group equals numbering at once.
+Without a seeds
 table every node of the seed set is a seed. The join keeps the seeds found in
 the seed node set and counts (and lists) the others; a found seed is the first
 (sample, node) request of its sample, its sample's seed piece for the assembly,
@@ -31,7 +43,8 @@ from sampler.core.stats import MAX_LISTED_IDS, RunStats
 from unigraph.columnar.batches import NodeBatch, SeedBatch
 
 NUMBERING_GROUP_BITS = 12  # 4096 groups: a fixed cut, independent of the job's buckets
-_PREFIX_BITS, _RANK_BITS = 24, 40
+_ID_BITS = 63  # sample ids are non-negative int64
+_GROUP_SHIFT = _ID_BITS - NUMBERING_GROUP_BITS  # a group's ids: [g << 51, (g + 1) << 51)
 _SECOND_SALT = rng.name_salt("seed-content-2")
 
 
@@ -80,15 +93,41 @@ def number_seeds(parts: Sequence[SeedBatch]) -> Requests:
 
 
 def number_by_content(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(order, sample ids): rows sorted by their two content fingerprints and numbered
-    `(top 24 bits of first) << 40 | rank among rows with those bits`. Any seed kind whose
-    rows share a numbering group (top bits of `first`) is numbered this way."""
+    """(order, sample ids): rows sorted by their two content fingerprints, each numbered
+    by the top 63 bits of `first`, probed to the next free id where that is taken (see
+    the module docstring). Any seed kind whose rows share a numbering group (top bits of
+    `first`) is numbered this way."""
     order = np.lexsort((second, first))
-    prefix = first[order] >> np.uint64(_RANK_BITS)
-    starts = np.flatnonzero(np.r_[True, prefix[1:] != prefix[:-1]])
-    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    samples = (prefix << np.uint64(_RANK_BITS)) | rank.astype(np.uint64)
-    return order, samples.view(np.int64)
+    wanted = (first[order] >> np.uint64(64 - _ID_BITS)).astype(np.int64)
+    return order, unique_ids(wanted)
+
+
+def unique_ids(wanted: np.ndarray) -> np.ndarray:
+    """Strictly increasing int64 ids for ascending `wanted` ids: each the larger of its
+    wanted id and the id before it plus one, within its numbering group's range (a
+    group whose ids would pass its end takes the ids below that end instead)."""
+    ids = _next_free(wanted)
+    group = wanted >> np.int64(_GROUP_SHIFT)
+    if (ids > _group_end(group)).any():
+        # A group full up to its end (practically never): each group on its own, so the
+        # overflow neither leaves the group nor moves the next group's ids.
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        for lo, hi in zip(starts, np.r_[starts[1:], len(ids)]):
+            within = _next_free(wanted[lo:hi])
+            position = np.arange(hi - lo, dtype=np.int64)
+            capped = np.minimum(within, _group_end(group[lo])) - position
+            ids[lo:hi] = np.minimum.accumulate(capped[::-1])[::-1] + position
+    return ids
+
+
+def _next_free(wanted: np.ndarray) -> np.ndarray:
+    position = np.arange(len(wanted), dtype=np.int64)
+    return np.maximum.accumulate(wanted - position) + position if len(wanted) else wanted
+
+
+def _group_end(group):
+    """The last id of numbering group(s) `group`."""
+    return ((group + 1) << np.int64(_GROUP_SHIFT)) - 1
 
 
 def seed_requests(requests: Requests, num_buckets: int) -> Iterator[tuple[int, Requests]]:

@@ -7,8 +7,8 @@ from sampler.core import rng
 from sampler.core.buckets import node_buckets, sample_buckets
 from sampler.core.node_table import build_node_table, ids_only_table
 from sampler.core.pieces import Requests
-from sampler.core.seeds import (join_seeds, number_seeds, numbering_groups, seed_requests,
-                                seeds_from_ids, seeds_from_nodes)
+from sampler.core.seeds import (_GROUP_SHIFT, join_seeds, number_seeds, numbering_groups,
+                                seed_requests, seeds_from_ids, seeds_from_nodes, unique_ids)
 from unigraph.columnar.batches import NodeBatch, SeedBatch, row_ids
 
 
@@ -42,20 +42,34 @@ def test_sample_ids_depend_on_the_multiset_of_rows_only(ids, random):
     assert number_all(other, splits) == numbered
     samples = [s for s, _ in numbered]
     assert len(set(samples)) == len(ids)  # one sample per row, duplicates included
-    for node in set(ids):  # a seed listed k times: k samples, consecutive ranks
+    for node in set(ids):  # a seed listed k times: k consecutive ids from its own
         mine = sorted(s for s, n in numbered if n == node)
         assert mine == list(range(mine[0], mine[0] + ids.count(node)))
+        assert mine[0] == number_all(SeedBatch(np.array([node], "S"), row_ids(0, 0, 1)))[0][0]
 
 
-def test_sample_ids_are_unique_where_fingerprints_share_their_top_bits():
+def test_a_seed_listed_once_has_the_id_of_its_content_alone():
     ids = np.array([f"n{i}".encode() for i in range(20000)])
     numbered = number_all(SeedBatch(ids, row_ids(0, 0, len(ids))))
     assert len({s for s, _ in numbered}) == len(ids)
-    top = rng.fingerprint(ids) >> np.uint64(40)
+    alone = (rng.fingerprint(ids) >> np.uint64(1)).astype(np.int64)
     by_id = dict((n, s) for s, n in numbered)
-    prefixes = np.array([by_id[i] for i in ids.tolist()], np.int64).view(np.uint64) >> \
-        np.uint64(40)
-    assert prefixes.tolist() == top.tolist()  # the id's place: its fingerprint's top bits
+    assert [by_id[i] for i in ids.tolist()] == alone.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(hs.lists(hs.tuples(hs.integers(0, 3), hs.integers(-3, 3)), min_size=1, max_size=30))
+def test_ids_are_unique_and_stay_in_their_group_when_a_group_fills_up(wanted):
+    """Wanted ids crowded at the ends of numbering groups: every id is unique, lies in its
+    row's group, and numbering each group alone gives the same ids."""
+    wanted = np.sort(np.array([(g << _GROUP_SHIFT) + (d if d >= 0 else (1 << _GROUP_SHIFT) + d)
+                               for g, d in wanted], np.int64))
+    ids = unique_ids(wanted)
+    group = wanted >> _GROUP_SHIFT
+    assert len(set(ids.tolist())) == len(ids) and (np.diff(ids) > 0).all()
+    assert ((ids >> _GROUP_SHIFT) == group).all()
+    for g in set(group.tolist()):
+        assert unique_ids(wanted[group == g]).tolist() == ids[group == g].tolist()
 
 
 def test_every_node_is_a_seed_without_a_table():
