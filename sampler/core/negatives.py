@@ -279,11 +279,13 @@ def negative_stats(counts: NegativeCounts) -> RunStats:
 
 
 def choose_negatives(positives: PairBatch, draws: Draws, sampling: NegativeSampling,
-                     label_dtype: np.dtype) -> tuple[PairBatch, NegativeCounts]:
+                     label_dtype: np.dtype, known: PairBatch | None = None
+                     ) -> tuple[PairBatch, NegativeCounts]:
     """`positives` (every row of their sources) with label 1, and their negatives with
     label 0: per (row, j), the first attempt that is neither the source nor a known
-    positive of it (nor, for timed rows and candidates, later than the row's cut-off).
-    `draws` are the resolved draws of these rows."""
+    positive of it (a row of `positives` or `known`; nor, for timed rows and
+    candidates, later than the row's cut-off). `draws` are the resolved draws of these
+    rows."""
     n = len(positives)
     counts = NegativeCounts(positives=n)
     labelled = _with_label(positives, np.ones(n, label_dtype))
@@ -291,11 +293,13 @@ def choose_negatives(positives: PairBatch, draws: Draws, sampling: NegativeSampl
         return labelled, counts
     first, second, occurrence, _ = _row_keys(positives)
     # Known positives: (source, target) of any row; a draw collides with its source too.
-    ids = unique(np.concatenate([positives.sources, positives.targets, draws.sources,
-                                 draws.targets]))
+    known_sources, known_targets = positives.sources, positives.targets
+    if known is not None:
+        known_sources = np.concatenate([known_sources, known.sources])
+        known_targets = np.concatenate([known_targets, known.targets])
+    ids = unique(np.concatenate([known_sources, known_targets, draws.sources, draws.targets]))
     width = np.int64(len(ids))
-    known = np.searchsorted(ids, positives.sources) * width + np.searchsorted(ids,
-                                                                               positives.targets)
+    known = np.searchsorted(ids, known_sources) * width + np.searchsorted(ids, known_targets)
     source_code = np.searchsorted(ids, draws.sources)
     target_code = np.searchsorted(ids, draws.targets)
     rejected = np.isin(source_code * width + target_code, known) | (source_code == target_code)
@@ -355,17 +359,20 @@ def concat_pairs(parts: Sequence[PairBatch]) -> PairBatch:
                      np.concatenate([p.timestamps for p in parts]) if timed else None)
 
 
-def negatives_in_memory(positives: Sequence[PairBatch], candidate_ids: np.ndarray,
-                        degrees: np.ndarray | None, sampling: NegativeSampling, seed: int,
-                        label_dtype: np.dtype, node_times: Candidates | None = None
-                        ) -> tuple[list[PairBatch], NegativeCounts]:
-    """The whole step in one process (the in-memory engine): the same functions as the
-    Beam stages, with every source in one group. `node_times`: the paired set's nodes
-    with their times, when negatives' targets must exist at their row's cut-off."""
-    positives = [p for p in positives if len(p)]
-    if not positives:
-        return [], NegativeCounts()
-    batch = concat_pairs(positives)
+@dataclasses.dataclass(eq=False)
+class DrawGroups:
+    """Every draw group of the paired node set and their running totals: what the draws
+    of any pairs need, built once per graph (the in-memory engine, sampler.api)."""
+
+    groups: dict[int, DrawGroup]
+    totals: GroupTotals
+
+
+def draw_groups_in_memory(candidate_ids: np.ndarray, degrees: np.ndarray | None,
+                          sampling: NegativeSampling, node_times: Candidates | None = None
+                          ) -> DrawGroups:
+    """The draw groups of these candidates in one process (`node_times`: the paired set's
+    nodes with their times, when negatives' targets must exist at their row's cut-off)."""
     parts: dict[int, list[Candidates]] = {}
     for g, piece in split_by_draw_group(candidate_ids, degrees):
         parts.setdefault(g, []).append(piece)
@@ -376,9 +383,34 @@ def negatives_in_memory(positives: Sequence[PairBatch], candidate_ids: np.ndarra
             parts.setdefault(g, []).append(piece)
     groups = {g: build_draw_group(g, pieces, sampling.mode, time_dtype)
               for g, pieces in parts.items()}
-    totals = GroupTotals.of([(g, group.total) for g, group in groups.items()], sampling.mode)
-    draws = draw_negatives(batch, sampling, totals, seed)
-    resolved = Draws.concat([resolve_draws(groups[g], draws.take(positions))
+    return DrawGroups(groups, GroupTotals.of([(g, group.total) for g, group in groups.items()],
+                                             sampling.mode))
+
+
+def negatives_in_memory(positives: Sequence[PairBatch], candidate_ids: np.ndarray,
+                        degrees: np.ndarray | None, sampling: NegativeSampling, seed: int,
+                        label_dtype: np.dtype, node_times: Candidates | None = None
+                        ) -> tuple[list[PairBatch], NegativeCounts]:
+    """The whole step in one process (the in-memory engine): the same functions as the
+    Beam stages, with every source in one group. `node_times`: the paired set's nodes
+    with their times, when negatives' targets must exist at their row's cut-off."""
+    groups = draw_groups_in_memory(candidate_ids, degrees, sampling, node_times)
+    return negatives_from_groups(positives, groups, sampling, seed, label_dtype)
+
+
+def negatives_from_groups(positives: Sequence[PairBatch], candidates: DrawGroups,
+                          sampling: NegativeSampling, seed: int, label_dtype: np.dtype,
+                          known: PairBatch | None = None
+                          ) -> tuple[list[PairBatch], NegativeCounts]:
+    """`negatives_in_memory` with the draw groups built already. `known`: more known
+    positives, rows that get no negatives of their own (sampler.api: pairs sampled from
+    a larger table)."""
+    positives = [p for p in positives if len(p)]
+    if not positives:
+        return [], NegativeCounts()
+    batch = concat_pairs(positives)
+    draws = draw_negatives(batch, sampling, candidates.totals, seed)
+    resolved = Draws.concat([resolve_draws(candidates.groups[g], draws.take(positions))
                              for g, positions in split_by_bucket(draws.group)])
-    chosen, counts = choose_negatives(batch, resolved, sampling, label_dtype)
+    chosen, counts = choose_negatives(batch, resolved, sampling, label_dtype, known)
     return [chosen], counts

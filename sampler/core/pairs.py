@@ -96,11 +96,18 @@ def number_pairs(parts: Sequence[PairBatch]) -> PairPiece:
         np.concatenate([p.rows for p in parts]),
         {k: np.concatenate([p.features[k] for p in parts]) for k in parts[0].features},
         np.concatenate([p.timestamps for p in parts]) if timed else None)
+    return numbered_pair_rows(batch)[0]
+
+
+def numbered_pair_rows(batch: PairBatch) -> tuple[PairPiece, np.ndarray]:
+    """(the rows as pairs sorted by sample id, each row's sample id in row order)."""
     order, samples = number_by_content(pair_fingerprints(batch),
                                        pair_fingerprints(batch, salt=_SECOND_SALT))
+    by_row = np.empty(len(order), np.int64)
+    by_row[order] = samples
     return PairPiece(samples, batch.sources[order], batch.targets[order],
                      {k: v[order] for k, v in batch.features.items()},
-                     None if batch.timestamps is None else batch.timestamps[order])
+                     None if batch.timestamps is None else batch.timestamps[order]), by_row
 
 
 def pair_requests(pairs: PairPiece) -> Requests:

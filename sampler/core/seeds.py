@@ -87,9 +87,16 @@ def number_seeds(parts: Sequence[SeedBatch]) -> Requests:
     batch = SeedBatch(np.concatenate([p.ids for p in parts]),
                       np.concatenate([p.rows for p in parts]),
                       np.concatenate([p.timestamps for p in parts]) if timed else None)
+    return numbered_seed_rows(batch)[0]
+
+
+def numbered_seed_rows(batch: SeedBatch) -> tuple[Requests, np.ndarray]:
+    """(the rows as requests sorted by sample id, each row's sample id in row order)."""
     order, samples = number_by_content(*_content_fingerprints(batch))
+    by_row = np.empty(len(order), np.int64)
+    by_row[order] = samples
     return Requests.from_ids(samples, batch.ids[order],
-                             None if batch.timestamps is None else batch.timestamps[order])
+                             None if batch.timestamps is None else batch.timestamps[order]), by_row
 
 
 def number_by_content(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,23 +20,18 @@ import signal
 import sys
 from typing import Callable, Iterator
 
-import numpy as np
-
 from sampler.core.assemble import ShardAssembler
-from sampler.core.buckets import split_by_shard
-from sampler.core.hop import sample_hop
-from sampler.core.induced import candidate_edges, keep_induced
-from sampler.core.negatives import Candidates, negatives_in_memory, negative_stats
-from sampler.core.node_table import features_by_shard
-from sampler.core.pairs import number_pairs, pair_requests
-from sampler.core.pieces import PairPiece, Requests, SeedPiece
-from sampler.core.seeds import join_seeds, number_seeds
+from sampler.core.pairs import number_pairs
+from sampler.core.seeds import number_seeds, seeds_from_ids
 from sampler.core.stats import RunStats
 from sampler.job.job import SamplingJob
+from sampler.memory.batch import (Samples, negative_draw_groups, node_samples, pair_samples,
+                                  sample_batch, with_negatives)
 from sampler.memory.graph import GraphInMemory, load_graph
 from sampler.output.shards import ShardChunk, write_shard
-from sampler.plan.plan import (DEGREE, excludes_pair_edges, label_dtype, members_ops,
-                               pair_edge_sets)
+from sampler.plan.plan import label_dtype, pairs_table_layout
+from unigraph.columnar.batches import PairBatch, SeedBatch
+from unigraph.tables import read_pair_set, read_seed_set
 
 # Samples assembled at once: big enough to vectorize, small in memory. On the MAG job
 # (about 50 KB of output per sample) 256 took the same CPU as 512 and 2048 (within the
@@ -69,30 +64,12 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
     graph = load_graph(job)  # its temporaries already handed back: workers share less
     # Decided after loading: reading BigQuery tables loads gRPC.
     processes = max(1, min(workers, job.num_shards)) if fork_is_safe() else 1
-    seed_set = job.plan.seed_set
-    pairs = {}
-    if job.plan.link:  # a pair is a sample of two seed requests; from there on, the same path
-        rows, negative_stats = _with_negatives(graph, job)
-        numbered_pairs = number_pairs(rows)
-        numbered = pair_requests(numbered_pairs)
-        pairs = {shard: graph.intern_pairs(seed_set, piece)
-                 for shard, piece in split_by_shard(numbered_pairs, job.num_shards)}
-        on_start(len(numbered_pairs), graph.nbytes, processes)
-    else:
-        numbered = number_seeds(graph.seeds)
-        on_start(len(numbered), graph.nbytes, processes)
-    # The join runs on names (a seed may name no node at all); what it finds is interned.
-    join = join_seeds(graph.seed_table, numbered, job.num_shards, with_features=False)
-    found = {shard: graph.intern_requests(seed_set, requests)
-             for shard, requests in split_by_shard(join.found, job.num_shards)}
-    seeds = {shard: graph.intern_seeds(seed_set, piece) for shard, piece in join.seeds_by_shard}
-    stats = join.stats
-    if job.plan.link:
-        stats.merge(negative_stats)
-    _SHARED.update(graph=graph, job=job, found=found, seeds=seeds, pairs=pairs)
-    samples_of = pairs if job.plan.link else seeds
+    samples = _samples(graph, job)
+    on_start(len(samples), graph.nbytes, processes)
+    stats = samples.stats
+    _SHARED.update(graph=graph, job=job, samples=samples.by_shard(job.num_shards))
     try:
-        shards = sorted(range(job.num_shards), key=lambda s: -len(samples_of.get(s, ())))
+        shards = sorted(range(job.num_shards), key=lambda s: -len(_SHARED["samples"].get(s, ())))
         if processes == 1:
             for shard in shards:
                 stats.merge(_write_one_shard(shard, on_progress))
@@ -119,25 +96,30 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
         _SHARED.clear()
 
 
-def _with_negatives(graph: GraphInMemory, job: SamplingJob) -> tuple[list, RunStats]:
-    """The pairs table's rows, and with --negatives their negatives (core.negatives)."""
+def _samples(graph: GraphInMemory, job: SamplingJob) -> Samples:
+    """Every sample of the job: the seeds table's rows (or every node of the seed set),
+    or the pairs table's with their negatives, numbered and found in the graph."""
     plan = job.plan
-    if not plan.negatives:
-        return graph.pairs, RunStats()
-    if plan.negatives.mode == DEGREE:
-        names = graph.names[plan.seed_set]
-        parts = [graph.adjacency[name] for name in pair_edge_sets(plan)]
-        candidates = np.concatenate([names[a.sources] for a in parts])
-        degrees = np.concatenate([np.diff(a.row_splits) for a in parts])
-    else:
-        candidates, degrees = graph.seed_table.ids, None
-    node_times = None
-    if job.time is not None and job.time.negative_target_set is not None:
-        # Negatives' targets must exist at their pair's cut-off: the paired set's times.
-        node_times = Candidates(graph.seed_table.ids, times=graph.seed_table.timestamps)
-    rows, counts = negatives_in_memory(graph.pairs, candidates, degrees, plan.negatives,
-                                       job.seed, label_dtype(job.loaded.schema), node_times)
-    return rows, negative_stats(counts)
+    column = job.time.seed_column if job.time is not None else None
+    if not plan.link:
+        rows = (list(read_seed_set(job.seeds_path, timestamp=column)) if job.seeds_path
+                else [_every_seed(graph)])
+        return node_samples(graph, plan.seed_set, number_seeds(rows))
+    rows: list[PairBatch] = list(read_pair_set(
+        pairs_table_layout(plan, job.loaded.schema, column), job.seeds_path))
+    stats = RunStats()
+    if plan.negatives:
+        rows, stats = with_negatives(rows, plan, negative_draw_groups(graph, plan, job.time),
+                                     job.seed, label_dtype(job.loaded.schema))
+    samples = pair_samples(graph, plan.seed_set, number_pairs(rows))
+    samples.stats.merge(stats)
+    return samples
+
+
+def _every_seed(graph: GraphInMemory) -> SeedBatch:
+    """Without a seeds table, every node of the seed set is a seed (a sample's id depends
+    on its row's content only, so the table need not be read twice)."""
+    return seeds_from_ids(graph.seed_table.ids)
 
 
 def _init_worker() -> None:
@@ -158,78 +140,21 @@ def _write_one_shard_in_worker(shard: int) -> RunStats:
 def _write_one_shard(shard: int, on_progress: Callable[[int], None]) -> RunStats:
     graph, job = _SHARED["graph"], _SHARED["job"]
     assembler = ShardAssembler(job.plan, job.loaded.schema, graph.names)
-    empty = Requests.concat([])
-    chunks = _shard_chunks(graph, job, _SHARED["found"].get(shard, empty),
-                           _SHARED["seeds"].get(shard), _SHARED["pairs"].get(shard),
-                           on_progress)
+    samples = _SHARED["samples"].get(shard)
     stats = RunStats()
     _, written = write_shard(assembler, job.output, shard, job.num_shards,
-                             _counting(chunks, stats))
+                             _chunks(graph, job, samples, stats, on_progress))
     return stats.merge(written)
 
 
-def _counting(chunks: Iterator[tuple[ShardChunk, RunStats]], stats: RunStats
-              ) -> Iterator[ShardChunk]:
-    for chunk, chunk_stats in chunks:
+def _chunks(graph: GraphInMemory, job: SamplingJob, samples: Samples | None, stats: RunStats,
+            on_progress: Callable[[int], None]) -> Iterator[ShardChunk]:
+    """The shard's samples through the job, CHUNK_SAMPLES at a time (their counts merged
+    into `stats`)."""
+    if samples is None:
+        return
+    for batch in samples.chunks(CHUNK_SAMPLES):
+        chunk, chunk_stats = sample_batch(graph, job.plan, job.loaded.schema, job.seed, batch)
         stats.merge(chunk_stats)
         yield chunk
-
-
-def _shard_chunks(graph: GraphInMemory, job: SamplingJob, found: Requests,
-                  seeds: SeedPiece | None, pairs: PairPiece | None,
-                  on_progress: Callable[[int], None]) -> Iterator[tuple[ShardChunk, RunStats]]:
-    """The shard's pieces, CHUNK_SAMPLES samples at a time in ascending sample id (a link
-    job's samples are its pairs; `seeds` are then the endpoints the join found)."""
-    samples = pairs if job.plan.link else seeds
-    if samples is None or not len(samples):
-        return
-    samples = samples.take(np.argsort(samples.samples, kind="stable"))
-    found = found.take(np.argsort(found.samples, kind="stable"))
-    seeds = seeds.take(np.argsort(seeds.samples, kind="stable")) if seeds is not None else (
-        SeedPiece(np.zeros(0, np.int64), np.zeros(0, np.int64)))
-
-    def within(piece, lo_sample, hi_sample):
-        first = np.searchsorted(piece.samples, lo_sample, side="left")
-        end = np.searchsorted(piece.samples, hi_sample, side="right")
-        return piece.take(np.arange(first, end))
-
-    for lo in range(0, len(samples), CHUNK_SAMPLES):
-        chunk = samples.take(np.arange(lo, min(lo + CHUNK_SAMPLES, len(samples))))
-        bounds = chunk.samples[0], chunk.samples[-1]
-        if job.plan.link:
-            yield _sample_chunk(graph, job, within(found, *bounds), within(seeds, *bounds), chunk)
-        else:
-            yield _sample_chunk(graph, job, within(found, *bounds), chunk)
-        on_progress(len(chunk))
-
-
-def _sample_chunk(graph: GraphInMemory, job: SamplingJob, found: Requests,
-                  seeds: SeedPiece, pairs: PairPiece | None = None
-                  ) -> tuple[ShardChunk, RunStats]:
-    """Every op for the chunk's samples, then the features of the nodes they reached."""
-    plan = job.plan
-    reached = {plan.seed_op: found}
-    edges, stats = [], RunStats()
-    for op in plan.ops:
-        requests = Requests.concat([reached[name] for name in op.input_ops])
-        drawn = sample_hop(graph.adjacency[op.edge_set], requests, op, job.seed)
-        stats.merge(drawn.stats(op))
-        edges.append(drawn.edges)
-        reached[op.name] = drawn.reached()
-    for name in plan.induced_edge_sets:
-        edge_set = job.loaded.schema.edge_sets[name]
-        members = {end: Requests.concat([reached[op] for op in members_ops(plan, end)])
-                   for end in (edge_set.source, edge_set.target)}
-        candidates, _ = candidate_edges(graph.adjacency[name], members[edge_set.source],
-                                        exclude_pair_edges=excludes_pair_edges(plan, name))
-        induced = keep_induced(candidates, members[edge_set.target])
-        stats.merge(RunStats(induced_edges={name: len(induced)}))
-        edges.append(induced)
-    features = []
-    for name, table in graph.node_tables.items():
-        arriving = [found] if name == plan.seed_set else []
-        arriving += [reached[op.name] for op in plan.ops if op.target_set == name]
-        if arriving:
-            features += [piece for _, piece in
-                         features_by_shard(table, Requests.concat(arriving), job.num_shards)[0]]
-    return ShardChunk([seeds], features, edges, [pairs] if pairs is not None else []), stats
+        on_progress(len(batch))

@@ -23,15 +23,14 @@ from sampler.core.adjacency import AdjacencyBucket, build_adjacency, concat_edge
 from sampler.core.arrays import unique, unique_inverse
 from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
 from sampler.core.pieces import PairPiece, Requests, SeedPiece
-from sampler.core.seeds import seeds_from_ids
 from sampler.core.temporal import effective_times, lowest_time
 from sampler.job.job import SamplingJob
 from sampler.job.resources import release_free_memory
-from sampler.plan.plan import edge_sets_to_read, pairs_table_layout
+from sampler.plan.plan import edge_sets_to_read
 from sampler.store.mapped import open_store
-from unigraph.columnar.batches import EdgeBatch, PairBatch, SeedBatch
+from unigraph.columnar.batches import EdgeBatch
 from unigraph.schema import has_table
-from unigraph.tables import read_pair_set, read_seed_set, read_set, table_locations
+from unigraph.tables import read_set, table_locations
 
 
 @dataclasses.dataclass(eq=False)
@@ -40,8 +39,6 @@ class GraphInMemory:
     node_tables: dict[str, NodeTableBucket]   # node sets with a table, ids as codes
     adjacency: dict[str, AdjacencyBucket]     # the edge sets the plan samples, ids as codes
     seed_table: NodeTableBucket               # the seed set's nodes by name, for the seeds join
-    seeds: list[SeedBatch]                    # the seed rows, not yet numbered (node seeds)
-    pairs: list[PairBatch] = dataclasses.field(default_factory=list)  # link seeds' rows
     # A graph store's seed set may name more nodes than the job's tables would: the
     # codes of those the job counts (sampler.store.mapped); None: every name.
     seed_codes: np.ndarray | None = None
@@ -85,9 +82,7 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     if job.loaded.store is not None:
         mapped = open_store(job)
         return GraphInMemory(mapped.names, mapped.node_tables, mapped.adjacency,
-                             mapped.seed_table,
-                             [] if job.plan.link else _seed_rows(job, mapped.seed_table),
-                             _pair_rows(job) if job.plan.link else [], mapped.seed_codes)
+                             mapped.seed_table, mapped.seed_codes)
     loaded, plan, time = job.loaded, job.plan, job.time
     schema = loaded.schema
     with_table = [n for n in plan.node_sets() if has_table(schema.node_sets[n].metadata)]
@@ -175,9 +170,7 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     coded_tables = {name: NodeTableBucket(name, np.searchsorted(names[name], table.ids),
                                           table.features) for name, table in tables.items()}
     adjacencies = {name: adjacency(name) for name in plan.edge_sets()}
-    graph = GraphInMemory(names, coded_tables, adjacencies, seed_table,
-                          [] if plan.link else _seed_rows(job, seed_table),
-                          _pair_rows(job) if plan.link else [])
+    graph = GraphInMemory(names, coded_tables, adjacencies, seed_table)
     release_free_memory()
     return graph
 
@@ -203,19 +196,3 @@ def _array_bytes(value) -> int:
 
     walk(value)
     return sum(seen.values())
-
-
-def _pair_rows(job: SamplingJob) -> list[PairBatch]:
-    """The pairs table's rows (link seeds), with their cut-offs if they have them."""
-    column = job.time.seed_column if job.time is not None else None
-    return list(read_pair_set(pairs_table_layout(job.plan, job.loaded.schema, column),
-                              job.seeds_path))
-
-
-def _seed_rows(job: SamplingJob, seed_table: NodeTableBucket) -> list[SeedBatch]:
-    """The seeds table's rows; without one, every node of the seed set (a sample's id
-    depends on its row's content only, so the table need not be read twice)."""
-    if job.seeds_path:
-        column = job.time.seed_column if job.time is not None else None
-        return list(read_seed_set(job.seeds_path, timestamp=column))  # files, or BigQuery
-    return [seeds_from_ids(seed_table.ids)]

@@ -55,7 +55,7 @@ def test_start_and_progress_are_reported(workers, tmp_path, monkeypatch):
 def test_a_workers_error_reaches_the_caller(tmp_path, monkeypatch):
     def broken(*args):
         raise ValueError("broken chunk")
-    monkeypatch.setattr(engine, "_sample_chunk", broken)
+    monkeypatch.setattr(engine, "sample_batch", broken)
     with pytest.raises(ValueError, match="broken chunk"):
         run("mag_tiny", tmp_path, workers=2)
     assert not engine._SHARED  # the graph is released for the next run
