@@ -22,14 +22,12 @@ import threading
 from sampler.core.long_rows import CHUNK_EDGES
 from sampler.output.report import format_report
 from sampler.plan.describe import describe_plan
-from sampler.plan.plan import (DEGREE, UNIFORM, Plan, build_plan, pair_edge_sets, plan_warnings,
-                               with_edge_aggregation, with_negatives, with_target_edges)
-from sampler.plan.spec import load_spec
+from sampler.job.job import DEFAULT_SEED
+from sampler.job.options import link_plan, load_and_check
+from sampler.plan.plan import DEGREE, UNIFORM, Plan, plan_warnings, with_edge_aggregation
 from unigraph.errors import SamplerError, one_line
-from unigraph.schema import LoadedSchema, check_schema, load_schema
-from unigraph.timestamps import override_timestamp_column
+from unigraph.schema import LoadedSchema
 
-DEFAULT_SEED = 42
 EXIT_NOTHING_SAMPLED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
 
 EXAMPLES = """\
@@ -95,6 +93,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, metavar="N",
                         help=f"random seed: the same seed gives byte-identical records on any "
                              f"runner and worker count (default {DEFAULT_SEED}); e.g. --seed 7")
+    parser.add_argument("--epoch", type=int, default=0, metavar="E",
+                        help="draw epoch E's subgraphs: 0 (default) is --seed's own draws, each "
+                             "later epoch new ones, reproducibly, as the Python API's "
+                             "graph.batches(..., seed=N) draws in epoch E; e.g. --epoch 3")
     parser.add_argument("--node-buckets", type=int, metavar="B",
                         help="number of node buckets each keyed join is split into (default: "
                              "from the size of the edge tables); e.g. --node-buckets 512")
@@ -134,41 +136,13 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_and_check(graph: str, spec_path: str, data_path: str | None = None,
-                   timestamp_column: str | None = None) -> tuple[LoadedSchema, Plan]:
-    """Every check of the schema and spec that can run before a pipeline exists."""
-    loaded = load_schema(graph, data_path)
-    if timestamp_column:
-        override_timestamp_column(loaded, timestamp_column)
-    check_schema(loaded)
-    plan = build_plan(load_spec(spec_path), loaded, source=spec_path)
-    return loaded, plan
-
-
 def link_options(plan: Plan, args: argparse.Namespace, loaded: LoadedSchema) -> Plan:
-    """The link flags applied to the plan; refused for a node-seeded spec."""
-    given = [flag for flag, on in (("--no-exclude-target-edge", not args.exclude_target_edge),
-                                   ("--target-edge-sets", args.target_edge_sets is not None),
-                                   ("--negatives", args.negatives != 0),
-                                   ("--negative-sampling", args.negative_sampling != UNIFORM))
-             if on]
-    if not plan.link:
-        if given:
-            raise SamplerError(f"{given[0]} is for link seeds; the spec's seed op "
-                               f"'{plan.seed_op}' seeds nodes")
-        return plan
-    plan = with_negatives(plan, args.negatives, args.negative_sampling, loaded.schema)
-    if plan.negatives and plan.negatives.mode == DEGREE and not pair_edge_sets(plan):
-        raise SamplerError(f"--negative-sampling degree needs the spec to sample an edge set "
-                           f"from node set '{plan.seed_set}' to itself (degrees come from it)")
-    if not args.exclude_target_edge:
-        if args.target_edge_sets is not None:
-            raise SamplerError("--target-edge-sets and --no-exclude-target-edge contradict "
-                               "each other; give one")
-        return with_target_edges(plan, [])
+    """The link flags applied to the plan (sampler.job.options.link_plan)."""
     names = None if args.target_edge_sets is None else [
         n.strip() for n in args.target_edge_sets.split(",") if n.strip()]
-    return with_target_edges(plan, names, source="--target-edge-sets: ")
+    return link_plan(plan, loaded, exclude_target_edge=args.exclude_target_edge,
+                     target_edge_sets=names, negatives=args.negatives,
+                     negative_sampling=args.negative_sampling)
 
 
 def check_pipeline_flags(parser: argparse.ArgumentParser, extra: list[str]) -> None:
@@ -210,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             print(describe_plan(loaded, plan, seeds=args.seeds))
             return 0
+        if args.epoch < 0:
+            raise SamplerError(f"--epoch {args.epoch}: give 0 or more")
         if args.chunk_edges < 1:
             raise SamplerError(f"--chunk-edges must be at least 1, got {args.chunk_edges}")
         if not args.output:
@@ -219,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             run_sampling(loaded, plan, spec_path=args.spec, seeds=args.seeds,
-                         output=args.output, seed=args.seed, node_buckets=args.node_buckets,
+                         output=args.output, seed=args.seed, epoch=args.epoch,
+                         node_buckets=args.node_buckets,
                          chunk_edges=args.chunk_edges,
                          beam_args=beam_args, engine=args.engine, workers=args.workers,
                          overwrite=args.overwrite, verbose=not args.quiet)

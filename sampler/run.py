@@ -20,7 +20,7 @@ from typing import Callable
 
 from sampler.core.stats import RunStats
 from sampler.core.long_rows import CHUNK_EDGES
-from sampler.job.job import SamplingJob, choose_node_buckets
+from sampler.job.job import SamplingJob, choose_node_buckets, epoch_seed
 from sampler.job.sizing import output_shards
 from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
                                    check_seed_set_has_nodes, check_seeds, input_paths)
@@ -80,12 +80,15 @@ def choose_engine(requested: str, beam_args: list[str], loaded: LoadedSchema,
 
 def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str | None,
                  output: str, seed: int, node_buckets: int | None, beam_args: list[str],
+                 epoch: int = 0,
                  chunk_edges: int = CHUNK_EDGES,
                  engine: str = "auto", workers: int | None = None, overwrite: bool = False,
                  verbose: bool = True, say: Callable[[str], None] = print) -> dict:
     """Samples, writes and commits; returns the report. SamplerError (one line) for every
-    problem of input or environment; NothingSampled if no seed was found."""
+    problem of input or environment; NothingSampled if no seed was found. `epoch` > 0
+    draws that epoch's subgraphs (job.epoch_seed), as sampler.api does."""
     started = time.time()
+    draws_seed = epoch_seed(seed, epoch)
     engine, why = choose_engine(engine, beam_args, loaded, plan)
     say(f"engine: {engine} ({why})")
     final = parse_output(output)
@@ -112,7 +115,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     if engine == "beam" and _beam_dry_run(beam_args):
         return _build_only(SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds,
                                        output=final, num_shards=num_shards,
-                                       node_buckets=buckets, seed=seed,
+                                       node_buckets=buckets, seed=draws_seed,
                                        stats_path=final.beside(STATS_FILE), time=timing,
                                        chunk_edges=chunk_edges),
                            beam_args, say)
@@ -120,7 +123,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     try:
         stats_path = paths.join(staging.folder, STATS_FILE)
         job = SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds, output=staging.staged,
-                          num_shards=num_shards, node_buckets=buckets, seed=seed,
+                          num_shards=num_shards, node_buckets=buckets, seed=draws_seed,
                           stats_path=stats_path, time=timing, chunk_edges=chunk_edges)
         if engine == "memory":
             stats, graph_bytes = _run_memory(job, workers or cores(), verbose, say)
@@ -145,7 +148,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
             if plan.negatives and timing.has_cutoffs:  # whose node times gate negatives
                 report["time"]["negative_target_times"] = timing.negative_target_set
         report.update({"output_shards": shard_names, "output_schema": SCHEMA_FILE,
-                       "seed": seed, "engine": engine,
+                       "seed": seed, "epoch": epoch, "engine": engine,
                        "wall_time_s": round(time.time() - started, 3)})
         if engine == "beam":
             report["node_buckets"] = buckets

@@ -111,3 +111,29 @@ def test_a_missing_extra_is_one_line_naming_it(demo_output, module, args, extra)
     assert len(lines) == 1, stderr
     assert f"pip install 'graph-sampler[{extra}]'" in lines[0]
     assert heavy == []
+
+
+_API_WITHOUT_EXTRAS = _WITHOUT_EXTRAS.split("module = ")[0] + """
+from sampler import api
+graph = api.load_graph(sys.argv[1], sys.argv[2])
+records = graph.sample(["p01", "p02"]).to_examples()
+try:
+    api.to_tf_dataset(graph)
+    missing = None
+except api.SamplerError as e:
+    missing = str(e)
+print(json.dumps({{"records": len(records), "missing": missing,
+                  "heavy": sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)}}))
+"""
+
+
+def test_the_python_api_samples_without_extras_and_names_the_tf_extra():
+    run = subprocess.run(
+        [sys.executable, "-c", _API_WITHOUT_EXTRAS.format(heavy=HEAVY), DEMO,
+         os.path.join(DEMO, "sampling_spec.pbtxt")],
+        capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["records"] == 2 and result["heavy"] == []
+    assert "pip install 'graph-sampler[tf]'" in result["missing"]
+    assert "\n" not in result["missing"]

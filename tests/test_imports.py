@@ -131,7 +131,7 @@ LAYERS = [
     ("sampler.job", "sampler.training"),
     ("sampler.store",),
     ("sampler.beam", "sampler.memory"),
-    ("sampler.run",),
+    ("sampler.run", "sampler.api"),
     ("pipelines",),
 ]
 

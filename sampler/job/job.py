@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
+from sampler.core import rng
 from sampler.core.long_rows import CHUNK_EDGES
 from sampler.output.files import OutputSpec
 from sampler.plan.plan import Plan
@@ -17,7 +20,10 @@ from sampler.job.sizing import DEFAULT_SHARDS, node_buckets
 from sampler.plan.timing import TimePlan
 from unigraph.schema import LoadedSchema
 
-__all__ = ["DEFAULT_SHARDS", "SamplingJob", "choose_node_buckets"]
+__all__ = ["DEFAULT_SEED", "DEFAULT_SHARDS", "SamplingJob", "choose_node_buckets", "epoch_seed"]
+
+DEFAULT_SEED = 42  # `sample --seed` and sampler.api's default
+_EPOCH_SALT = rng.name_salt("epoch")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,7 +31,7 @@ class SamplingJob:
     loaded: LoadedSchema
     plan: Plan
     seeds_path: str | None  # None: every node of the seed node set is a seed
-    output: OutputSpec
+    output: OutputSpec | None  # None: nothing is written (sampler.api)
     num_shards: int
     node_buckets: int
     seed: int
@@ -45,3 +51,15 @@ def choose_node_buckets(loaded: LoadedSchema, plan: Plan) -> int:
     """More buckets for bigger graphs, so each join element stays under a byte budget
     (sampler.job.sizing)."""
     return node_buckets(loaded, plan)
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """The random seed of epoch `epoch`'s draws: `seed` itself for epoch 0 (so epoch 0 is
+    what `sample --seed` writes), else a 63-bit hash of both, so each epoch draws anew
+    and every epoch is reproducible."""
+    if epoch < 0:
+        raise ValueError(f"epoch {epoch}: give 0 or more")
+    if epoch == 0:
+        return seed
+    return int(rng.mix(np.uint64(seed & (2**64 - 1)), np.uint64(_EPOCH_SALT),
+                       np.uint64(epoch))) >> 1

@@ -1,62 +1,120 @@
-"""An assembled shard as GraphTensors of the numpy core: the reference output.
+"""An assembled shard as GraphTensors of the numpy core.
 
-The product writes records with output/encoder.py straight from the shard's
-arrays; tests check those bytes against `encode_example` of these graphs, and
-tools that want objects (rather than bytes) can use them too.
+What `sampler.api` hands out, and the reference the product's record encoder
+(output/encoder.py) is tested against: `encode_example` of these graphs must be its
+bytes.
+
+Built for speed, since the Python API makes one graph per sample in the training
+loop: each set's ids (as the core's object arrays of bytes) and features are
+gathered once for the whole shard and made read-only, and every sample's pieces are
+views into them, constructed directly (the arrays already have the types
+`NodeSet.from_fields` would normalize them to). The `_readout` pieces that are alike
+in every sample are shared.
 """
 from __future__ import annotations
 
+import types
 from typing import Iterator
 
 import numpy as np
 
-from sampler.core.assemble import AssembledShard
+from sampler.core.assemble import AssembledShard, _Layout
 from sampler.graph_tensor.model import Adjacency, Context, EdgeSet, GraphTensor, NodeSet
-from sampler.graph_tensor.structured_readout import add_readout
-from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
+from sampler.graph_tensor.readout_structure import READOUT_NODE_SET, READOUT_PREFIX
 from sampler.output.names import (ID_FEATURE, LINK_READOUT_KEYS, READOUT_KEY, SEED_ID_FEATURE,
                                   SEED_TIMESTAMP_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
-from unigraph.columnar.ragged import take
+from unigraph.columnar.ragged import Ragged
+
+_ONE = np.ones(1, np.int64)
+_ZERO = np.zeros(1, np.int64)
+for _array in (_ONE, _ZERO):
+    _array.flags.writeable = False
+
+
+def _frozen(value):
+    """The value with every array read-only (slices of it are then read-only views)."""
+    if isinstance(value, Ragged):
+        return Ragged(_frozen(value.values), _frozen(value.row_lengths))
+    value = np.asarray(value)
+    value.flags.writeable = False
+    return value
+
+
+def _rows(value, lo: int, hi: int):
+    """Items [lo, hi) of an array or Ragged, as views."""
+    if not isinstance(value, Ragged):
+        return value[lo:hi]
+    splits = value.row_splits
+    return Ragged(_rows(value.values, int(splits[lo]), int(splits[hi])), value.row_lengths[lo:hi])
+
+
+def _features(layout: _Layout, with_ids: bool) -> dict:
+    """Every item's features (and ids), gathered once for the shard, read-only."""
+    features = layout.features(0, int(layout.offsets[-1]))
+    if with_ids:
+        features[ID_FEATURE] = layout.ids.astype(object)
+    return {name: _frozen(value) for name, value in sorted(features.items())}
+
+
+def _one(values: np.ndarray) -> np.ndarray:
+    return _frozen(np.array(values))
 
 
 def shard_graphs(shard: AssembledShard) -> Iterator[tuple[int, GraphTensor]]:
-    """(sample id, GraphTensor) per sample: the reference the fast encoder must match."""
-    for i, (sample_id, seed_id) in enumerate(zip(shard.sample_ids.tolist(), shard.seed_ids)):
+    """(sample id, GraphTensor) per sample, in the shard's order (ascending sample id)."""
+    node_features = {name: _features(layout, True) for name, layout in shard.nodes.items()}
+    edge_features = {name: _features(layout, False) for name, layout in shard.edges.items()}
+    sources = {name: _frozen(layout.sources) for name, layout in shard.edges.items()}
+    targets = {name: _frozen(layout.targets) for name, layout in shard.edges.items()}
+    ends = {name: (shard.schema.edge_sets[name].source, shard.schema.edge_sets[name].target)
+            for name in shard.edges}
+    seed_ids = shard.seed_ids.astype(object)
+    link = shard.target_ids is not None
+    target_ids = shard.target_ids.astype(object) if link else None
+    readout = {name: _frozen(value) for name, value in (shard.readout or {}).items()}
+    times = _frozen(shard.seed_timestamps) if shard.seed_timestamps is not None else None
+    # The readout pieces every node-seed sample shares: one `_readout` node, one edge
+    # from the seed (node 0 of the seed set) to it.
+    empty = types.MappingProxyType({})
+    readout_nodes = NodeSet(_ONE, empty)
+
+    def readout_edge(source_index: np.ndarray) -> EdgeSet:
+        return EdgeSet(_ONE, Adjacency(shard.seed_set, source_index, READOUT_NODE_SET, _ZERO),
+                       empty)
+
+    seed_edge = {READOUT_PREFIX + READOUT_KEY: readout_edge(_ZERO)}
+    link_edges = [{READOUT_PREFIX + LINK_READOUT_KEYS[0]: readout_edge(_ZERO),
+                   READOUT_PREFIX + LINK_READOUT_KEYS[1]: readout_edge(index)}
+                  for index in (_ZERO, _ONE)]  # the target is node 1 unless it is the source
+    for i, sample_id in enumerate(shard.sample_ids.tolist()):
         node_sets = {}
         for name, layout in shard.nodes.items():
-            lo, hi = layout.offsets[i], layout.offsets[i + 1]
-            features = layout.features(lo, hi)
-            features[ID_FEATURE] = layout.ids[lo:hi].astype(object)
-            node_sets[name] = NodeSet.from_fields(sizes=[hi - lo], features=features)
+            lo, hi = int(layout.offsets[i]), int(layout.offsets[i + 1])
+            node_sets[name] = NodeSet(
+                _one([hi - lo]),
+                types.MappingProxyType({k: _rows(v, lo, hi)
+                                        for k, v in node_features[name].items()}))
         edge_sets = {}
         for name, layout in shard.edges.items():
-            lo, hi = layout.offsets[i], layout.offsets[i + 1]
-            proto = shard.schema.edge_sets[name]
-            edge_sets[name] = EdgeSet.from_fields(
-                sizes=[hi - lo],
-                adjacency=Adjacency.from_indices(source=(proto.source, layout.sources[lo:hi]),
-                                                 target=(proto.target, layout.targets[lo:hi])),
-                features=layout.features(lo, hi))
-        if shard.target_ids is None:
-            context_features = {SEED_ID_FEATURE: np.array([bytes(seed_id)], dtype=object)}
-            if shard.seed_timestamps is not None:
-                context_features[SEED_TIMESTAMP_FEATURE] = shard.seed_timestamps[i:i + 1]
-            context = Context.from_fields(features=context_features, sizes=[1])
-            graph = GraphTensor.from_pieces(context=context, node_sets=node_sets,
-                                            edge_sets=edge_sets, validate=False)
-            yield sample_id, add_readout(graph, READOUT_KEY, shard.seed_set, [0], validate=False)
-            continue
-        target_id = shard.target_ids[i]
-        context_features = {SOURCE_ID_FEATURE: np.array([bytes(seed_id)], dtype=object),
-                            TARGET_ID_FEATURE: np.array([bytes(target_id)], dtype=object)}
-        if shard.seed_timestamps is not None:  # the pair's cut-off
-            context_features[SEED_TIMESTAMP_FEATURE] = shard.seed_timestamps[i:i + 1]
-        context = Context.from_fields(features=context_features, sizes=[1])
-        node_sets[READOUT_NODE_SET] = NodeSet.from_fields(
-            sizes=[1], features={k: take(v, np.array([i])) for k, v in shard.readout.items()})
-        graph = GraphTensor.from_pieces(context=context, node_sets=node_sets,
-                                        edge_sets=edge_sets, validate=False)
-        source_key, target_key = LINK_READOUT_KEYS
-        graph = add_readout(graph, source_key, shard.seed_set, [0], validate=False)
-        yield sample_id, add_readout(graph, target_key, shard.seed_set,
-                                     [int(bytes(target_id) != bytes(seed_id))], validate=False)
+            lo, hi = int(layout.offsets[i]), int(layout.offsets[i + 1])
+            source, target = ends[name]
+            edge_sets[name] = EdgeSet(
+                _one([hi - lo]),
+                Adjacency(source, sources[name][lo:hi], target, targets[name][lo:hi]),
+                types.MappingProxyType({k: _rows(v, lo, hi)
+                                        for k, v in edge_features[name].items()}))
+        if not link:
+            context = {SEED_ID_FEATURE: seed_ids[i:i + 1]}
+            edge_sets.update(seed_edge)
+            node_sets[READOUT_NODE_SET] = readout_nodes
+        else:
+            context = {SOURCE_ID_FEATURE: seed_ids[i:i + 1],
+                       TARGET_ID_FEATURE: target_ids[i:i + 1]}
+            edge_sets.update(link_edges[int(bytes(target_ids[i]) != bytes(seed_ids[i]))])
+            node_sets[READOUT_NODE_SET] = NodeSet(
+                _ONE, types.MappingProxyType({k: _rows(v, i, i + 1) for k, v in readout.items()}))
+        if times is not None:
+            context[SEED_TIMESTAMP_FEATURE] = times[i:i + 1]
+        yield sample_id, GraphTensor(
+            Context(_ONE, types.MappingProxyType(context)),
+            types.MappingProxyType(node_sets), types.MappingProxyType(edge_sets))

@@ -69,8 +69,14 @@ def seed_timestamp_column(seeds_path: str | None) -> str | None:
 
 def time_plan(loaded: LoadedSchema, plan: Plan, seeds_path: str | None) -> TimePlan | None:
     """What the job reads and orders by time; None when nothing needs time."""
-    seed_column = seed_timestamp_column(seeds_path)
-    readout_type = _readout_cutoff_type(loaded, plan, seed_column, seeds_path)
+    return time_plan_of(loaded, plan, seed_timestamp_column(seeds_path), f"--seeds {seeds_path}")
+
+
+def time_plan_of(loaded: LoadedSchema, plan: Plan, seed_column: str | None,
+                 seeds: str) -> TimePlan | None:
+    """`time_plan` for seeds whose cut-off column is `seed_column` (None: no cut-offs);
+    `seeds` names them in messages."""
+    readout_type = _readout_cutoff_type(loaded, plan, seed_column, seeds)
     latest = plan.latest_k_edge_sets()
     if seed_column is None and not latest:
         return None
@@ -117,7 +123,7 @@ def time_plan(loaded: LoadedSchema, plan: Plan, seeds_path: str | None) -> TimeP
 
 
 def _readout_cutoff_type(loaded: LoadedSchema, plan: Plan, seed_column: str | None,
-                         seeds_path: str | None):
+                         seeds: str):
     """A link plan whose schema's `_readout` declares the pairs' cut-off column as a
     feature: the type it declares (float cut-offs make the job's times float64); None
     when it is not declared. SamplerError when it is no numeric scalar."""
@@ -130,7 +136,7 @@ def _readout_cutoff_type(loaded: LoadedSchema, plan: Plan, seed_column: str | No
                gs.DT_DOUBLE: FLOAT_TIMES}
     if feature.dtype not in numeric or len(feature.shape.dim):
         raise SamplerError(
-            f"--seeds {seeds_path}: the pairs' cut-off column '{seed_column}' is declared as "
+            f"{seeds}: the pairs' cut-off column '{seed_column}' is declared as "
             f"feature of node set '{LINK_READOUT_NODE_SET}' with {gs.DataType.Name(feature.dtype)} "
             f"of shape {[d.size for d in feature.shape.dim]}; a cut-off is an int64 or float "
             f"scalar")

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from pipelines.sample import load_and_check
+from sampler.job.options import load_and_check
 from sampler.job import sizing
 from tests.conftest import REPO_ROOT
 
