@@ -248,6 +248,14 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cap-mb", type=int, metavar="MB",
                         help="--store: the memory cap (default: the interpreter's footprint "
                              "plus half the graph's in-memory size)")
+    parser.add_argument("--api", action="store_true",
+                        help="online sampling through sampler.api against the memory engine "
+                             "on one core (pipelines/api_benchmark.py)")
+    parser.add_argument("--latency", action="store_true",
+                        help="--api: also the milliseconds per batch of 512 random seeds")
+    parser.add_argument("--dgl-python", metavar="PYTHON",
+                        help="--api: an interpreter with DGL installed, to run DGL's "
+                             "sample_neighbors beside (pipelines/dgl_benchmark.py)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON line (config, runs, median) instead of text")
     return parser
@@ -355,6 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         seeds = os.path.join(folder, manifest["seeds"]["hub" if args.hub_edges else "all"])
     extra = shlex.split(args.extra_args)
+    if args.api:
+        from pipelines.api_benchmark import main_hook as api_hook
+
+        return api_hook(args, folder, spec, seeds, log)
     if args.store:
         from pipelines.store_benchmark import main_hook
 

@@ -56,21 +56,31 @@ def _features(layout: _Layout, with_ids: bool) -> dict:
     return {name: _frozen(value) for name, value in sorted(features.items())}
 
 
-def _one(values: np.ndarray) -> np.ndarray:
-    return _frozen(np.array(values))
+class _SetRows:
+    """One set's items for the whole shard, cut per sample without copies: offsets as
+    Python ints, the sizes of every sample as one-element read-only views, features."""
+
+    def __init__(self, layout: _Layout, features: dict):
+        self.offsets = layout.offsets.tolist()
+        self.sizes = _frozen(np.diff(layout.offsets).astype(np.int64).reshape(-1, 1))
+        self.features = list(features.items())
+
+    def features_of(self, lo: int, hi: int) -> types.MappingProxyType:
+        return types.MappingProxyType({k: _rows(v, lo, hi) if isinstance(v, Ragged) else v[lo:hi]
+                                       for k, v in self.features})
 
 
 def shard_graphs(shard: AssembledShard) -> Iterator[tuple[int, GraphTensor]]:
     """(sample id, GraphTensor) per sample, in the shard's order (ascending sample id)."""
-    node_features = {name: _features(layout, True) for name, layout in shard.nodes.items()}
-    edge_features = {name: _features(layout, False) for name, layout in shard.edges.items()}
-    sources = {name: _frozen(layout.sources) for name, layout in shard.edges.items()}
-    targets = {name: _frozen(layout.targets) for name, layout in shard.edges.items()}
-    ends = {name: (shard.schema.edge_sets[name].source, shard.schema.edge_sets[name].target)
-            for name in shard.edges}
-    seed_ids = shard.seed_ids.astype(object)
+    nodes = {name: _SetRows(layout, _features(layout, True))
+             for name, layout in shard.nodes.items()}
+    edges = {name: (_SetRows(layout, _features(layout, False)), _frozen(layout.sources),
+                    _frozen(layout.targets), shard.schema.edge_sets[name].source,
+                    shard.schema.edge_sets[name].target)
+             for name, layout in shard.edges.items()}
+    seed_ids = _frozen(shard.seed_ids.astype(object))
     link = shard.target_ids is not None
-    target_ids = shard.target_ids.astype(object) if link else None
+    target_ids = _frozen(shard.target_ids.astype(object)) if link else None
     readout = {name: _frozen(value) for name, value in (shard.readout or {}).items()}
     times = _frozen(shard.seed_timestamps) if shard.seed_timestamps is not None else None
     # The readout pieces every node-seed sample shares: one `_readout` node, one edge
@@ -88,21 +98,15 @@ def shard_graphs(shard: AssembledShard) -> Iterator[tuple[int, GraphTensor]]:
                   for index in (_ZERO, _ONE)]  # the target is node 1 unless it is the source
     for i, sample_id in enumerate(shard.sample_ids.tolist()):
         node_sets = {}
-        for name, layout in shard.nodes.items():
-            lo, hi = int(layout.offsets[i]), int(layout.offsets[i + 1])
-            node_sets[name] = NodeSet(
-                _one([hi - lo]),
-                types.MappingProxyType({k: _rows(v, lo, hi)
-                                        for k, v in node_features[name].items()}))
+        for name, rows in nodes.items():
+            lo, hi = rows.offsets[i], rows.offsets[i + 1]
+            node_sets[name] = NodeSet(rows.sizes[i], rows.features_of(lo, hi))
         edge_sets = {}
-        for name, layout in shard.edges.items():
-            lo, hi = int(layout.offsets[i]), int(layout.offsets[i + 1])
-            source, target = ends[name]
+        for name, (rows, sources, targets, source, target) in edges.items():
+            lo, hi = rows.offsets[i], rows.offsets[i + 1]
             edge_sets[name] = EdgeSet(
-                _one([hi - lo]),
-                Adjacency(source, sources[name][lo:hi], target, targets[name][lo:hi]),
-                types.MappingProxyType({k: _rows(v, lo, hi)
-                                        for k, v in edge_features[name].items()}))
+                rows.sizes[i], Adjacency(source, sources[lo:hi], target, targets[lo:hi]),
+                rows.features_of(lo, hi))
         if not link:
             context = {SEED_ID_FEATURE: seed_ids[i:i + 1]}
             edge_sets.update(seed_edge)
@@ -110,7 +114,7 @@ def shard_graphs(shard: AssembledShard) -> Iterator[tuple[int, GraphTensor]]:
         else:
             context = {SOURCE_ID_FEATURE: seed_ids[i:i + 1],
                        TARGET_ID_FEATURE: target_ids[i:i + 1]}
-            edge_sets.update(link_edges[int(bytes(target_ids[i]) != bytes(seed_ids[i]))])
+            edge_sets.update(link_edges[int(target_ids[i] != seed_ids[i])])
             node_sets[READOUT_NODE_SET] = NodeSet(
                 _ONE, types.MappingProxyType({k: _rows(v, i, i + 1) for k, v in readout.items()}))
         if times is not None:

@@ -1,0 +1,228 @@
+"""`benchmark --api`: online sampling through sampler.api beside the offline memory engine.
+
+    benchmark --scale 0.01 --api --repeat 3 --json
+    benchmark --scale 1.0 --api --repeat 1 --dgl-python /path/to/venv/bin/python
+
+Every measurement runs in a process of its own, one core's worth of work (the memory
+engine with one worker; the API in its calling thread), contenders interleaved round
+by round, medians reported. The graph is loaded first and not timed: what is compared
+is sampling, once the graph is in memory.
+
+  offline   `sample --engine memory --workers 1` on every seed: the engine's time from
+            the graph loaded to the last shard written (sampling, assembly, encoding,
+            writing TFRecord files); subgraphs/s, and CPU seconds of that span.
+  online    sampler.api on the same graph, `graph.batches(seeds, 512)` over every seed,
+            three passes: `arrays` (sampled and assembled, nothing built from them),
+            `graphs` (every subgraph as a numpy GraphTensor) and `examples` (every
+            subgraph as its tf.Example bytes, what offline writes). Sampled edges/s
+            count the edges of the subgraphs (per seed: nothing merged).
+  latency   one batch of 512 random seeds, 30 times: milliseconds per batch (median,
+            p95), as arrays, as GraphTensors and as bytes.
+  dgl       (with --dgl-python: an interpreter with DGL installed, e.g. torch 2.2.1 and
+            dgl 2.1.0) DGL's C++ `sample_neighbors` through the same spec on the same
+            tables (pipelines/dgl_benchmark.py): merged frontiers of 512 seeds, and one
+            seed per call.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BATCH = 512
+LATENCY_BATCHES = 30
+
+
+def _seed_ids(seeds_path: str) -> np.ndarray:
+    from unigraph.tables import read_seed_set
+
+    return np.concatenate([batch.ids for batch in read_seed_set(seeds_path)])
+
+
+def measure_offline(graph: str, spec: str, seeds: str, output: str) -> dict:
+    """The memory engine, one worker, in this process: from graph loaded to files written."""
+    from sampler.job.job import DEFAULT_SEED, SamplingJob
+    from sampler.job.options import load_and_check
+    from sampler.job.sizing import output_shards
+    from sampler.memory.engine import run_in_memory
+    from sampler.output.files import parse_output
+    from sampler.plan.timing import time_plan
+    from unigraph.tables import seed_files
+
+    loaded, plan = load_and_check(graph, spec)
+    final = parse_output(output)
+    shutil.rmtree(output, ignore_errors=True)
+    os.makedirs(output)
+    shards = output_shards(loaded, plan, seed_files(seeds))
+    job = SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds, output=final,
+                      num_shards=shards, node_buckets=1, seed=DEFAULT_SEED, stats_path="",
+                      time=time_plan(loaded, plan, seeds))
+    started = {}
+
+    def on_start(*_):
+        started.update(wall=time.perf_counter(), cpu=time.process_time())
+
+    stats = run_in_memory(job, workers=1, on_start=on_start)
+    wall, cpu = time.perf_counter() - started["wall"], time.process_time() - started["cpu"]
+    subgraphs = stats.as_dict()["subgraphs_written"]
+    return {"subgraphs": subgraphs, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+            "subgraphs_per_s": round(subgraphs / wall, 1),
+            "subgraphs_per_cpu_s": round(subgraphs / cpu, 1)}
+
+
+def _subgraph_edges(batch) -> int:
+    """Edges in a batch's subgraphs (the `_readout` edges left out)."""
+    return sum(len(layout.sources) for part in batch.assembled for layout in part.edges.values())
+
+
+def measure_online(graph: str, spec: str, seeds: str) -> dict:
+    """sampler.api over every seed in batches of 512, three ways (see the docstring)."""
+    from sampler import api
+
+    loaded = api.load_graph(graph, spec)
+    ids = _seed_ids(seeds)
+    result = {}
+    for kind in ("arrays", "graphs", "examples"):
+        wall, cpu = time.perf_counter(), time.process_time()
+        subgraphs = edges = 0
+        for batch in loaded.batches(ids, BATCH, seed=api.DEFAULT_SEED):
+            if kind == "graphs":
+                list(batch)
+            elif kind == "examples":
+                batch.to_examples()
+            subgraphs += len(batch)
+            edges += _subgraph_edges(batch)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        result[kind] = {"subgraphs": subgraphs, "wall_s": round(wall, 3),
+                        "cpu_s": round(cpu, 3), "subgraph_edges": edges,
+                        "subgraphs_per_s": round(subgraphs / wall, 1),
+                        "subgraphs_per_cpu_s": round(subgraphs / cpu, 1),
+                        "edges_per_cpu_s": round(edges / cpu, 1)}
+    return result
+
+
+def measure_latency(graph: str, spec: str, seeds: str) -> dict:
+    """Milliseconds for one batch of 512 random seeds, once the graph is loaded."""
+    from sampler import api
+
+    loaded_at = time.perf_counter()
+    loaded = api.load_graph(graph, spec)
+    load_s = time.perf_counter() - loaded_at
+    ids = _seed_ids(seeds)
+    chooser = np.random.default_rng(0)
+    times = {"arrays": [], "graphs": [], "examples": []}
+    for i in range(LATENCY_BATCHES):
+        batch_ids = ids[chooser.choice(len(ids), BATCH, replace=False)]
+        started = time.perf_counter()
+        batch = loaded.sample(batch_ids, seed=i)
+        sampled = time.perf_counter()
+        list(batch)
+        built = time.perf_counter()
+        again = loaded.sample(batch_ids, seed=i)
+        resampled = time.perf_counter()
+        again.to_examples()
+        encoded = time.perf_counter()
+        times["arrays"].append(sampled - started)
+        times["graphs"].append(built - started)
+        times["examples"].append(encoded - resampled + (sampled - started))
+    return {"load_s": round(load_s, 2), "graph_mb": round(loaded.nbytes / 1e6, 1),
+            **{kind: {"median_ms": round(1e3 * statistics.median(values), 1),
+                      "p95_ms": round(1e3 * float(np.percentile(values, 95)), 1)}
+               for kind, values in times.items()}}
+
+
+def _run(kind: str, args: argparse.Namespace, extra: list[str]) -> dict:
+    command = [sys.executable, "-m", "pipelines.api_benchmark", kind, "--graph", args.graph,
+               "--spec", args.spec, "--seeds", args.seeds, *extra]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _median(runs: list[dict]) -> dict:
+    """The median of every number in a list of like nested dicts."""
+    first = runs[0]
+    if isinstance(first, dict):
+        return {k: _median([r[k] for r in runs]) for k in first}
+    if isinstance(first, (int, float)) and first is not None:
+        return round(statistics.median(runs), 3)
+    return first
+
+
+def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:
+    """`benchmark --api` (pipelines/benchmark.py calls it with the generated graph)."""
+    runs = {"offline": [], "online": []}
+    ns = argparse.Namespace(graph=folder, spec=spec, seeds=seeds)
+    out = os.path.join(args.cache_dir, "runs", "api")
+    for round_ in range(args.repeat):
+        runs["offline"].append(_run("offline", ns, ["--output", out]))
+        runs["online"].append(_run("online", ns, []))
+        offline, online = runs["offline"][-1], runs["online"][-1]
+        log(f"round {round_ + 1}/{args.repeat}: offline {offline['subgraphs_per_s']:,.0f} "
+            f"subgraphs/s; online (bytes) {online['examples']['subgraphs_per_s']:,.0f}, "
+            f"(GraphTensors) {online['graphs']['subgraphs_per_s']:,.0f}, (arrays) "
+            f"{online['arrays']['subgraphs_per_s']:,.0f} subgraphs/s, "
+            f"{online['arrays']['edges_per_cpu_s'] / 1e6:.2f} M sampled edges/s")
+    result = {"benchmark": "api", "date": time.strftime("%Y-%m-%d"),
+              "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+                         f"Python {platform.python_version()}, load average "
+                         f"{os.getloadavg()[0]:.1f} at the end",
+              "command": "benchmark " + " ".join(sys.argv[1:]),
+              "scale": args.scale, "batch_size": BATCH, "repeat": args.repeat,
+              "median": {name: _median(r) for name, r in runs.items()}}
+    median = result["median"]
+    result["online_vs_offline"] = {
+        kind: round(median["online"][kind]["subgraphs_per_s"]
+                    / median["offline"]["subgraphs_per_s"], 2)
+        for kind in ("arrays", "graphs", "examples")}
+    if args.latency:
+        result["latency"] = _run("latency", ns, [])
+        log(f"latency, batch of {BATCH}: {json.dumps(result['latency'])}")
+    if args.dgl_python:
+        done = subprocess.run([args.dgl_python, os.path.join(REPO_ROOT, "pipelines",
+                                                             "dgl_benchmark.py"),
+                               "--graph", folder, "--spec", spec, "--seeds", seeds,
+                               "--batch", str(BATCH)],
+                              capture_output=True, text=True, cwd=REPO_ROOT,
+                              env=dict(os.environ, OMP_NUM_THREADS="1"))
+        if done.returncode != 0:
+            raise RuntimeError(f"dgl failed: {done.stderr.strip()[-2000:]}")
+        result["dgl"] = json.loads(done.stdout.strip().splitlines()[-1])
+        log(f"dgl: {json.dumps(result['dgl'])}")
+    log(f"online / offline subgraphs per second: {result['online_vs_offline']}")
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.api_benchmark")
+    parser.add_argument("kind", choices=("offline", "online", "latency"))
+    parser.add_argument("--graph", required=True)
+    parser.add_argument("--spec", required=True)
+    parser.add_argument("--seeds", required=True)
+    parser.add_argument("--output")
+    args = parser.parse_args(argv)
+    if args.kind == "offline":
+        result = measure_offline(args.graph, args.spec, args.seeds, args.output)
+    elif args.kind == "online":
+        result = measure_online(args.graph, args.spec, args.seeds)
+    else:
+        result = measure_latency(args.graph, args.spec, args.seeds)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
