@@ -1,10 +1,12 @@
 """`train`: a GNN (or a seed-only MLP baseline) on the subgraphs `sample` wrote.
 
     train --samples out/ --label labels --epochs 10 --export model/
+    train --online graph/ --spec spec.pbtxt --label labels --epochs 10
 
-Reads the records and graph_schema.pbtxt of a `sample` output folder, holds out
-a fraction of the seeds (by a hash of their ids, the same on every run), trains
-with a progress bar per epoch and prints held-out accuracy next to chance.
+Reads the records and graph_schema.pbtxt of a `sample` output folder, or (--online)
+samples them with the Python API as it trains, a new epoch of draws for every epoch;
+holds out a fraction of the seeds (by a hash of their ids, the same on every run),
+trains with a progress bar per epoch and prints held-out accuracy next to chance.
 Problems with the input print as one line and exit with status 2.
 """
 from __future__ import annotations
@@ -22,6 +24,7 @@ examples:
   train --samples out/ --label labels
   train --samples out/ --label labels --baseline mlp
   train --samples gs://bucket/out --label labels --epochs 20 --pad --export gs://bucket/model
+  train --online mag/ --spec spec.pbtxt --seeds train_seeds.csv --label labels --epochs 8
 """
 
 
@@ -29,8 +32,27 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="train", description=__doc__.split("\n\n")[0],
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--samples", required=True, metavar="OUT",
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--samples", metavar="OUT",
                         help="a `sample` output folder (records + graph_schema.pbtxt)")
+    source.add_argument("--online", metavar="GRAPH",
+                        help="sample while training instead (sampler.api): the graph's schema "
+                             "or folder (or a graph store), with --spec; each epoch draws anew, "
+                             "as `sample --epoch E` would")
+    online = parser.add_argument_group("online sampling (--online)")
+    online.add_argument("--spec", metavar="SPEC", help="the SamplingSpec (text format)")
+    online.add_argument("--seeds", metavar="TABLE",
+                        help="seeds table, or a link spec's pairs table, as sample's --seeds "
+                             "(default: every node of the seed set)")
+    online.add_argument("--sampling-seed", type=int, default=42, metavar="N",
+                        help="sample's --seed: epoch 0 is `sample --seed N`'s output "
+                             "(default 42)")
+    online.add_argument("--edge-aggregation", default="edge", metavar="MODE",
+                        help="as sample's flag (default edge)")
+    online.add_argument("--negatives", type=int, default=0, metavar="K",
+                        help="link specs: as sample's flag (default 0)")
+    online.add_argument("--negative-sampling", default="uniform", metavar="MODE",
+                        help="link specs: as sample's flag (default uniform)")
     parser.add_argument("--label", required=True, metavar="FEATURE",
                         help="integer class id: a feature of `_readout`, or of the seed node "
                              "set read out through `_readout/seed`; for pairs (link "
@@ -66,6 +88,41 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _folder(folder: str):
+    """(the records' schema, a function making the trainer's source) of a samples folder."""
+    samples = open_samples(folder)
+
+    def source():
+        from sampler.training.sources import FileSource
+
+        return FileSource(samples)
+    return samples.schema, source
+
+
+def _online(args: argparse.Namespace):
+    """(the subgraphs' schema, a function making the trainer's source) of a graph that is
+    sampled while training: loaded here, once."""
+    from sampler import api
+    from sampler.plan.timing import seed_timestamp_column
+
+    graph = api.load_graph(args.online, args.spec, edge_aggregation=args.edge_aggregation,
+                           negatives=args.negatives, negative_sampling=args.negative_sampling,
+                           cutoffs=bool(args.seeds and seed_timestamp_column(args.seeds)))
+    if args.seeds:
+        seeds = graph.read_seeds(args.seeds)
+    elif graph.link:
+        raise SamplerError("--online with a link spec needs --seeds, the pairs table")
+    else:
+        seeds = api.SeedRows(ids=graph.node_ids())
+    print(f"sampling online: {graph!r}, {len(seeds):,} {'pairs' if graph.link else 'seeds'}")
+
+    def source():
+        from sampler.training.sources import OnlineSource
+
+        return OnlineSource(graph, seeds, seed=args.sampling_seed)
+    return graph.output_schema, source
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -83,9 +140,14 @@ def _fraction(text: str) -> float:
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
     try:
-        # The folder and the label are checked before paying for TensorFlow's import.
-        samples = open_samples(args.samples)
-        layout_from_schema(samples.schema, args.label)
+        if args.online and not args.spec:
+            raise SamplerError("--online needs --spec, the SamplingSpec to sample with")
+        if args.samples and (args.spec or args.seeds):
+            raise SamplerError("--spec and --seeds are for --online; --samples reads records "
+                               "already sampled")
+        # The input and the label are checked before paying for TensorFlow's import.
+        schema, make_source = (_online(args) if args.online else _folder(args.samples))
+        layout_from_schema(schema, args.label)
 
         # TensorFlow's C++ start-up chatter would bury the progress bar.
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -100,7 +162,7 @@ def main(argv=None) -> int:
             weight_decay=args.weight_decay, num_classes=args.num_classes, pad=args.pad,
             seed=args.seed, scorer=args.scorer, export_dir=args.export,
             verbose=args.verbose)
-        result = train(samples, options)
+        result = train(make_source(), options)
     except SamplerError as e:
         print(f"train: error: {e}", file=sys.stderr)
         return 2

@@ -60,8 +60,8 @@ from unigraph.tables import build
 from unigraph.tables.layout import TableLayout, TimeColumn, seeds_layout
 from unigraph.timestamps import SEED_TIMESTAMP_COLUMNS
 
-__all__ = ["DEFAULT_SEED", "Graph", "SamplerError", "Subgraphs", "load_graph", "to_example",
-           "to_tf_dataset"]
+__all__ = ["DEFAULT_SEED", "Graph", "SamplerError", "SeedRows", "Subgraphs", "load_graph",
+           "to_example", "to_tf_dataset"]
 
 log = logging.getLogger("sampler")
 
@@ -73,6 +73,30 @@ _CUTOFF_COLUMN = SEED_TIMESTAMP_COLUMNS[0]
 
 Ids = Union[Sequence[Any], np.ndarray]
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclasses.dataclass
+class SeedRows:
+    """The rows of a seeds table (`ids`) or, for link specs, a pairs table (`sources`,
+    `targets`, the `_readout` `features` it carries), with each row's time cut-off when
+    the table has one: what `Graph.read_seeds` reads, in the table's order."""
+
+    ids: Optional[np.ndarray] = None
+    sources: Optional[np.ndarray] = None
+    targets: Optional[np.ndarray] = None
+    features: dict = dataclasses.field(default_factory=dict)
+    cutoffs: Optional[np.ndarray] = None
+
+    def __len__(self) -> int:
+        return len(self.ids if self.ids is not None else self.sources)
+
+    def take(self, rows: np.ndarray) -> "SeedRows":
+        """The rows at these positions."""
+        def cut(value):
+            return None if value is None else value[rows]
+
+        return SeedRows(cut(self.ids), cut(self.sources), cut(self.targets),
+                        {k: v[rows] for k, v in self.features.items()}, cut(self.cutoffs))
 
 
 class Subgraphs(Sequence[GraphTensor]):
@@ -204,6 +228,38 @@ class Graph:
         """Bytes of the arrays the graph holds (a store's mapped arrays included)."""
         return self._memory.nbytes
 
+    @property
+    def time_type(self) -> str | None:
+        """"int64" or "float64": the type of every time of the graph's jobs (None when
+        nothing is timed)."""
+        return self._time.dtype if self._time is not None else None
+
+    def read_seeds(self, table: str) -> SeedRows:
+        """A seeds table (a pairs table for link specs) in any format `sample --seeds`
+        reads, files or bq://; its `timestamp` column, if any, as cut-offs (which need
+        the graph loaded with `cutoffs=True`)."""
+        from sampler.plan.timing import seed_timestamp_column
+        from unigraph.tables import read_pair_set, read_seed_set
+
+        column = seed_timestamp_column(table)
+        if column is not None and not self.has_cutoffs:
+            raise SamplerError(f"seeds {table}: its column '{column}' gives cut-offs; load "
+                               f"the graph with cutoffs=True")
+        timestamp = TimeColumn(column, self._time.dtype) if column is not None else None
+        if not self.link:
+            rows = list(read_seed_set(table, timestamp=timestamp))
+            return SeedRows(ids=_concat([r.ids for r in rows], "S1"),
+                            cutoffs=None if timestamp is None else
+                            _concat([r.timestamps for r in rows], self._time.dtype))
+        layout = pairs_table_layout(self._plan, self.schema, timestamp)
+        rows = list(read_pair_set(layout, table))
+        features = {f.name: np.concatenate([r.features[f.name] for r in rows])
+                    for f in layout.features if f.name != column} if rows else {}
+        return SeedRows(sources=_concat([r.sources for r in rows], "S1"),
+                        targets=_concat([r.targets for r in rows], "S1"), features=features,
+                        cutoffs=None if timestamp is None else
+                        _concat([r.timestamps for r in rows], self._time.dtype))
+
     def node_ids(self, node_set: str | None = None) -> np.ndarray:
         """The ids of a node set's nodes (default: the seed set), sorted, as bytes ('S')."""
         name = node_set or self.seed_set
@@ -298,9 +354,12 @@ class Graph:
                      seed: int = DEFAULT_SEED,
                      cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
                      features: Optional[dict[str, Any]] = None, drop_last: bool = False,
-                     first_epoch: int = 0) -> Iterator[Subgraphs]:
-        """`batches` for link specs: the pairs (and their negatives, drawn anew each epoch;
-        every pair given is a known positive of every batch, as in the CLI's table)."""
+                     first_epoch: int = 0,
+                     known_positives: Optional[tuple[Ids, Ids]] = None
+                     ) -> Iterator[Subgraphs]:
+        """`batches` for link specs: the pairs (and their negatives, drawn anew each epoch).
+        Known positives of every batch: `known_positives`, by default every pair given
+        (as the CLI's whole pairs table is)."""
         if not self.link:
             raise SamplerError("the spec seeds nodes: use batches(seeds)")
         sources, targets = np.asarray(sources), np.asarray(targets)
@@ -314,7 +373,8 @@ class Graph:
                 sources[rows], targets[rows], seed=seed, epoch=epoch,
                 cutoffs=None if times is None else times[rows],
                 features={k: v[rows] for k, v in columns.items()} or None,
-                known_positives=(sources, targets) if self._plan.negatives else None)
+                known_positives=(known_positives or (sources, targets)) if self._plan.negatives
+                else None)
 
     # --- internals -------------------------------------------------------------
 
@@ -369,6 +429,10 @@ class Graph:
         return Subgraphs(parts, where.reshape(-1, 2), positions, missing, report, seed=seed,
                          epoch=epoch,
                          labels=None if labels is None else np.asarray(labels)[positions])
+
+
+def _concat(parts: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
 
 def _shown(row) -> str:

@@ -128,10 +128,11 @@ LAYERS = [
     ("sampler.plan",),
     ("sampler.core",),
     ("sampler.output",),
-    ("sampler.job", "sampler.training"),
+    ("sampler.job",),
     ("sampler.store",),
     ("sampler.beam", "sampler.memory"),
     ("sampler.run", "sampler.api"),
+    ("sampler.training",),
     ("pipelines",),
 ]
 

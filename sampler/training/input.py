@@ -32,6 +32,7 @@ from sampler.training.tf_padding import Graph, pad_batch
 SEED_ID_KEY = context_key(SEED_ID_FEATURE)
 PAIR_ID_KEYS = (context_key(SOURCE_ID_FEATURE), context_key(TARGET_ID_FEATURE))
 HASH_BUCKETS = 10_000
+PAIR_SEPARATOR = "\x1f"  # a pair is held out by its two ids joined by a unit separator
 PARTS = ("train", "held_out", "all")
 
 
@@ -120,8 +121,10 @@ def is_held_out(seed_ids: tf.Tensor, fraction: float) -> tf.Tensor:
     return buckets < int(round(fraction * HASH_BUCKETS))
 
 
-def _select_part(records: tf.data.Dataset, part: str, fraction: float,
-                 link: bool = False) -> tf.data.Dataset:
+def select_part(records: tf.data.Dataset, part: str, fraction: float,
+                link: bool = False) -> tf.data.Dataset:
+    """The records of one part: "train", "held_out" (a `fraction` of the seeds or pairs,
+    by a hash of their ids) or "all"."""
     if part == "all" or (part == "train" and fraction <= 0):
         return records
     keys = PAIR_ID_KEYS if link else (SEED_ID_KEY,)
@@ -130,7 +133,7 @@ def _select_part(records: tf.data.Dataset, part: str, fraction: float,
         parsed = tf.io.parse_example(batch, {k: tf.io.FixedLenFeature([], tf.string)
                                              for k in keys})
         # A pair is held out by its two ids together (a unit separator between them).
-        seed_ids = tf.strings.join([parsed[k] for k in keys], separator="\x1f")
+        seed_ids = tf.strings.join([parsed[k] for k in keys], separator=PAIR_SEPARATOR)
         held_out = is_held_out(seed_ids, fraction)
         return tf.boolean_mask(batch, held_out if part == "held_out" else ~held_out)
 
@@ -151,18 +154,14 @@ def record_dataset(files: Sequence[str], *, shuffle: bool = False,
                               num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
-def make_dataset(files: Sequence[str], layout: GraphLayout, *, batch_size: int,
-                 part: str = "all", validation_fraction: float = 0.0, shuffle: bool = False,
-                 shuffle_buffer: int = 10_000, seed: int = 0,
+def make_dataset(records: tf.data.Dataset, layout: GraphLayout, *, batch_size: int,
+                 shuffle: bool = False, shuffle_buffer: int = 10_000, seed: int = 0,
                  size_constraints: Optional[SizeConstraints] = None) -> tf.data.Dataset:
-    """Batches for Keras: `(inputs, labels)`, or `(inputs, labels, weights)` when padded
-    to `size_constraints` (weights are 0 for the padding)."""
-    if part not in PARTS:
-        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
+    """Batches for Keras from serialized records (one part, sources.py): `(inputs,
+    labels)`, or `(inputs, labels, weights)` when padded to `size_constraints` (weights
+    are 0 for the padding)."""
     if layout.label is None:
         raise ValueError("make_dataset needs a layout with a label")
-    records = _select_part(record_dataset(files, shuffle=shuffle, seed=seed), part,
-                           validation_fraction, layout.link)
     if shuffle:
         records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
 

@@ -1,5 +1,6 @@
-"""Training run: datasets from a samples folder, fit with held-out validation,
-evaluation against chance, optional export. The `train` CLI is a thin shell on it.
+"""Training run: datasets from a record source (a samples folder, or a graph sampled
+online: sources.py), fit with held-out validation, evaluation against chance, optional
+export. The `train` CLI is a thin shell on it.
 """
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf import text_format
 
-from sampler.output.folder import SampleFolder, SamplesError
+from sampler.output.folder import SamplesError
 from sampler.training.export import export_model
 from sampler.training.input import fixed_size_constraints, make_dataset
+from sampler.training.sources import FileSource, OnlineSource
 from sampler.training.layout import GraphLayout, layout_from_schema
 from sampler.training.model import (build_model, compile_for_classification, compile_for_links,
                                     node_features)
@@ -61,7 +63,10 @@ class PartSummary:
         return int(self.label_counts.sum())
 
 
-def summarize(samples: SampleFolder, layout: GraphLayout, part: str, validation_fraction: float,
+Source = FileSource | OnlineSource
+
+
+def summarize(source: Source, layout: GraphLayout, part: str, validation_fraction: float,
               *, with_features: bool = False) -> PartSummary:
     """One pass over a part: its labels, and (if asked) the moments of the node
     features the model reads, for standardizing them."""
@@ -70,8 +75,8 @@ def summarize(samples: SampleFolder, layout: GraphLayout, part: str, validation_
     counts = np.zeros(0, np.int64)
     moments = {n: np.zeros((3, sum(f.width for f in features)))  # count, sum, sum of squares
                for n, features in layout.node_sets.items() if features}
-    dataset = make_dataset(samples.files, layout, batch_size=1024, part=part,
-                           validation_fraction=validation_fraction)
+    dataset = make_dataset(source.records(part, validation_fraction, link=layout.link),
+                           layout, batch_size=1024)
     for inputs, labels in dataset:
         labels = labels.numpy()
         if labels.size and labels.min() < 0:
@@ -92,20 +97,26 @@ def summarize(samples: SampleFolder, layout: GraphLayout, part: str, validation_
     return PartSummary(counts, norms)
 
 
-def train(samples: SampleFolder, options: TrainOptions,
+def train(source: Source, options: TrainOptions,
           log: Callable[[str], None] = print) -> TrainResult:
-    layout = layout_from_schema(samples.schema, options.label)
+    """Trains on a source's records; an OnlineSource samples a new epoch for every epoch
+    of training (the held-out part stays epoch 0's)."""
+    layout = layout_from_schema(source.schema, options.label)
     if layout.link and (options.pad or options.export_dir):
         raise SamplesError("link samples: --pad and --export are not supported yet; train "
                            "without them")
     tf.keras.utils.set_random_seed(options.seed)
     fraction = options.validation_fraction
-    training = summarize(samples, layout, "train", fraction, with_features=True)
-    held_out_part = (summarize(samples, layout, "held_out", fraction) if fraction > 0
+    online = isinstance(source, OnlineSource)
+    if online and options.pad:
+        raise SamplesError("--pad needs the largest subgraphs in advance: train from files "
+                           "(`sample`, then train --samples) to pad")
+    training = summarize(source, layout, "train", fraction, with_features=True)
+    held_out_part = (summarize(source, layout, "held_out", fraction) if fraction > 0
                      else PartSummary(np.zeros(0, np.int64), {}))
     train_count, held_out_count = training.count, held_out_part.count
     if not train_count:
-        raise SamplesError(f"samples {samples.folder}: no subgraph left for training "
+        raise SamplesError(f"samples {source.name}: no subgraph left for training "
                            f"(--validation-fraction {fraction})")
     largest = max(len(training.label_counts), len(held_out_part.label_counts)) - 1
     if layout.link and largest > 1:
@@ -122,13 +133,19 @@ def train(samples: SampleFolder, options: TrainOptions,
     if layout.unused:
         log(f"not used by the model: {', '.join(layout.unused)}")
 
-    constraints = (fixed_size_constraints(samples.files, layout, options.batch_size)
+    constraints = (fixed_size_constraints(source.files, layout, options.batch_size)
                    if options.pad else None)
 
     def dataset(part: str, count: int, shuffle: bool) -> tf.data.Dataset:
-        batches = make_dataset(samples.files, layout, batch_size=options.batch_size, part=part,
-                               validation_fraction=fraction, shuffle=shuffle,
-                               seed=options.seed, size_constraints=constraints)
+        # Online, the API shuffles the seeds of every epoch itself; a new epoch's draws
+        # on every pass over the training part.
+        records = source.records(part, fraction, shuffle=shuffle, seed=options.seed,
+                                 link=layout.link, next_epoch=online and part == "train")
+        batches = make_dataset(records, layout, batch_size=options.batch_size,
+                               shuffle=shuffle and not online, seed=options.seed,
+                               size_constraints=constraints)
+        if online:  # negatives given up differ by epoch: the length is not known
+            return batches
         # A known length gives Keras its progress bar from the first epoch on.
         return batches.apply(tf.data.experimental.assert_cardinality(
             math.ceil(count / options.batch_size)))
@@ -154,10 +171,10 @@ def train(samples: SampleFolder, options: TrainOptions,
         result.chance = 0.5 if layout.link else float(
             held_out_part.label_counts.max() / held_out_count)
     if options.export_dir:
-        schema = text_format.MessageToString(samples.schema)
+        schema = text_format.MessageToString(source.schema)
         export_model(model, layout, options.export_dir, schema_text=schema,
                      info={"label": options.label, "num_classes": num_classes,
-                           "model": options.model, "samples": samples.folder,
+                           "model": options.model, "samples": source.name,
                            "held_out": result.held_out})
         log(f"exported the model to {options.export_dir}")
     return result

@@ -12,6 +12,7 @@ from sampler.training import input as training_input
 from sampler.training.export import EXTRA_DIR, INFO_FILE, load_predictor
 from sampler.output.folder import iter_records, open_samples
 from tests.sampler.training.toy_samples import write_planted_samples
+from sampler.training.sources import FileSource
 from sampler.training.trainer import TrainOptions, train
 
 NUM_CLASSES = 4
@@ -28,7 +29,7 @@ def planted(tmp_path_factory):
 def trained(planted):
     options = dict(label="labels", epochs=6, batch_size=32, validation_fraction=0.25,
                    hidden_dim=32, learning_rate=0.01, seed=1, verbose=0)
-    return {kind: train(planted, TrainOptions(model=kind, **options), log=lambda _: None)
+    return {kind: train(FileSource(planted), TrainOptions(model=kind, **options), log=lambda _: None)
             for kind in ("gnn", "mlp")}
 
 

@@ -11,6 +11,7 @@ from pipelines import sample
 from pipelines import train as train_cli
 from pipelines.planted_link import write_planted_link_graph
 from sampler.output.folder import open_samples
+from sampler.training.sources import FileSource
 from sampler.training.trainer import TrainOptions, train
 
 
@@ -29,7 +30,7 @@ def link_samples(tmp_path_factory):
 def trained(link_samples):
     options = dict(label="label", epochs=12, batch_size=32, validation_fraction=0.25,
                    hidden_dim=32, learning_rate=0.01, seed=1, verbose=0)
-    return {(kind, scorer): train(link_samples, TrainOptions(model=kind, scorer=scorer,
+    return {(kind, scorer): train(FileSource(link_samples), TrainOptions(model=kind, scorer=scorer,
                                                              **options), log=lambda _: None)
             for kind, scorer in (("gnn", "dot"), ("mlp", "dot"))}
 

@@ -160,7 +160,7 @@ def _parts(files, fraction):
     records = training_input.record_dataset(files)
     seeds = {}
     for part in ("train", "held_out"):
-        selected = training_input._select_part(records, part, fraction)
+        selected = training_input.select_part(records, part, fraction)
         seeds[part] = sorted(
             tf.io.parse_single_example(r, {"context/seed_id": tf.io.FixedLenFeature(
                 [], tf.string)})["context/seed_id"].numpy().decode() for r in selected)
@@ -191,7 +191,7 @@ def test_held_out_fraction_is_close_to_asked():
 def test_dataset_batches_cover_every_record_once(tmp_path):
     files = write_planted_samples(str(tmp_path), num_papers=50, num_classes=3, seed=2)
     layout = layout_from_schema(open_samples(str(tmp_path)).schema, "labels")
-    batches = list(training_input.make_dataset(files, layout, batch_size=16))
+    batches = list(training_input.make_dataset(training_input.record_dataset(files), layout, batch_size=16))
     assert [int(b[1].shape[0]) for b in batches] == [16, 16, 16, 2]
     assert sum(int(b[0]["nodes/_readout.#size"].numpy().sum()) for b in batches) == 50
 
