@@ -114,6 +114,9 @@ def build_adjacency(edge_set: str, pieces: Sequence[EdgeBatch],
     rows = np.concatenate([p.rows for p in pieces])
     has_weights = [p.weights is not None for p in pieces]
     weights = np.concatenate([p.weights for p in pieces]) if all(has_weights) else None
+    if weights is not None and not np.isfinite(weights).all():  # the readers' promise
+        raise ValueError(f"build_adjacency: edge set '{edge_set}': weights must be finite "
+                         f"(found NaN or infinity)")
     timed = [p.timestamps is not None for p in pieces]
     if any(timed) and not all(timed):
         raise ValueError(f"build_adjacency: edge set '{edge_set}': batches with and without "

@@ -36,11 +36,16 @@ def encode_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def prune(dictionary: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The dictionary cut down to the ids `codes` use, and the codes renumbered
-    (order kept, so the smaller dictionary stays sorted). Linear: no sort."""
+    (order kept, so the smaller dictionary stays sorted). No sort; the only pass over the
+    whole dictionary is a scan of a zero-filled mask (pages the codes never touch stay
+    unallocated), so a few codes into a large dictionary (the in-memory engine's whole
+    node set) cost little more than the codes."""
     used = np.zeros(len(dictionary), bool)
     used[codes] = True
-    renumber = np.cumsum(used, dtype=np.int64) - 1
-    return dictionary[used], renumber[codes].astype(np.int32)
+    kept = np.flatnonzero(used)
+    renumber = np.empty(len(dictionary), np.int32)
+    renumber[kept] = np.arange(len(kept), dtype=np.int32)
+    return dictionary[kept], renumber[codes]
 
 
 def merge(dictionaries: Sequence[np.ndarray], codes: Sequence[np.ndarray]
@@ -104,10 +109,12 @@ class Requests:
     def unique(self) -> "Requests":
         """Each (sample, node) pair once, sorted by sample then node: a node reached
         twice within one sample (by several input ops, or several edges) is sampled once.
-        (A sample has one cut-off, so the pairs dropped carry the same one.)"""
+        (A sample has one cut-off and one pair, so the copies dropped carry the same.)"""
         if len(self) == 0:
             return self
-        order = np.lexsort((self.codes, self.samples))
+        # One int64 key (the sample's rank, then the code) instead of a two-key lexsort.
+        _, sample_rank = unique_inverse(self.samples)
+        order = np.argsort(sample_rank * max(len(self.ids), 1) + self.codes)
         samples, codes = self.samples[order], self.codes[order]
         keep = np.r_[True, (samples[1:] != samples[:-1]) | (codes[1:] != codes[:-1])]
         return Requests(samples[keep], codes[keep], self.ids,
@@ -260,5 +267,7 @@ class NodeFeatures:
 
     @staticmethod
     def concat(parts: list["NodeFeatures"]) -> "NodeFeatures":
+        if len(parts) == 1:  # no copy of what may be a whole batch's feature rows
+            return parts[0]
         return NodeFeatures(parts[0].node_set, np.concatenate([p.ids for p in parts]),
                             {k: concat([p.features[k] for p in parts]) for k in parts[0].features})

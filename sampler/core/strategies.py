@@ -133,7 +133,7 @@ def sample_edges(strategy: int, *, row_splits, weights, query_rows, query_sample
         return _latest_k(row_splits, query_rows, k)
     if strategy == TOP_K:
         return _top_k(row_splits, weights, query_rows, k)
-    degrees = np.diff(row_splits)[query_rows]
+    degrees = _degrees(row_splits, query_rows)
     base = rng.mix(seed, op_salt, query_samples, query_nodes)  # chain state per query
     if strategy == RANDOM_UNIFORM:
         return _random_uniform(row_splits, query_rows, degrees, base, k)
@@ -148,8 +148,6 @@ def _checked(strategy, row_splits, weights, query_rows, query_samples, query_nod
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"sample_edges: k must be an int >= 0, got {k!r}")
     row_splits = _int_array("row_splits", row_splits, np.int64)
-    if len(row_splits) == 0 or row_splits[0] < 0 or np.any(np.diff(row_splits) < 0):
-        raise ValueError("sample_edges: row_splits must be non-empty, start >= 0 and never decrease")
     n_rows = len(row_splits) - 1
     query_rows = _int_array("query_rows", query_rows, np.int64)
     query_samples = _int_array("query_samples", query_samples, np.int64)
@@ -159,6 +157,11 @@ def _checked(strategy, row_splits, weights, query_rows, query_samples, query_nod
                          f"{len(query_samples)} samples, {len(query_nodes)} nodes")
     if len(query_rows) and (query_rows.min() < 0 or query_rows.max() >= n_rows):
         raise ValueError(f"sample_edges: query_rows must lie in [0, {n_rows})")
+    # Only the rows queried are checked: a whole CSR (the in-memory engine's holds every
+    # edge of a set) must cost nothing per call beyond the rows it samples.
+    if n_rows < 0 or row_splits[0] < 0 or (
+            len(query_rows) and np.any(_degrees(row_splits, query_rows) < 0)):
+        raise ValueError("sample_edges: row_splits must be non-empty, start >= 0 and never decrease")
     if weights is None:
         if strategy not in (RANDOM_UNIFORM, LATEST_K):
             raise ValueError("sample_edges: TOP_K and RANDOM_WEIGHTED need edge weights, got None")
@@ -170,8 +173,8 @@ def _checked(strategy, row_splits, weights, query_rows, query_samples, query_nod
     weights = weights.astype(np.float64, copy=False)
     if len(weights) < row_splits[-1]:
         raise ValueError(f"sample_edges: {len(weights)} weights for {row_splits[-1]} edge positions")
-    if strategy in (TOP_K, RANDOM_WEIGHTED) and not np.isfinite(weights[row_splits[0]:row_splits[-1]]).all():
-        raise ValueError("sample_edges: weights must be finite (found NaN or infinity)")
+    # Finite weights are the readers' promise (unigraph.tables.decode), checked once per
+    # table, not here on every call.
     return row_splits, weights, query_rows, query_samples, query_nodes
 
 
@@ -201,6 +204,11 @@ def _int_array(name, values, dtype) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- small CSR helpers
+
+def _degrees(row_splits: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The lengths of these rows (never np.diff of the whole CSR: see _checked)."""
+    return row_splits[rows + 1] - row_splits[rows]
+
 
 def _exclusive_cumsum(lengths: np.ndarray) -> np.ndarray:
     out = np.zeros(len(lengths), dtype=np.int64)
@@ -261,7 +269,7 @@ def _checked_limit(row_splits, query_rows, limit) -> np.ndarray:
     limit = _int_array("limit", limit, np.int64)
     if len(limit) != len(query_rows):
         raise ValueError(f"sample_edges: {len(limit)} limits for {len(query_rows)} queries")
-    degrees = np.diff(row_splits)[query_rows]
+    degrees = _degrees(row_splits, query_rows)
     if len(limit) and (limit.min() < 0 or np.any(limit > degrees)):
         raise ValueError("sample_edges: every limit must lie in [0, the degree of its row]")
     return limit
@@ -278,7 +286,7 @@ def _prefix_rows(row_splits, query_rows, limit):
     original span, which the weighted path's cumulative counts cover. The entries
     in between are not monotone; nothing reads them as rows.
     """
-    degrees = np.diff(row_splits)[query_rows]
+    degrees = _degrees(row_splits, query_rows)
     pairs, pair_of_query = unique_inverse(query_rows * (int(degrees.max(initial=0)) + 1)
                                           + limit)
     first = np.zeros(len(pairs), np.int64)
@@ -345,7 +353,7 @@ def _sample_with_exclusions(strategy, row_splits, weights, query_rows, query_sam
 def _top_k(row_splits, weights, query_rows, k):
     """The k heaviest edges per distinct row (ties: lower position first), copied to its queries."""
     rows, row_of_query = unique_inverse(query_rows)
-    degrees = np.diff(row_splits)[rows]
+    degrees = _degrees(row_splits, rows)
     parts = []
     short = np.flatnonzero(degrees <= k)
     if short.size:                                     # every edge of the row
@@ -462,9 +470,11 @@ def _uniform_hub(row_splits, rows, degrees, base, query_index, k):
 
 def _random_weighted(row_splits, weights, query_rows, degrees, base, k):
     rows, row_of_query = unique_inverse(query_rows)
-    positive = np.concatenate([[0], np.cumsum(weights[row_splits[0]:row_splits[-1]] > 0)])
-    positive_in_row = (positive[row_splits[rows + 1] - row_splits[0]]
-                       - positive[row_splits[rows] - row_splits[0]])
+    # Edges of positive weight per row: O(the rows' edges), which the draws below read
+    # anyway (a hub row's set-up is O(degree) too).
+    seg, pos, _ = row_edges(row_splits, rows)
+    positive_in_row = np.bincount(seg[weights[pos] > 0], minlength=len(rows))
+    del seg, pos
     parts = []
 
     short_rows = np.flatnonzero(positive_in_row <= k)   # every positive edge, no randomness
@@ -476,7 +486,7 @@ def _random_weighted(row_splits, weights, query_rows, degrees, base, k):
                                         short_rows[seg[keep]], pos[keep], len(rows)))
 
     by_hub = np.zeros(len(rows), dtype=bool)
-    big = np.flatnonzero((positive_in_row > k) & (np.diff(row_splits)[rows] > HUB_DEGREE))
+    big = np.flatnonzero((positive_in_row > k) & (_degrees(row_splits, rows) > HUB_DEGREE))
     if big.size:
         queries_by_row = np.argsort(row_of_query, kind="stable")
         first_query = _exclusive_cumsum(np.bincount(row_of_query, minlength=len(rows) + 1))

@@ -47,3 +47,11 @@ def test_weights_are_dropped_unless_every_piece_has_them():
     weighted = EdgeBatch("e", S("a"), S("b"), row_ids(0, 0, 1), np.ones(1), {})
     unweighted = EdgeBatch("e", S("a"), S("c"), row_ids(0, 1, 1), None, {})
     assert build_adjacency("e", [weighted, unweighted]).weights is None
+
+
+def test_build_adjacency_refuses_weights_that_are_not_finite():
+    """Checked once per CSR: the strategies never scan a whole CSR's weights per call."""
+    batch = EdgeBatch("e", S("a", "a"), S("x", "y"), row_ids(0, 0, 2), np.array([1.0, np.nan]),
+                      {})
+    with pytest.raises(ValueError, match="edge set 'e': weights must be finite"):
+        build_adjacency("e", [batch])

@@ -243,9 +243,7 @@ def test_bad_arguments_raise_value_error():
     with pytest.raises(ValueError, match="query_rows must lie"):
         run(TOP_K, splits, weights, [1], k=1)
     with pytest.raises(ValueError, match="never decrease"):
-        run(TOP_K, np.array([0, 2, 1]), weights, [0], k=1)
-    with pytest.raises(ValueError, match="finite"):
-        run(RANDOM_WEIGHTED, splits, np.array([1.0, np.nan]), [0], k=1)
+        run(TOP_K, np.array([0, 2, 1]), weights, [1], k=1)  # a queried row ends before it starts
     with pytest.raises(ValueError, match="differ in length"):
         run(TOP_K, splits, weights, [0], samples=[0, 1], k=1)
     with pytest.raises(ValueError, match="integer array"):
