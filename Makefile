@@ -11,7 +11,7 @@ DEMO_OUT := out/demo
 # (setup.py's python_requires); one that is not installed here is said and skipped.
 OTHER_PYTHONS ?= 3.10 3.12 3.13
 
-.PHONY: demo test install protos lint-docker clean check-base check-pythons
+.PHONY: demo test install protos lint-docker clean check-base check-pythons dgl
 
 # Reinstall when the declared dependencies change.
 $(STAMP): setup.py
@@ -85,6 +85,16 @@ check-pythons:
 # fails when they drift).
 protos: $(STAMP)
 	$(PY) -m pipelines.gen_protos
+
+# DGL for `benchmark --api --dgl-python .cache/dgl/bin/python` (docs/performance.md): a
+# virtualenv of its own with the last DGL release that installs here and the PyTorch it
+# needs (about 3 GB with its CUDA wheels); never part of `make test`.
+DGL_VENV := .cache/dgl
+$(DGL_VENV)/bin/python:
+	$(PYTHON) -m venv $(DGL_VENV)
+	$(DGL_VENV)/bin/python -m pip install --quiet torch==2.2.1 dgl==2.1.0 torchdata==0.7.1 \
+	    'numpy<2' 'pandas<2.3' 'pyarrow<19' pyyaml pydantic
+dgl: $(DGL_VENV)/bin/python
 
 lint-docker: $(STAMP)
 	$(VENV)/bin/hadolint Dockerfile
