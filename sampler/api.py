@@ -3,10 +3,10 @@
     from sampler import api
 
     graph = api.load_graph("examples/mag_tiny", "examples/mag_tiny/sampling_spec.pbtxt")
-    subgraphs = graph.sample(["p1", "p2"], seed=42)     # numpy GraphTensors, in that order
+    subgraphs = graph.sample(["p01", "p02"], seed=42)   # numpy GraphTensors, in that order
     for batch in graph.batches(batch_size=512, epochs=3, seed=42):
         ...                                             # new draws every epoch
-    record = api.to_example(subgraphs[0])               # the bytes `sample` writes for p1
+    record = api.to_example(subgraphs[0])               # the bytes `sample` writes for p01
 
 Same subgraphs as the CLI: `graph.sample([id], seed=S)[0]` is, byte for byte once
 encoded, the record `sample --seed S` writes for that seed (a subgraph depends on the
@@ -52,7 +52,6 @@ from sampler.output.schema import sampled_schema
 from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.plan import UNIFORM, Plan, label_dtype, pairs_table_layout, with_edge_aggregation
 from sampler.plan.timing import TimePlan, time_plan_of
-from unigraph.columnar.batches import PairBatch, SeedBatch
 from unigraph.errors import SamplerError, one_line
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.schema import LoadedSchema
