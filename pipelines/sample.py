@@ -160,7 +160,8 @@ def check_pipeline_flags(parser: argparse.ArgumentParser, extra: list[str]) -> N
     if not unknown:
         return
     ours = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
-    suggestion = closest(unknown[0], ours) or closest(unknown[0], beam_flag_names(extra))
+    # The closest of all flags, ours and Beam's alike (--runer is Beam's --runner).
+    suggestion = closest(unknown[0], ours + beam_flag_names(extra))
     hint = f"; did you mean {suggestion}?" if suggestion else ""
     raise SamplerError(f"unknown flag {unknown[0]}: neither a `sample` flag nor a Beam "
                        f"pipeline option{hint}")
