@@ -133,3 +133,14 @@ def test_cli_in_a_log_writes_a_line_per_epoch_and_no_tensorflow_chatter(planted)
     verbose = train("--verbose", "--progress", "none", "--epochs", "1")
     assert verbose.returncode == 0 and verbose.stderr.strip(), verbose.stderr
     assert "epoch 1/1" not in verbose.stdout
+
+
+def test_the_clis_progress_choices_are_the_trainers():
+    from sampler.training import progress
+    assert train_cli.PROGRESS == progress.CHOICES
+
+
+def test_an_epoch_line_is_plain_text():
+    from sampler.training.progress import epoch_line
+    line = epoch_line(2, 8, {"loss": 0.41234, "accuracy": 0.9, "val_loss": 0.5}, 2.06)
+    assert line == "epoch 3/8: 2.1 s, loss 0.4123, accuracy 0.9000, val_loss 0.5000"
