@@ -297,7 +297,8 @@ def read_chunks(stream, name: str, *, check_crc: bool = True,
             capacity = max(chunk_bytes, walked + walked // 8)  # the next chunk in one read
             buffer = pending.take(walked, capacity)
             chunk, bad = _checked_chunk(buffer, starts, walked, index, name, offset, check_crc)
-            yield chunk
+            if len(chunk):  # a chunk whose first record is bad holds none: readers never
+                yield chunk  # see an empty chunk, only the error
             if bad is not None:
                 raise bad
             if error is not None:
