@@ -32,6 +32,7 @@ import os
 from typing import Callable, Iterator, Optional
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
@@ -464,7 +465,11 @@ def _decode_joined(kind: str, payloads: list, odd: list, key: str):
         found = next(found for found, _ in odd if found != kind)
         raise SamplerError(f"tf.Example key '{key}': expected {kind}, found {found}")
     if kind == wire.BYTES:
-        items = list(example_pb2.BytesList.FromString(data).value) if data else []
+        try:
+            items = list(example_pb2.BytesList.FromString(data).value) if data else []
+        except DecodeError:
+            raise SamplerError(f"tf.Example key '{key}': a bytes_list that does not "
+                               f"parse") from None
         return items + [item for values in others for item in values]
     if kind == wire.FLOAT:
         if len(data) % 4:
