@@ -31,7 +31,7 @@ from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_ED
                                   SEED_ID_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.storage import paths
-from unigraph.errors import SamplerError, one_line
+from unigraph.errors import SamplerError, message_line, one_line
 
 
 class BadRecord(SamplerError):
@@ -210,7 +210,10 @@ def main(argv=None) -> int:
     try:
         report = check_folder(args.output)
     except SamplerError as e:
-        print(f"sample-check: error: {e}", file=sys.stderr)
+        print(f"sample-check: error: {message_line(e)}", file=sys.stderr)
+        return 2
+    except OSError as e:  # e.g. a shard that cannot be read
+        print(f"sample-check: error: {one_line(e)}", file=sys.stderr)
         return 2
     print(format_report(args.output, report))
     return 0 if report.ok else 1

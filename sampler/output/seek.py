@@ -118,7 +118,10 @@ def find_records(samples: SampleFolder, conditions: list[Condition],
 
 def matches(record: bytes, conditions: list[Condition], where: str) -> bool:
     """Whether the record's context features hold every condition's value."""
-    spans = wire.feature_spans(record)
+    try:
+        spans = wire.feature_spans(record)
+    except SamplerError as e:  # a damaged record: say which one
+        raise SamplerError(f"{where}: {one_line(e)}") from None
     for condition in conditions:
         span = spans.get(condition.key)
         if span is None:
