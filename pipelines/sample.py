@@ -25,7 +25,7 @@ from sampler.plan.describe import describe_plan
 from sampler.job.job import DEFAULT_SEED
 from sampler.job.options import link_plan, load_and_check
 from sampler.plan.plan import DEGREE, UNIFORM, Plan, plan_warnings, with_edge_aggregation
-from unigraph.errors import SamplerError, one_line
+from unigraph.errors import SamplerError, message_line, one_line
 from unigraph.schema import LoadedSchema
 
 EXIT_NOTHING_SAMPLED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
@@ -203,11 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         except NothingSampled as e:
             if not args.quiet:
                 print(format_report(e.report))
-            print(f"sample: {e}; the previous output (if any) is kept", file=sys.stderr)
+            print(f"sample: {message_line(e)}; the previous output (if any) is kept",
+                  file=sys.stderr)
             return EXIT_NOTHING_SAMPLED
         return 0
     except SamplerError as e:
-        print(f"sample: error: {e}", file=sys.stderr)
+        print(f"sample: error: {message_line(e)}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as e:  # the environment: a full disk, a vanished folder, permissions
         print(f"sample: error: {one_line(e)}", file=sys.stderr)
