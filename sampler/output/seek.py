@@ -30,6 +30,7 @@ from sampler.graph_tensor import wire
 from sampler.output.folder import SampleFolder, SamplesError, iter_records
 from sampler.output.names import SEED_ID_FEATURE
 from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.errors import SamplerError, one_line
 from unigraph.schema import NUMPY_DTYPES
 
 

@@ -618,7 +618,11 @@ def folder_stats(folder: str, *, workers: int | None = None, keep_seed_ids: bool
     number of shards; folders under PARALLEL_MIN_BYTES are read in-process). The
     numbers are the same for any count."""
     samples = open_samples(folder)
-    layout = Layout.of(samples.schema)
+    try:
+        layout = Layout.of(samples.schema)
+    except SamplesError as e:
+        raise SamplesError(f"{samples.schema_path}: {e}".replace(": graph schema:", ":")) \
+            from None
     report = read_run_report(samples.folder)
     tallies = _shard_tallies(samples, layout, _worker_count(samples, workers), keep_seed_ids,
                              progress)
