@@ -24,8 +24,8 @@ Compression: TensorFlow writes GZIP- or ZLIB-compressed TFRecord files when
 asked (TFRecordOptions; TF-GNN passes that through), with or without a `.gz` in
 the name. `open_records` decides by the bytes, not the name: a file that starts
 with a valid record header is plain; otherwise the gzip magic (1f 8b) or a
-zlib header selects the decompressor. Beam's FileSystems already decompress a
-remote `*.gz` on open; the magic check then sees plain records.
+zlib header selects the decompressor (gs:// objects are read as stored, never
+transcoded, so the same check applies).
 """
 from __future__ import annotations
 
