@@ -2,11 +2,13 @@
 
 Inside the output folder OUT, while a run is on:
 
-    OUT/.sample-lock               who is writing (pid, host, start time, run id)
+    OUT/.sample-lock               who is writing (pid, host, start time, run id);
+                                   held for the run (output/lock.py)
     OUT/.sample-staging-<run>/     this run's shards, schema and report, being written
     OUT/.sample-commit.json        only during the commit: the moves still to do
 
-`begin` takes the lock, finishes or cleans up after a run that was killed, refuses
+`begin` takes the lock (one run per folder: a second is refused in one line, a killed
+run's lock is taken over; output/lock.py), finishes or cleans up after a run that was killed, refuses
 a folder `sample` did not write (unless --overwrite), and proves the folder is
 writable before any work starts. The engine writes into the staging folder.
 `commit` then moves the staged files onto their final names (the report last) and
@@ -25,19 +27,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import socket
 import time
 import uuid
 from typing import Callable
 
+from sampler.output import lock as output_lock
 from sampler.output.files import REPORT_FILE, SCHEMA_FILE, TEMP_MARK, OutputSpec, write_text
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
 
 # What `sample-stats` wrote about the previous output describes it, not the new one.
 DERIVED_FOLDERS = ("stats",)
-LOCK_FILE = ".sample-lock"
+LOCK_FILE = output_lock.LOCK_FILE
 JOURNAL_FILE = ".sample-commit.json"
 STAGING_PREFIX = ".sample-staging-"
 _OWN = (LOCK_FILE, JOURNAL_FILE)
@@ -49,6 +50,7 @@ class Staging:
     final: OutputSpec       # the names users see
     staged: OutputSpec      # the same names inside the staging folder
     previous_files: tuple[str, ...]  # names the previous output in OUT consists of
+    lock: output_lock.Lock
 
     @property
     def folder(self) -> str:
@@ -59,9 +61,10 @@ def begin(final: OutputSpec, *, overwrite: bool = False,
           log: Callable[[str], None] = lambda message: None) -> Staging:
     """Prepares OUT for a run; SamplerError (one line) if the run must not start."""
     folder = final.folder
+    run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
     try:
         paths.make_folder(folder)
-        _take_lock(folder, log)
+        lock = output_lock.acquire(folder, run_id, log)
     except OSError as e:
         raise SamplerError(f"--output {folder}: cannot write there: {one_line(e)}") from None
     try:
@@ -74,19 +77,18 @@ def begin(final: OutputSpec, *, overwrite: bool = False,
                 f"--output {folder}: the folder is not empty ({shown}) and has no "
                 f"{REPORT_FILE}, so `sample` did not write it; choose another folder or "
                 f"pass --overwrite")
-        run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
         staging_folder = paths.join(folder, STAGING_PREFIX + run_id)
         paths.make_folder(staging_folder)
         probe = paths.join(staging_folder, ".probe")
         write_text(probe, "writable\n")
         paths.delete(probe)
         return Staging(run_id, final, final.in_folder(staging_folder),
-                       tuple(_previous_files(folder)))
+                       tuple(_previous_files(folder)), lock)
     except OSError as e:
-        _release_lock(folder)
+        output_lock.release(lock)
         raise SamplerError(f"--output {folder}: cannot write there: {one_line(e)}") from None
     except BaseException:
-        _release_lock(folder)
+        output_lock.release(lock)
         raise
 
 
@@ -105,7 +107,7 @@ def commit(staging: Staging, shard_names: list[str]) -> None:
         paths.delete_tree(paths.join(folder, derived))
     paths.delete(paths.join(folder, JOURNAL_FILE))
     paths.delete_tree(staging.folder)
-    _release_lock(folder)
+    output_lock.release(staging.lock)
 
 
 def abort(staging: Staging) -> None:
@@ -113,7 +115,7 @@ def abort(staging: Staging) -> None:
     try:
         paths.delete_tree(staging.folder)
     finally:
-        _release_lock(staging.final.folder)
+        output_lock.release(staging.lock)
 
 
 def pending_commit(folder: str) -> bool:
@@ -166,48 +168,3 @@ def _previous_files(folder: str) -> list[str]:
         return [REPORT_FILE]  # unreadable: it will be replaced, its shards stay
     names = [name.rsplit("/", 1)[-1] for name in report.get("output_shards", [])]
     return [n for n in names if n] + [SCHEMA_FILE, REPORT_FILE]
-
-
-def _lock_owner() -> dict:
-    return {"pid": os.getpid(), "host": socket.gethostname(),
-            "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-
-
-def _take_lock(folder: str, log) -> None:
-    path = paths.join(folder, LOCK_FILE)
-    if paths.exists(path):
-        try:
-            with paths.open_binary(path) as f:
-                owner = json.loads(f.read().decode("utf-8"))
-        except (OSError, ValueError):
-            owner = {}
-        if _alive(owner):
-            raise SamplerError(
-                f"--output {folder}: another `sample` run (pid {owner['pid']} on "
-                f"{owner['host']}, started {owner['started']}) is writing there")
-        if owner.get("host") not in (None, socket.gethostname()):
-            raise SamplerError(
-                f"--output {folder}: a `sample` run on {owner['host']} (pid {owner['pid']}, "
-                f"started {owner.get('started')}) holds {LOCK_FILE}; if it is not running "
-                f"any more, delete {path}")
-        log(f"a previous run (pid {owner.get('pid')}) ended without cleaning up; taking over")
-    write_text(path, json.dumps(_lock_owner()))
-
-
-def _release_lock(folder: str) -> None:
-    paths.delete_if_exists(paths.join(folder, LOCK_FILE))
-
-
-def _alive(owner: dict) -> bool:
-    """Whether the lock's owner still runs (knowable only on this host)."""
-    if owner.get("host") != socket.gethostname() or not isinstance(owner.get("pid"), int):
-        return False
-    if owner["pid"] == os.getpid():
-        return False
-    try:
-        os.kill(owner["pid"], 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -270,17 +270,19 @@ class _Stream:
 
 # ---- preconditions: the output lock's primitives ----------------------------------------
 
-def create_if_absent(path: str, data: bytes) -> bool:
-    """Writes the object only if no object has that name; False if one has."""
+def create_if_absent(path: str, data: bytes) -> int | None:
+    """Writes the object only if no object has that name: its generation, or None if
+    one has."""
     from google.api_core import exceptions
 
     with _Errors(path):
+        blob = _blob(path)
         try:
-            _blob(path).upload_from_string(data, if_generation_match=0, retry=retry(),
-                                           timeout=timeout())
+            blob.upload_from_string(data, if_generation_match=0, retry=retry(),
+                                    timeout=timeout())
         except exceptions.PreconditionFailed:
-            return False
-    return True
+            return None
+    return int(blob.generation) if blob.generation is not None else 0
 
 
 def read_with_generation(path: str) -> tuple[bytes, int] | None:
@@ -292,12 +294,13 @@ def read_with_generation(path: str) -> tuple[bytes, int] | None:
         blob = client().bucket(bucket).get_blob(name, retry=retry(), timeout=timeout())
         if blob is None:
             return None
+        generation = int(blob.generation or 0)  # read first: the download rewrites it
         try:
-            data = blob.download_as_bytes(if_generation_match=blob.generation, retry=retry(),
-                                          timeout=timeout())
+            data = blob.download_as_bytes(if_generation_match=generation or None,
+                                          retry=retry(), timeout=timeout())
         except (exceptions.NotFound, exceptions.PreconditionFailed):
             return None   # replaced or deleted in between: the caller looks again
-    return data, int(blob.generation)
+    return data, generation
 
 
 def delete_if_generation(path: str, generation: int) -> bool:
@@ -307,7 +310,7 @@ def delete_if_generation(path: str, generation: int) -> bool:
 
     with _Errors(path):
         try:
-            _blob(path).delete(if_generation_match=generation, retry=retry(),
+            _blob(path).delete(if_generation_match=generation or None, retry=retry(),
                                timeout=timeout())
         except (exceptions.NotFound, exceptions.PreconditionFailed):
             return False
