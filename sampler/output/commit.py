@@ -51,6 +51,7 @@ class Staging:
     staged: OutputSpec      # the same names inside the staging folder
     previous_files: tuple[str, ...]  # names the previous output in OUT consists of
     lock: output_lock.Lock
+    progress: dict = dataclasses.field(default_factory=dict)  # "journal": commit begun
 
     @property
     def folder(self) -> str:
@@ -95,25 +96,44 @@ def begin(final: OutputSpec, *, overwrite: bool = False,
 def commit(staging: Staging, shard_names: list[str]) -> None:
     """Moves the staged shards, schema and report onto their final names (the report
     last: a report in OUT means a complete output) and deletes the previous output's
-    files the new one does not replace."""
+    files the new one does not replace.
+
+    Once the journal is written the commit only rolls forward: if a move fails (a full
+    disk, an object store that stays down), the staged files and the journal stay,
+    readers refuse the folder, and the next run into it completes the moves first."""
     folder = staging.final.folder
     new = list(shard_names) + [SCHEMA_FILE, REPORT_FILE]
     moves = [(paths.join(staging.folder, name), paths.join(folder, name)) for name in new]
     deletes = [paths.join(folder, name) for name in staging.previous_files if name not in new]
     write_text(paths.join(folder, JOURNAL_FILE), json.dumps(
         {"run": staging.run_id, "moves": moves, "deletes": deletes}, indent=1))
-    _apply(moves, deletes)
-    for derived in DERIVED_FOLDERS:
-        paths.delete_tree(paths.join(folder, derived))
-    paths.delete(paths.join(folder, JOURNAL_FILE))
-    paths.delete_tree(staging.folder)
+    staging.progress["journal"] = True
+    try:
+        _apply(moves, deletes)
+        _delete_derived(folder)
+        paths.delete(paths.join(folder, JOURNAL_FILE))
+    except OSError as e:
+        raise SamplerError(f"--output {folder}: the commit was interrupted ({one_line(e)}); "
+                           f"the folder is refused until `sample` runs into it again, which "
+                           f"completes the commit first") from None
+    staging.progress["committed"] = True
+    try:
+        paths.delete_tree(staging.folder)
+    except OSError:
+        pass  # an empty staging folder's leftovers: the next run removes them
     output_lock.release(staging.lock)
 
 
 def abort(staging: Staging) -> None:
-    """Drops everything the run staged; the previous output stays as it was."""
+    """Drops everything the run staged; the previous output stays as it was. A commit
+    that had begun (its journal written) is left for the next run to complete, never
+    undone half-way. Never raises for the store: the error that made the run stop is
+    the one to report, and the next run removes what is left."""
     try:
-        paths.delete_tree(staging.folder)
+        if not staging.progress.get("journal"):
+            paths.delete_tree(staging.folder)
+    except OSError:
+        pass
     finally:
         output_lock.release(staging.lock)
 
@@ -133,6 +153,11 @@ def _apply(moves: list[tuple[str, str]], deletes: list[str]) -> None:
         paths.delete_if_exists(path)
 
 
+def _delete_derived(folder: str) -> None:
+    for derived in DERIVED_FOLDERS:
+        paths.delete_tree(paths.join(folder, derived))
+
+
 def _finish_interrupted_commit(folder: str, log) -> None:
     journal_path = paths.join(folder, JOURNAL_FILE)
     if not paths.exists(journal_path):
@@ -141,6 +166,7 @@ def _finish_interrupted_commit(folder: str, log) -> None:
         journal = json.loads(f.read().decode("utf-8"))
     log(f"completing the commit of run {journal['run']}, which was interrupted")
     _apply([tuple(move) for move in journal["moves"]], journal["deletes"])
+    _delete_derived(folder)
     paths.delete(journal_path)
     paths.delete_tree(paths.join(folder, STAGING_PREFIX + journal["run"]))
 
