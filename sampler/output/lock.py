@@ -140,6 +140,8 @@ def _acquire_object(folder: str, path: str, run_id: str, log) -> Lock:
             owner = {}
         if not isinstance(owner, dict):
             owner = {}
+        if owner.get("run") == run_id:  # ours: a retried create whose answer was lost
+            return Lock(folder, path, generation=generation)
         if owner.get("host") not in (None, socket.gethostname()):
             raise SamplerError(_foreign_host(folder, path, owner))
         if _alive(owner):

@@ -159,8 +159,15 @@ def size(path: str) -> int:
 
 
 def delete(path: str) -> None:
+    """Deletes the object; one already gone counts as deleted (a retried delete whose
+    first answer was lost finds nothing to delete)."""
+    from google.api_core import exceptions
+
     with _Errors(path):
-        _blob(path).delete(retry=retry(), timeout=timeout())
+        try:
+            _blob(path).delete(retry=retry(), timeout=timeout())
+        except exceptions.NotFound:
+            pass
 
 
 def copy(source: str, destination: str) -> None:
