@@ -106,6 +106,9 @@ def _acquire_local(folder: str, path: str, run_id: str, log) -> Lock:
                 log(f"a previous run ({_who(previous)}) ended without cleaning up; taking over")
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(owner_record(run_id)).encode(), 0)
+        except OSError:  # e.g. a full disk: the lock is ours, so is removing it
+            release(Lock(folder, path, fd=fd))
+            raise
         except BaseException:
             os.close(fd)
             raise
