@@ -221,6 +221,8 @@ def mutate_file(name: str, data: bytes, draw: Draw) -> tuple[bytes, list[str]]:
         inner = gzip.decompress(data)
         inner, done = mutate_file(name, inner, draw)
         return gzip.compress(inner, mtime=0), ["gunzip"] + done
+    if data[:4] == b"PAR1" and data[-4:] == b"PAR1" and layer and len(data) > 12:
+        return _mutate_parquet(data, draw, count, footer=layer == 1)
     records = _records(data) if layer and data else None
     if records:
         index = draw.integer(0, len(records) - 1)
@@ -239,6 +241,28 @@ def mutate_file(name: str, data: bytes, draw: Draw) -> tuple[bytes, list[str]]:
             return b"".join(framed), [f"record {index} length {length}"]
         return b"".join(tfrecord.encode_record(r) for r in records), done
     return mutate_bytes(data, draw, count)
+
+
+def _mutate_parquet(data: bytes, draw: Draw, count: int, footer: bool
+                    ) -> tuple[bytes, list[str]]:
+    """Bytes changed in place (never moved, so every offset still points where it did)
+    inside the Thrift footer (schema, row groups, column chunk offsets and statistics)
+    or inside the pages before it (page headers, encoded and compressed values)."""
+    footer_length = int.from_bytes(data[-8:-4], "little")
+    footer_start = max(4, len(data) - 8 - footer_length)
+    low, high = (footer_start, len(data) - 9) if footer else (4, footer_start - 1)
+    if high < low:
+        return data, ["parquet: no such region"]
+    out = bytearray(data)
+    done = []
+    for _ in range(count):
+        at = draw.integer(low, high)
+        if draw.integer(0, 1):
+            out[at] ^= 1 << draw.integer(0, 7)
+        else:
+            out[at] = (0, 0x7F, 0x80, 0xFF, draw.integer(0, 255))[draw.integer(0, 4)]
+        done.append(f"parquet {'footer' if footer else 'page'} byte {at}")
+    return bytes(out), done
 
 
 # ---- running a command in this process ---------------------------------------------
