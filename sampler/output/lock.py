@@ -175,7 +175,9 @@ def _alive(owner: dict) -> bool:
 # ---- messages --------------------------------------------------------------------------
 
 def _who(owner: dict) -> str:
-    if not owner or owner.get("unreadable"):
+    if not owner:
+        return "one that is starting: its lock names no holder yet"
+    if owner.get("unreadable"):
         return "its lock file is unreadable"
     return (f"pid {owner.get('pid')} on {owner.get('host')}, started "
             f"{owner.get('started', '?')}")

@@ -5,8 +5,9 @@ pairs, a `sample` output folder), one of its files (tables, schema, spec, seeds 
 pairs; shards, schema and report of the output) and up to four byte mutations
 (tests/fuzz/harness.py), and runs the command that reads it in this process, time-boxed:
 `sample` (previous output in place), `unigraph-convert`, `sample-check`, `sample-stats`,
-`sample-inspect`. The property is harness.violations. About 300 examples in all, ~25 s
-on this machine; `make fuzz` runs the same cases for 20 minutes and counts.
+`sample-inspect`. The property is harness.violations. 240 examples, the same ones every
+run (derandomized: the suite stays reproducible), about 25 s on this machine; `make
+fuzz` draws new cases for 20 minutes and counts.
 """
 import os
 
@@ -42,13 +43,15 @@ def _check(bases, data, only=None):
                           f"{outcome.crash or ''}")
 
 
-@settings(max_examples=120, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=120, suppress_health_check=list(HealthCheck), database=None,
+          derandomize=True)
 @given(data=st.data())
 def test_mutated_graphs_never_crash_sample_or_convert(bases, data):
     _check(bases, data, only=("csv", "parquet", "tfrecord", "gzip", "link"))
 
 
-@settings(max_examples=120, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=120, suppress_health_check=list(HealthCheck), database=None,
+          derandomize=True)
 @given(data=st.data())
 def test_mutated_outputs_never_crash_the_readers(bases, data):
     _check(bases, data, only=("output",))
