@@ -11,7 +11,7 @@ DEMO_OUT := out/demo
 # (setup.py's python_requires); one that is not installed here is said and skipped.
 OTHER_PYTHONS ?= 3.10 3.12 3.13
 
-.PHONY: demo test install protos lint-docker clean check-base check-pythons dgl docs
+.PHONY: demo test install protos lint-docker clean check-base check-pythons dgl docs fuzz
 
 # Reinstall when the declared dependencies change.
 $(STAMP): setup.py
@@ -80,6 +80,15 @@ check-pythons:
 	    echo "Python $$v ($$py): base install, $(BASE_TESTS)"; \
 	    $$venv/bin/python -m pytest -q -n 2 -p no:cacheprovider $(BASE_TESTS) || exit 1; \
 	done
+
+# A long fuzzing session of the five commands (tests/fuzz/, docs/reliability.md): mutated
+# tables, schemas, specs, seeds and outputs for FUZZ_MINUTES; the counts go to
+# docs/benchmarks/fuzz.json, the first input of each distinct finding to out/fuzz/crashes/.
+# Niced: it shares the machine. Exit status 1 when anything was found.
+FUZZ_MINUTES ?= 20
+fuzz: $(STAMP)
+	nice -n 10 $(PY) -m tests.fuzz.long_run --minutes $(FUZZ_MINUTES) \
+	    --json docs/benchmarks/fuzz.json --crashes out/fuzz/crashes
 
 # Regenerate the committed _pb2 modules from proto/ (tests/test_protos.py
 # fails when they drift).

@@ -30,6 +30,7 @@ from sampler.graph_tensor import wire
 from sampler.output.folder import SampleFolder, SamplesError, iter_records
 from sampler.output.names import SEED_ID_FEATURE
 from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.errors import SamplerError, one_line
 from unigraph.schema import NUMPY_DTYPES
 
 
@@ -118,7 +119,10 @@ def find_records(samples: SampleFolder, conditions: list[Condition],
 
 def matches(record: bytes, conditions: list[Condition], where: str) -> bool:
     """Whether the record's context features hold every condition's value."""
-    spans = wire.feature_spans(record)
+    try:
+        spans = wire.feature_spans(record)
+    except SamplerError as e:  # a damaged record: say which one
+        raise SamplerError(f"{where}: {one_line(e)}") from None
     for condition in conditions:
         span = spans.get(condition.key)
         if span is None:
