@@ -140,6 +140,24 @@ def store(data: dict, source: str) -> str:
     return "\n\n".join(parts)
 
 
+def fuzz(data: dict, source: str) -> str:
+    """`make fuzz` (tests/fuzz/long_run.py): mutated inputs through the five commands."""
+    counts = data["counts"]
+    groups = {"base": "inputs mutated from", "command": "run by", "exit": "exit status"}
+    rows = [[groups[key.split(":")[0]], key.split(":", 1)[1], f"{value:,}"]
+            for key, value in sorted(counts.items()) if key.split(":")[0] in groups]
+    findings = data.get("findings", {})
+    listed = "".join(f"\n- {name}" for name in sorted(findings))
+    return "\n\n".join([
+        f"{data['inputs_tried']:,} mutated inputs in {data['minutes']:.0f} minutes "
+        f"(seed {data['seed']}); a finding is a traceback, a hang, more than three lines "
+        f"on stderr, a message naming no input file, or a partial output. "
+        f"{data.get('distinct_findings', len(findings))} distinct finding(s) in this run"
+        + (f":{listed}" if findings else "."),
+        table(["", "", "inputs"], rows),
+        provenance_line(data, source)])
+
+
 # ---- what a Dataflow run costs, estimated from the Beam engine's measured CPU ---------
 
 # Dataflow batch prices, us-central1: per vCPU-hour, per GB-hour of memory, per GB
@@ -201,6 +219,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
     "api": ("Online sampling (Python API)", api),
     "store": ("Graph stores", store),
     "install": ("Installing", install),
+    "fuzz": ("Fuzzing", fuzz),
 }
 # Sections computed from other kinds' files: (title, after which kind they go).
 DERIVED = {"cost": ("What a Dataflow run costs", "engines")}
