@@ -94,3 +94,13 @@ def test_found_inspect_names_the_schema_without_the_context_feature(bases, tmp_p
     outcome, problems = harness.run_case(built, case, b"", str(tmp_path / "w"), bases[1])
     assert not problems and outcome.code == 2
     assert "graph_schema.pbtxt has no context feature 'seed_id'" in outcome.stderr
+
+
+def test_found_an_edge_table_without_rows_samples(bases, tmp_path):
+    """A header-only edge table from a node set to itself (link graph): the memory engine
+    indexed fingerprints with the empty bucket's non-code ids (IndexError)."""
+    built = bases[0]
+    case = harness.Case("link", "follows.csv", ["truncate@14"], "sample")
+    outcome, problems = harness.run_case(built, case, b"source,target\n", str(tmp_path / "w"),
+                                         bases[1])
+    assert not problems and outcome.code == 0, outcome
