@@ -246,8 +246,9 @@ def _selected(samples: SampleFolder, args, counts: ScanCounts):
     """(path, index, record) of every record the arguments ask for."""
     conditions: list[Condition] = []
     if args.seed_id is not None:
-        conditions.append(seed_condition(samples.schema, args.seed_id))
-    conditions += [parse_condition(samples.schema, c) for c in args.context]
+        conditions.append(seed_condition(samples.schema, args.seed_id, samples.schema_path))
+    conditions += [parse_condition(samples.schema, c, samples.schema_path)
+                   for c in args.context]
     if not conditions:
         yield nth_record(list(samples.files), args.index)
         return

@@ -230,7 +230,6 @@ def mutate_file(name: str, data: bytes, draw: Draw) -> tuple[bytes, list[str]]:
             records[index], done = mutate_bytes(records[index], draw, count)
             done = [f"record {index}"] + done
         else:            # the length field of one record, CRC of the length made valid
-            records[index] = records[index]
             framed = [tfrecord.encode_record(r) for r in records]
             length = draw.integer(0, 2 ** 32 - 1) if draw.integer(0, 1) else len(
                 records[index]) + draw.integer(-8, 8)

@@ -19,6 +19,7 @@ import platform
 import random
 import sys
 import tempfile
+import threading
 import time
 
 from tests.fuzz import harness
@@ -53,14 +54,49 @@ def main(argv: list[str] | None = None) -> int:
     findings: dict[str, dict] = {}
     started = time.time()
     deadline = started + 60 * args.minutes
+    current: dict = {}
+
+    def write(tried: int, hung: dict | None = None) -> None:
+        result = {
+            "what": "tests/fuzz/long_run.py: mutated inputs run through the five commands",
+            "command": f"make fuzz FUZZ_MINUTES={args.minutes:g}  (python -m "
+                       f"tests.fuzz.long_run --minutes {args.minutes:g} --seed {seed})",
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+                       f"{platform.python_version()}",
+            "seed": seed, "minutes": round((time.time() - started) / 60, 2),
+            "inputs_tried": tried, "counts": dict(sorted(counts.items())),
+            "distinct_findings": len(findings) + bool(hung), "findings": findings,
+        }
+        if hung:
+            result["hung"] = hung
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+
+    def watchdog() -> None:
+        """SIGALRM cannot stop a hang inside C code; this thread can end the session."""
+        while True:
+            time.sleep(5)
+            case = current.get("case")
+            if case is not None and time.time() - current["since"] > 2 * harness.TIMEOUT_S:
+                saved = os.path.join(args.crashes, f"hang-{case.file}")
+                with open(saved, "wb") as f:
+                    f.write(current["input"])
+                write(current["tried"], {"case": vars(case), "saved_input": saved})
+                print(f"hang: {case}; wrote {args.json}", file=sys.stderr, flush=True)
+                os._exit(3)
+
+    threading.Thread(target=watchdog, daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="fuzz-") as root:
         bases = harness.build_bases(os.path.join(root, "bases"))
         previous = harness._digest(bases["output"].folder)
         tried = 0
         while time.time() < deadline:
             case, mutated = harness.draw_case(bases, draw)
+            current.update(case=case, input=mutated, since=time.time(), tried=tried)
             outcome, problems = harness.run_case(bases, case, mutated,
                                                  os.path.join(root, "work"), previous)
+            current["case"] = None
             tried += 1
             counts[f"command:{case.command}"] += 1
             counts[f"base:{case.base}"] += 1
@@ -81,19 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             if tried % 200 == 0:
                 print(f"{tried} inputs, {len(findings)} distinct findings, "
                       f"{time.time() - started:.0f} s", file=sys.stderr)
-    result = {
-        "what": "tests/fuzz/long_run.py: mutated inputs run through the five commands",
-        "command": f"make fuzz FUZZ_MINUTES={args.minutes:g}  (python -m tests.fuzz.long_run "
-                   f"--minutes {args.minutes:g} --seed {seed})",
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
-                   f"{platform.python_version()}",
-        "seed": seed, "minutes": round((time.time() - started) / 60, 2),
-        "inputs_tried": tried, "counts": dict(sorted(counts.items())),
-        "distinct_findings": len(findings), "findings": findings,
-    }
-    with open(args.json, "w") as f:
-        json.dump(result, f, indent=1)
+    write(tried)
     print(f"{tried} inputs tried, {len(findings)} distinct findings; wrote {args.json}")
     return 1 if findings else 0
 

@@ -83,3 +83,24 @@ def test_found_newline_in_a_csv_header_stays_one_line(bases, tmp_path):
                                          bases[1])
     assert not problems and outcome.code == 2
     assert outcome.stderr.count("\n") == 1 and "\\n" in outcome.stderr
+
+
+def test_found_inspect_names_the_schema_without_the_context_feature(bases, tmp_path):
+    """`sample-inspect --seed-id` on an output whose schema lost its context named only
+    the flag."""
+    built = bases[0]
+    case = harness.Case("output", "graph_schema.pbtxt", ["truncate@0"], "sample-inspect",
+                        variant=1)
+    outcome, problems = harness.run_case(built, case, b"", str(tmp_path / "w"), bases[1])
+    assert not problems and outcome.code == 2
+    assert "graph_schema.pbtxt has no context feature 'seed_id'" in outcome.stderr
+
+
+def test_found_an_edge_table_without_rows_samples(bases, tmp_path):
+    """A header-only edge table from a node set to itself (link graph): the memory engine
+    indexed fingerprints with the empty bucket's non-code ids (IndexError)."""
+    built = bases[0]
+    case = harness.Case("link", "follows.csv", ["truncate@14"], "sample")
+    outcome, problems = harness.run_case(built, case, b"source,target\n", str(tmp_path / "w"),
+                                         bases[1])
+    assert not problems and outcome.code == 0, outcome

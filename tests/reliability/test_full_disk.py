@@ -3,7 +3,7 @@
 The test mounts a 1 MB tmpfs (root only; skipped with the reason otherwise), writes a
 previous output, then fills the filesystem to leave less room than the new output
 needs: none at all, half of it, or all but the last few pages (the run fails while
-writing its schema and report). `sample` (a real process, two workers) must exit 2
+writing its schema and report). `sample` (two forked workers) must exit 2
 with one line naming the output folder and saying the disk is full, keep the previous
 output byte for byte, and leave its staging folder to be removed by the next run,
 which succeeds once there is room. `unigraph-convert` onto the full disk leaves no
@@ -19,6 +19,7 @@ import pytest
 
 from sampler.output import commit
 from tests.conftest import REPO_ROOT
+from tests.fuzz.harness import run_command
 from tests.pipelines.test_sample_safety import DEMO, DEMO_SPEC, tree
 from tests.unigraph import graphs
 
@@ -62,10 +63,12 @@ def _fill(folder, leave: int) -> str:
 
 
 def _sample(out, seed):
-    return subprocess.run([sys.executable, "-m", "pipelines.sample", "--graph", DEMO,
-                           "--spec", DEMO_SPEC, "--output", str(out), "--quiet",
-                           "--workers", "2", "--seed", str(seed)],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    """`sample` in this process (two forked workers), output captured."""
+    outcome = run_command("sample", ["--graph", DEMO, "--spec", DEMO_SPEC, "--output",
+                                     str(out), "--quiet", "--workers", "2",
+                                     "--seed", str(seed)], timeout=300)
+    assert outcome.crash is None, outcome.crash
+    return subprocess.CompletedProcess([], outcome.code, outcome.stdout, outcome.stderr)
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ import sys
 from typing import Iterator
 
 RETRY_ENV, TIMEOUT_ENV = "SAMPLER_GCS_RETRY_S", "SAMPLER_GCS_TIMEOUT_S"
-READ_CHUNK = 8 << 20    # bytes per ranged read
+READ_CHUNK = 16 << 20   # bytes per ranged read (Beam's gcsio read buffer)
 WRITE_CHUNK = 16 << 20  # bytes per resumable upload request (a multiple of 256 KiB)
 
 
@@ -69,7 +69,8 @@ def _client_for(pid: int, emulator: str | None):
         _skip_beam_credentials()
         return storage.Client(project="emulator", credentials=AnonymousCredentials())
     try:
-        return storage.Client()
+        # Object reads and writes bill the bucket's project: none needs to be found.
+        return storage.Client(project=None)
     except Exception as e:  # noqa: BLE001 - google.auth's DefaultCredentialsError and kin
         raise OSError(f"gs://: no Google Cloud credentials ({_one_line(e)}); run "
                       f"`gcloud auth application-default login` or set "
@@ -134,6 +135,8 @@ class _Errors:
     def __exit__(self, kind, error, tb):
         if error is None or not isinstance(error, Exception):
             return False   # KeyboardInterrupt and the like go on as they are
+        if isinstance(error, OSError) and str(error).startswith("gs://: "):
+            raise OSError(f"{self.path}: {str(error)[len('gs://: '):]}") from None
         if isinstance(error, OSError) and str(error).startswith("gs://"):
             return False   # ours already
         raise translated(self.path, error) from None
