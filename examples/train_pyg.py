@@ -106,7 +106,8 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
 
 def train(folder: str, label: str, *, baseline: str | None = None, epochs: int = 10,
           hidden: int = 32, batch_size: int = 32, learning_rate: float = 0.01,
-          validation_fraction: float = 0.25, seed: int = 0, log=print) -> dict:
+          weight_decay: float = 0.0, validation_fraction: float = 0.25, seed: int = 0,
+          log=print) -> dict:
     torch.manual_seed(seed)
     records, link, keys = load(folder, label)
     test = held_out(keys, validation_fraction)
@@ -157,7 +158,7 @@ def train(folder: str, label: str, *, baseline: str | None = None, epochs: int =
     with torch.no_grad():  # lazy layers take their shapes from a first batch
         forward(next(iter(loader)))
     parameters = list(model.parameters()) + (list(project.parameters()) if project else [])
-    optimizer = torch.optim.Adam(parameters, lr=learning_rate)
+    optimizer = torch.optim.AdamW(parameters, lr=learning_rate, weight_decay=weight_decay)
     for epoch in range(epochs):
         model.train()
         total = 0.0
@@ -200,11 +201,13 @@ def main(argv=None) -> int:
     parser.add_argument("--hidden", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's")
     parser.add_argument("--validation-fraction", type=float, default=0.25)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     train(args.samples, args.label, baseline=args.baseline, epochs=args.epochs,
           hidden=args.hidden, batch_size=args.batch_size, learning_rate=args.learning_rate,
+          weight_decay=args.weight_decay,
           validation_fraction=args.validation_fraction, seed=args.seed)
     return 0
 
