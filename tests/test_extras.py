@@ -142,7 +142,7 @@ def test_the_python_api_samples_without_extras_and_names_the_tf_extra():
 # The torch path where TensorFlow is not installed, as far as Python can tell: every
 # finder is wrapped to find nothing of the TF family, so `importlib.util.find_spec`
 # answers None as for a missing package (torch probes for TensorFlow that way) and an
-# import fails. Records go through SampleDataset and DataLoader workers, API subgraphs
+# import fails. Records go through SampleDataset and a DataLoader, API subgraphs
 # through to_hetero_data. Where torch itself is missing, `import sampler.torch` is one
 # line.
 TF_FAMILY = ("tensorflow", "tensorflow_gnn", "tf_keras", "keras")
@@ -171,8 +171,7 @@ from sampler import api
 from sampler.torch import SampleDataset, Vocabulary, to_hetero_data
 folder, demo = sys.argv[1], sys.argv[2]
 dataset = SampleDataset(folder, vocabulary=Vocabulary.from_samples(folder), batch_size=4)
-graphs = sum(data["paper"].batch_size for data in DataLoader(dataset, batch_size=None,
-                                                             num_workers=2))
+graphs = sum(data["paper"].batch_size for data in DataLoader(dataset, batch_size=None))
 graph = api.load_graph(demo, demo + "/sampling_spec.pbtxt")
 data = to_hetero_data(graph.sample(["p01", "p02"]), vocabulary=Vocabulary.from_graph(graph))
 print(json.dumps({{"graphs": graphs, "api": data["paper"].batch_size, "hidden": hidden,

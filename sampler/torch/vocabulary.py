@@ -29,6 +29,8 @@ def _as_bytes(ids) -> np.ndarray:
         return array
     if array.dtype.kind in "iu":
         return array.astype("S")
+    if array.dtype.kind == "O" and all(type(i) is bytes for i in array.reshape(-1).tolist()):
+        return array.astype("S")  # the decoder's ids: one C-level conversion
     out = [i.encode() if isinstance(i, str) else bytes(i) if isinstance(i, (bytes, np.bytes_))
            else str(i).encode() for i in array.reshape(-1).tolist()]
     return np.array(out, dtype="S") if out else np.zeros(0, "S1")

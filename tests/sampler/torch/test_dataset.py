@@ -42,6 +42,8 @@ def demo(sampled_outputs):
     return folder, Vocabulary.from_samples(folder)
 
 
+# More workers than the machine's 2 cores is the point: torch warns about it.
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
 @pytest.mark.parametrize("workers", [0, 1, 3])
 @pytest.mark.parametrize("batch_size", [None, 4])
 def test_every_record_once_whatever_the_workers(demo, workers, batch_size):
@@ -92,8 +94,12 @@ def test_reads_gcs(demo, gcs):
         gcs.blob(f"torch/out/{name}").upload_from_filename(f"{folder}/{name}")
     for path in open_samples(folder).files:
         gcs.blob(f"torch/out/{path.rsplit('/', 1)[-1]}").upload_from_filename(path)
-    dataset = SampleDataset(f"gs://{BUCKET}/torch/out", vocabulary=vocabulary, batch_size=5)
+    remote = f"gs://{BUCKET}/torch/out"
+    dataset = SampleDataset(remote, vocabulary=vocabulary, batch_size=5)
     assert sorted(seen(dataset)) == expected(folder)
+    from_gcs = Vocabulary.from_samples(remote)
+    assert {n: from_gcs.size(n) for n in from_gcs.node_sets()} == \
+        {n: vocabulary.size(n) for n in vocabulary.node_sets()}
 
 
 def test_refuses_a_bad_batch_size(demo):
