@@ -23,6 +23,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import statistics
 import sys
 import time
@@ -155,7 +156,7 @@ def main(argv=None) -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores"
                    + (f" (load average {load:.1f} at the end)" if load is not None else "")
                    + f", Python {platform.python_version()}",
-        "command": "python -m pipelines.torch_benchmark " + " ".join(
+        "command": "python -m pipelines.torch_benchmark " + shlex.join(
             argv if argv is not None else sys.argv[1:]),
         "folder": args.about or args.folder,
         "repeat": args.repeat,

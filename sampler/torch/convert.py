@@ -71,7 +71,8 @@ class _Edges:
 def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
                    features: str = "x", label: Optional[str] = None,
                    link_edge_type: Optional[EdgeType] = None,
-                   input_id: Optional[Union[int, Sequence[int], np.ndarray]] = None):
+                   input_id: Optional[Union[int, Sequence[int], np.ndarray]] = None
+                   ) -> "HeteroData":
     """A `HeteroData` of one subgraph (a numpy GraphTensor: `parse_example` of a record,
     an item of `Graph.sample`) or of a batch: a list of them, or a `Subgraphs` of the
     Python API, merged into one disjoint graph with seeds first (module docstring).
