@@ -44,7 +44,6 @@ RESERVED = frozenset({"x", "y", "edge_index", "edge_attr", "n_id", "e_id", "batc
                       "num_nodes", "batch_size", "input_id", "edge_label",
                       "edge_label_index"})
 
-Subgraph = GraphTensor
 EdgeType = tuple[str, str, str]
 _BATCH = "\0batch"  # the merge's subgraph index per node, beside the features
 

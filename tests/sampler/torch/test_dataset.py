@@ -13,7 +13,7 @@ from sampler.graph_tensor import parse_example  # noqa: E402
 from sampler.output.folder import iter_records, open_samples  # noqa: E402
 from sampler.torch import SampleDataset, Vocabulary  # noqa: E402
 from sampler.torch.dataset import SHARD_STRIDE  # noqa: E402
-from tests.gcs_emulator import BUCKET, gcs, upload_folder  # noqa: E402,F401  (a fixture)
+from tests.gcs_emulator import BUCKET, gcs  # noqa: E402,F401  (a fixture)
 from unigraph.errors import SamplerError  # noqa: E402
 
 
