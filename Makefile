@@ -13,10 +13,15 @@ OTHER_PYTHONS ?= 3.10 3.12 3.13
 
 .PHONY: demo test install protos lint-docker clean check-base check-pythons dgl docs fuzz
 
+# The PyTorch that [test] gets through the [torch] extra: the CPU wheel, installed first so
+# that the extra's range is met by it (an unpinned torch would pull a multi-GB CUDA build).
+TORCH_CPU ?= torch==2.13.0
+
 # Reinstall when the declared dependencies change.
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet '$(TORCH_CPU)'
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
