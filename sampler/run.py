@@ -132,7 +132,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
             if verbose:
                 say(f"sampling {len(plan.ops)} op(s) into {num_shards} shard(s) with "
                     f"{buckets} node buckets; progress follows")
-            _run_beam(job, beam_args, verbose)
+            shuffled = _run_beam(job, beam_args, verbose)[1]
             with paths.open_binary(stats_path) as f:
                 stats = json.loads(f.read().decode("utf-8"))
             paths.delete(stats_path)
@@ -152,6 +152,8 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                        "wall_time_s": round(time.time() - started, 3)})
         if engine == "beam":
             report["node_buckets"] = buckets
+            if shuffled is not None:  # what its GroupByKeys moved (unigraph.beam.shuffle)
+                report["shuffled"] = shuffled
         else:
             report["graph_in_memory_mb"] = round(graph_bytes / 1e6, 1)
         if not report["seeds_read"]:
@@ -217,7 +219,7 @@ def _build_only(job: SamplingJob, beam_args: list[str], say: Callable[[str], Non
     job description is written where one line says."""
     from sampler.beam.runner import write_job_description
 
-    result = _run_beam(job, beam_args, verbose=False)
+    result = _run_beam(job, beam_args, verbose=False)[0]
     if getattr(result, "job", None) is None:  # a runner without a job description
         say("dry run: the pipeline was built and not run; nothing written")
         return {"dry_run": True, "job_description": None}
@@ -232,9 +234,11 @@ def _build_only(job: SamplingJob, beam_args: list[str], say: Callable[[str], Non
 
 
 def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool):
+    """(Beam's result, the bytes its GroupByKeys shuffled or None: unigraph.beam.shuffle)."""
     # Beam loads only when this engine runs: a dry run or a refused run never pays for it.
     from sampler.beam.pipeline import SampleSubgraphs
-    from sampler.beam.runner import make_pipeline, run_pipeline
+    from sampler.beam.runner import is_dry_run, make_pipeline, run_pipeline
+    from unigraph.beam.shuffle import shuffled
 
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
     # A bad-input error raised in a DoFn reaches the user as one line (run_pipeline turns
@@ -245,7 +249,8 @@ def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool):
     try:
         pipeline = make_pipeline(beam_args)
         _ = pipeline | "Sample" >> SampleSubgraphs(job)
-        return run_pipeline(pipeline)
+        result = run_pipeline(pipeline)
+        return result, None if is_dry_run(beam_args) else shuffled(result)
     finally:
         end_beam_progress(bar)
 

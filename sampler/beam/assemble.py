@@ -16,6 +16,7 @@ from sampler.output.files import OutputSpec
 from sampler.output.shards import ShardChunk, write_shard
 from sampler.plan.plan import Plan
 from unigraph.schema import LoadedSchema
+from unigraph.beam.shuffle import CoGroupByKey
 
 
 class _WriteShard(beam.DoFn):
@@ -55,5 +56,5 @@ class WriteShards(beam.PTransform):
         shards = pieces["seeds"].pipeline | "Shards" >> beam.Create(
             [(i, None) for i in range(self.num_shards)], reshuffle=False)  # the Join spreads
         return ({"shard": shards, **pieces}
-                | "Join" >> beam.CoGroupByKey()
+                | "Join" >> CoGroupByKey()
                 | "Write" >> beam.ParDo(self.write))

@@ -27,6 +27,7 @@ from sampler.core.hubs import by_chunk, route_requests
 from sampler.core.pieces import Requests
 from sampler.job.progress import Progress
 from sampler.plan.plan import PlannedOp
+from unigraph.beam.shuffle import CoGroupByKey
 
 
 class _SampleBuckets(beam.DoFn):
@@ -114,7 +115,7 @@ class SampleHop(beam.PTransform):
 
     def expand(self, inputs):
         tagged = ({"adjacency": inputs["adjacency"], "requests": inputs["requests"]}
-                  | "Join" >> beam.CoGroupByKey()
+                  | "Join" >> CoGroupByKey()
                   | "Sample" >> beam.ParDo(_SampleBuckets(self.op, self.seed, self.num_shards,
                                                           self.node_buckets,
                                                           self.emit_reached)))
@@ -129,12 +130,12 @@ class SampleHop(beam.PTransform):
         """Hubs/Chunks/Join, /Sample, Hubs/Merge/Join, /Merge: (tag, payload) pairs as
         _SampleBuckets yields them, for the requests that reached hubs."""
         drawn = ({"adjacency": chunks, "requests": chunked}
-                 | "Hubs/Chunks/Join" >> beam.CoGroupByKey()
+                 | "Hubs/Chunks/Join" >> CoGroupByKey()
                  | "Hubs/Chunks/Sample" >> beam.ParDo(_SampleChunks(self.op, self.seed,
                                                                     self.num_shards)))
         candidates = split_tagged(drawn, ("candidates",))["candidates"]
         best = ({"requests": merged, "candidates": candidates}
-                | "Hubs/Merge/Join" >> beam.CoGroupByKey()
+                | "Hubs/Merge/Join" >> CoGroupByKey()
                 | "Hubs/Merge" >> beam.ParDo(_MergeChunks(self.op, self.num_shards,
                                                           self.node_buckets,
                                                           self.emit_reached)))

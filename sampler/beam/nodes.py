@@ -12,6 +12,7 @@ from apache_beam.metrics import Metrics
 from sampler.beam.report import METRICS_NAMESPACE
 from sampler.core.node_table import features_by_shard, ids_only_table
 from sampler.core.pieces import Requests
+from unigraph.beam.shuffle import CoGroupByKey
 
 
 class _Lookup(beam.DoFn):
@@ -43,5 +44,5 @@ class LookupNodes(beam.PTransform):
 
     def expand(self, inputs):
         return ({"table": inputs["table"], "requests": inputs["requests"]}
-                | "Join" >> beam.CoGroupByKey()
+                | "Join" >> CoGroupByKey()
                 | "Lookup" >> beam.ParDo(self.lookup))

@@ -11,6 +11,7 @@ import apache_beam as beam
 
 from sampler.core.buckets import split_by_shard, split_requests
 from sampler.core.pairs import number_pairs, pair_numbering_groups, pair_requests
+from unigraph.beam.shuffle import GroupByKey
 
 
 class NumberPairs(beam.PTransform):
@@ -25,7 +26,7 @@ class NumberPairs(beam.PTransform):
         num_shards, node_buckets = self.num_shards, self.node_buckets
         numbered = (batches
                     | "Number/Group" >> beam.FlatMap(pair_numbering_groups)
-                    | "Number/Gather" >> beam.GroupByKey()
+                    | "Number/Gather" >> GroupByKey()
                     | "Number/Rank" >> beam.MapTuple(lambda _, parts: number_pairs(list(parts))))
         return {
             "requests": numbered | "Requests" >> beam.FlatMap(

@@ -19,6 +19,7 @@ from sampler.beam.tagged import split_tagged
 from sampler.core.node_table import ids_only_table
 from sampler.core.pieces import Requests
 from sampler.core.seeds import join_seeds, number_seeds, numbering_groups, seed_requests
+from unigraph.beam.shuffle import CoGroupByKey, GroupByKey
 
 
 class _JoinSeeds(beam.DoFn):
@@ -59,11 +60,11 @@ class JoinSeeds(beam.PTransform):
         node_buckets = self.node_buckets
         requests = inputs["requests"] if "requests" in inputs else (inputs["seeds"]
                     | "Number/Group" >> beam.FlatMap(numbering_groups)
-                    | "Number/Gather" >> beam.GroupByKey()
+                    | "Number/Gather" >> GroupByKey()
                     | "Number/Split" >> beam.FlatMapTuple(
                         lambda _, parts: seed_requests(number_seeds(list(parts)),
                                                        node_buckets)))
         tagged = ({"table": inputs["table"], "requests": requests}
-                  | "Join" >> beam.CoGroupByKey()
+                  | "Join" >> CoGroupByKey()
                   | "Check" >> beam.ParDo(_JoinSeeds(self.seed_set, self.num_shards)))
         return split_tagged(tagged, ("found", "seeds", "features", STATS))

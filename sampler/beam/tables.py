@@ -20,6 +20,7 @@ from sampler.beam.tagged import split_tagged
 from sampler.core.hubs import by_chunk, find_hubs, split_hub_edges
 from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
 from sampler.core.temporal import with_target_times
+from unigraph.beam.shuffle import CoGroupByKey, GroupByKey
 
 
 class BuildNodeTable(beam.PTransform):
@@ -34,7 +35,7 @@ class BuildNodeTable(beam.PTransform):
         node_set, files = self.node_set, self.files
         return (batches
                 | "Split" >> beam.FlatMap(split_batch, "ids", self.node_buckets)
-                | "Group" >> beam.GroupByKey()
+                | "Group" >> GroupByKey()
                 | "Build" >> beam.MapTuple(
                     lambda bucket, parts: (bucket, build_node_table(node_set, list(parts), files))))
 
@@ -55,7 +56,7 @@ class BuildAdjacency(beam.PTransform):
         edge_set, chunk_edges = self.edge_set, self.chunk_edges
         grouped = (batches
                    | "Split" >> beam.FlatMap(split_batch, "sources", self.node_buckets)
-                   | "Group" >> beam.GroupByKey())
+                   | "Group" >> GroupByKey())
         if not self.hubs_apart:
             return grouped | "Build" >> beam.MapTuple(lambda bucket, parts: (
                 bucket, build_adjacency(edge_set, list(parts), chunk_edges=chunk_edges)))
@@ -63,7 +64,7 @@ class BuildAdjacency(beam.PTransform):
             lambda bucket, parts: _bucket_and_hub_chunks(bucket, parts, edge_set, chunk_edges)),
             ("adjacency", "chunk"))
         chunks = (built["chunk"]
-                  | "Chunks/Group" >> beam.GroupByKey()
+                  | "Chunks/Group" >> GroupByKey()
                   | "Chunks/Build" >> beam.MapTuple(lambda key, values: (key, [
                       (chunk, build_adjacency(edge_set, parts))
                       for chunk, parts in by_chunk(values)])))
@@ -105,7 +106,7 @@ class IdsFromEdges(beam.PTransform):
                                                                         node_buckets))
                       for name, field in self.ends)
         return (parts | "Flatten" >> beam.Flatten()
-                | "Group" >> beam.GroupByKey()
+                | "Group" >> GroupByKey()
                 | "Build" >> beam.MapTuple(
                     lambda bucket, arrays: (bucket, ids_only_table(node_set, list(arrays)))))
 
@@ -139,5 +140,5 @@ class EffectiveTimes(beam.PTransform):
         edges = inputs["edges"] | "Split" >> beam.FlatMap(split_batch, "targets",
                                                           self.node_buckets)
         nodes = inputs["nodes"] | "TimesOnly" >> beam.MapTuple(_times_only)
-        return ({"edges": edges, "nodes": nodes} | "Join" >> beam.CoGroupByKey()
+        return ({"edges": edges, "nodes": nodes} | "Join" >> CoGroupByKey()
                 | "Times" >> beam.FlatMap(join))

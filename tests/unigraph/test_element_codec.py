@@ -8,7 +8,7 @@ from sampler.core.adjacency import build_adjacency
 from sampler.core.node_table import build_node_table
 from sampler.core.stats import RunStats
 from unigraph.columnar.batches import EdgeBatch, NodeBatch, row_ids
-from unigraph.beam.element_codec import NotEncodable, decode, encode
+from unigraph.beam.element_codec import NotEncodable, decode, encode, encoded_size
 from unigraph.columnar.ragged import Ragged
 
 
@@ -51,6 +51,7 @@ def test_batches_tables_and_counts_round_trip_without_pickle():
         data = encode(value, strict=True)
         _same(value, decode(data))
         assert encode(decode(data), strict=True) == data
+        assert encoded_size(value) == len(data)
 
 
 def test_strict_refuses_what_the_default_would_pickle():
@@ -82,3 +83,9 @@ def test_any_value_round_trips_and_encodes_the_same_twice(value):
     data = encode(value, strict=True)
     _same(value, decode(data))
     assert encode(decode(data)) == data
+    assert encoded_size(value) == len(data)
+
+
+def test_the_size_of_what_would_be_pickled_is_the_pickles():
+    value = [1, frozenset([2]), np.float32(0.5), np.array([object()], dtype=object)]
+    assert encoded_size(value) == len(encode(value))
