@@ -21,7 +21,7 @@ from typing import Callable
 from sampler.core.stats import RunStats
 from sampler.core.long_rows import CHUNK_EDGES
 from sampler.job.job import SamplingJob, choose_node_buckets, epoch_seed
-from sampler.job.sizing import output_shards
+from sampler.job.sizing import numbering_keys, output_shards
 from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
                                    check_seed_set_has_nodes, check_seeds, input_paths)
 from sampler.job.progress import SeedBar, beam_progress, end_beam_progress
@@ -117,14 +117,18 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                                        output=final, num_shards=num_shards,
                                        node_buckets=buckets, seed=draws_seed,
                                        stats_path=final.beside(STATS_FILE), time=timing,
-                                       chunk_edges=chunk_edges),
+                                       chunk_edges=chunk_edges,
+                                       numbering_keys=numbering_keys(
+                                           loaded, plan, seeds_list, buckets)),
                            beam_args, say)
     staging = begin(final, overwrite=overwrite, log=say if verbose else lambda m: None)
     try:
         stats_path = paths.join(staging.folder, STATS_FILE)
         job = SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds, output=staging.staged,
                           num_shards=num_shards, node_buckets=buckets, seed=draws_seed,
-                          stats_path=stats_path, time=timing, chunk_edges=chunk_edges)
+                          stats_path=stats_path, time=timing, chunk_edges=chunk_edges,
+                          numbering_keys=(numbering_keys(loaded, plan, seeds_list, buckets)
+                                          if engine == "beam" else 0))
         if engine == "memory":
             stats, graph_bytes = _run_memory(job, workers or cores(), verbose, say)
             stats = stats.as_dict()

@@ -90,12 +90,13 @@ class SampleSubgraphs(beam.PTransform):
                                                         label_dtype(job.loaded.schema),
                                                         time.dtype if timed else None))
                 rows, negative_stats = drawn["pairs"], drawn["stats"]
-            pairs = rows | "Pairs" >> NumberPairs(job.num_shards, job.node_buckets)
+            pairs = rows | "Pairs" >> NumberPairs(job.num_shards, job.node_buckets,
+                                                  job.seed_numbering_keys)
             seed_input = {"table": seed_table, "requests": pairs["requests"]}
         else:
             seed_input = {"table": seed_table, "seeds": self._seed_batches(p, seed_table)}
         seeds = seed_input | "Seeds" >> JoinSeeds(plan.seed_set, job.num_shards,
-                                                  job.node_buckets)
+                                                  job.node_buckets, job.seed_numbering_keys)
         stats, edge_pieces = [seeds["stats"]], []
         if plan.negatives:
             stats.append(negative_stats)
