@@ -17,9 +17,10 @@ from sampler.output.shards import ShardChunk, write_shard
 from sampler.plan.plan import Plan
 from unigraph.schema import LoadedSchema
 from unigraph.beam.shuffle import CoGroupByKey
+from unigraph.beam.steps import DoFn
 
 
-class _WriteShard(beam.DoFn):
+class _WriteShard(DoFn):
     def __init__(self, loaded: LoadedSchema, plan: Plan, output: OutputSpec, num_shards: int):
         self.loaded, self.plan, self.output, self.num_shards = loaded, plan, output, num_shards
         self.written = Metrics.counter(METRICS_NAMESPACE, "subgraphs_written")

@@ -17,6 +17,7 @@ from sampler.core.induced import by_target_bucket, candidate_edges, keep_induced
 from sampler.core.pieces import Requests
 from sampler.core.stats import RunStats
 from unigraph.beam.shuffle import CoGroupByKey
+from unigraph.beam.steps import FlatMap
 
 
 class InducedEdges(beam.PTransform):
@@ -59,8 +60,8 @@ class InducedEdges(beam.PTransform):
 
         found = ({"adjacency": inputs["adjacency"], "members": inputs["sources"]}
                  | "Candidates/Join" >> CoGroupByKey()
-                 | "Candidates/Edges" >> beam.FlatMap(candidates))
+                 | "Candidates/Edges" >> FlatMap(candidates))
         tagged = ({"candidates": found, "members": inputs["targets"]}
                   | "Keep/Join" >> CoGroupByKey()
-                  | "Keep/Edges" >> beam.FlatMap(keep))
+                  | "Keep/Edges" >> FlatMap(keep))
         return split_tagged(tagged, ("edges", STATS))

@@ -13,9 +13,10 @@ from sampler.beam.report import METRICS_NAMESPACE
 from sampler.core.node_table import features_by_shard, ids_only_table
 from sampler.core.pieces import Requests
 from unigraph.beam.shuffle import CoGroupByKey
+from unigraph.beam.steps import DoFn
 
 
-class _Lookup(beam.DoFn):
+class _Lookup(DoFn):
     def __init__(self, node_set: str, num_shards: int):
         self.node_set, self.num_shards = node_set, num_shards
         self.missing = Metrics.counter(METRICS_NAMESPACE, f"nodes_missing/{node_set}")

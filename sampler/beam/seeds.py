@@ -23,9 +23,10 @@ from sampler.core.pieces import Requests
 from sampler.core.seeds import (NUMBERING_GROUP_BITS, join_seeds, number_seeds,
                                  numbering_groups, seed_requests)
 from unigraph.beam.shuffle import CoGroupByKey, GroupByKey
+from unigraph.beam.steps import DoFn, FlatMap, FlatMapTuple
 
 
-class _JoinSeeds(beam.DoFn):
+class _JoinSeeds(DoFn):
     def __init__(self, seed_set: str, num_shards: int):
         self.seed_set, self.num_shards = seed_set, num_shards
         self.read = Metrics.counter(METRICS_NAMESPACE, "seeds_read")
@@ -64,9 +65,9 @@ class JoinSeeds(beam.PTransform):
     def expand(self, inputs):
         node_buckets = self.node_buckets
         requests = inputs["requests"] if "requests" in inputs else (inputs["seeds"]
-                    | "Number/Group" >> beam.FlatMap(numbering_groups, self.numbering_keys)
+                    | "Number/Group" >> FlatMap(numbering_groups, self.numbering_keys)
                     | "Number/Gather" >> GroupByKey()
-                    | "Number/Split" >> beam.FlatMapTuple(
+                    | "Number/Split" >> FlatMapTuple(
                         lambda _, parts: seed_requests(number_seeds(list(parts)),
                                                        node_buckets)))
         tagged = ({"table": inputs["table"], "requests": requests}

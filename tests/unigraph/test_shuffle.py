@@ -12,8 +12,10 @@ LEFT = [(1, np.arange(5)), (2, np.arange(100, dtype=np.int32)), (1, b"xyz")]
 RIGHT = [(2, "two"), (3, None)]
 
 
-def _size(elements):
-    return sum(encoded_size(k) + encoded_size(v) for k, v in elements)
+def _size(elements, tag=None):
+    """Encoded bytes of (key, value) elements; a CoGroupByKey's input moves its tag too."""
+    return sum(encoded_size(k) + encoded_size(v if tag is None else (tag, v))
+               for k, v in elements)
 
 
 def test_counts_every_input_of_every_grouping_by_step():
@@ -28,9 +30,9 @@ def test_counts_every_input_of_every_grouping_by_step():
     assert_that(joined, equal_to([(1, 2, []), (2, 1, ["two"]), (3, 0, [None])]),
                 label="Joined")
     counted = shuffled(p.run())
-    assert counted["by_step"] == {"ByKey": _size(LEFT), "Join/left": _size(LEFT),
-                                  "Join/right": _size(RIGHT)}
-    assert counted["bytes"] == 2 * _size(LEFT) + _size(RIGHT)
+    assert counted["by_step"] == {"ByKey": _size(LEFT), "Join/left": _size(LEFT, "left"),
+                                  "Join/right": _size(RIGHT, "right")}
+    assert counted["bytes"] == _size(LEFT) + _size(LEFT, "left") + _size(RIGHT, "right")
     assert counted["elements"] == 2 * len(LEFT) + len(RIGHT)
 
 

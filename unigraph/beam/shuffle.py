@@ -9,33 +9,60 @@ of ours crosses workers with: the key's bytes plus the value's, computed without
 encoding) to the Beam counters `shuffle/bytes` and `shuffle/elements` of that step.
 `shuffled(result)` reads them back from a finished pipeline, per grouping step.
 
-Counting costs a walk over each element's fields (no copy): elements are a few
-large batches of arrays, so a few hundred walks per job.
+Counting costs a walk over each element's fields (no copy, a min and max of each
+integer array): elements are a few large batches of arrays, so a few hundred walks
+per job. CoGroupByKey is Beam's own construction (each input's values tagged,
+flattened, grouped, collected per tag) with the counting done by the tagging step,
+so it adds no step to the pipeline.
 """
 from __future__ import annotations
+
+import zlib
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 
-from unigraph.beam.element_codec import encoded_size
+from unigraph.beam.element_codec import encode, encoded_size
+from unigraph.beam.steps import DoFn, FlatMapTuple
 
 NAMESPACE = "shuffle"
 COUNT = "Count"  # the label of the counting step inside each grouping transform
 
 
-class _CountBytes(beam.DoFn):
-    """Passes (key, value) elements on, counting their encoded bytes."""
+class _CountBytes(DoFn):
+    """Passes (key, value) elements on, as (key, (tag, value)) with a tag, counting the
+    encoded bytes of what it passes on."""
 
-    def __init__(self):
+    def __init__(self, tag: str | None = None):
+        super().__init__()
+        self.tag = tag
         self.bytes = Metrics.counter(NAMESPACE, "bytes")
         self.elements = Metrics.counter(NAMESPACE, "elements")
 
     def process(self, element):
         key, value = element
+        if self.tag is not None:
+            value = (self.tag, value)
+            element = (key, value)
         self.bytes.inc(encoded_size(key) + encoded_size(value))
         self.elements.inc()
         yield element
+
+
+class _Collect(DoFn):
+    """(key, [(tag, value), ...]) -> (key, {tag: [values], for every tag})."""
+
+    def __init__(self, tags: list[str]):
+        super().__init__()
+        self.tags = tags
+
+    def process(self, element):
+        key, tagged = element
+        grouped = {tag: [] for tag in self.tags}
+        for tag, value in tagged:
+            grouped[tag].append(value)
+        yield key, grouped
 
 
 class GroupByKey(beam.PTransform):
@@ -46,13 +73,49 @@ class GroupByKey(beam.PTransform):
 
 
 class CoGroupByKey(beam.PTransform):
-    """beam.CoGroupByKey of a dict of keyed PCollections, each input's encoded bytes
-    counted (steps `<label>/Count/<tag>`)."""
+    """beam.CoGroupByKey of a dict of keyed PCollections: (key, {tag: [values]}), each
+    input's encoded bytes counted (steps `<label>/Count/<tag>`)."""
 
     def expand(self, inputs):
-        counted = {tag: pcoll | f"{COUNT}/{tag}" >> beam.ParDo(_CountBytes())
-                   for tag, pcoll in inputs.items()}
-        return counted | "Group" >> beam.CoGroupByKey()
+        tags = list(inputs)
+        tagged = tuple(pcoll | f"{COUNT}/{tag}" >> beam.ParDo(_CountBytes(tag))
+                       for tag, pcoll in inputs.items())
+        return (tagged | "Flatten" >> beam.Flatten()
+                | "Group" >> beam.GroupByKey()
+                | "Collect" >> beam.ParDo(_Collect(tags)))
+
+
+class _KeyByContent(DoFn):
+    """element -> (a hash of its bytes, element), counting the bytes of the pair."""
+
+    def __init__(self):
+        super().__init__()
+        self.bytes = Metrics.counter(NAMESPACE, "bytes")
+        self.elements = Metrics.counter(NAMESPACE, "elements")
+
+    def process(self, element):
+        data = encode(element)
+        key = zlib.crc32(data)
+        self.bytes.inc(encoded_size(key) + len(data))
+        self.elements.inc()
+        yield key, element
+
+
+class Spread(beam.PTransform):
+    """Beam's Reshuffle, for the few small elements a read starts from (files, work
+    units, BigQuery streams): each keyed by a hash of its content, grouped (a fusion
+    break, so the next step runs spread over the workers) and passed on, its bytes
+    counted. Three steps where Beam's Reshuffle takes six; elements of one key are
+    passed on in any order (the readers' output does not depend on it)."""
+
+    def expand(self, pcoll):
+        return (pcoll | "Key" >> beam.ParDo(_KeyByContent())
+                | "Group" >> beam.GroupByKey()
+                | "Values" >> FlatMapTuple(_values))
+
+
+def _values(_, values):
+    return values
 
 
 def shuffled(result) -> dict | None:
@@ -78,6 +141,7 @@ def shuffled(result) -> dict | None:
 def _grouping_step(step: str) -> str:
     """The grouping step and, for a CoGroupByKey, the input: 'Sample/Hop/cites/Join/Count/
     requests' -> 'Hop/cites/Join/requests', 'Sample/NodeTable/paper/Group/Count' ->
-    'NodeTable/paper/Group'."""
-    name = step.replace(f"/{COUNT}/", "/").removesuffix(f"/{COUNT}")
+    'NodeTable/paper/Group', 'Sample/Read/edges/cites/SpreadFiles/Key' ->
+    'Read/edges/cites/SpreadFiles'."""
+    name = step.replace(f"/{COUNT}/", "/").removesuffix(f"/{COUNT}").removesuffix("/Key")
     return name.split("/", 1)[1] if name.startswith("Sample/") else name
