@@ -11,7 +11,7 @@ DEMO_OUT := out/demo
 # (setup.py's python_requires); one that is not installed here is said and skipped.
 OTHER_PYTHONS ?= 3.10 3.12 3.13
 
-.PHONY: demo test install protos lint-docker clean check-base check-pythons dgl
+.PHONY: demo test install protos lint-docker clean check-base check-pythons dgl docs
 
 # Reinstall when the declared dependencies change.
 $(STAMP): setup.py
@@ -96,8 +96,15 @@ $(DGL_VENV)/bin/python:
 	    'numpy<2' 'pandas<2.3' 'pyarrow<19' pyyaml pydantic
 dgl: $(DGL_VENV)/bin/python
 
+# The user guide as a site in site/: the generated pages (command reference, performance
+# tables from docs/benchmarks/*.json) are rewritten first; --strict fails on a broken
+# page link or anchor (mkdocs.yml).
+docs: $(STAMP)
+	$(PY) -m pipelines.docs_gen
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 lint-docker: $(STAMP)
 	$(VENV)/bin/hadolint Dockerfile
 
 clean:
-	rm -rf $(VENV) $(BASE_VENV) .venv-py* out .pytest_cache .hypothesis .cache *.egg-info
+	rm -rf $(VENV) $(BASE_VENV) .venv-py* out site .pytest_cache .hypothesis .cache *.egg-info

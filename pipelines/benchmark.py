@@ -55,6 +55,7 @@ import time
 from google.protobuf import text_format
 
 from pipelines import synthetic
+from pipelines.provenance import provenance
 from pipelines.proc_stats import run_measured
 from sampler.graph_tensor import wire
 from unigraph.encoding import tfrecord
@@ -345,6 +346,7 @@ def constant_cutoff_seeds(folder: str, manifest: dict, cutoff: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else list(argv)
     if args.repeat < 1:
         print("benchmark: error: --repeat must be >= 1", file=sys.stderr)
         return 2
@@ -439,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
               "nodes": manifest["nodes"], "edges": manifest["edges"],
               "seeds": first["seeds_read"]}
     if args.json:
-        print(json.dumps({"config": config, "runs": [r for n in contenders for r in runs[n]],
+        print(json.dumps({"benchmark": "engines", **provenance("benchmark", argv),
+                          "config": config, "runs": [r for n in contenders for r in runs[n]],
                           "median": medians[contenders[0]], "medians": medians}))
     else:
         print(f"graph: {sum(manifest['nodes'].values()):,} nodes, "

@@ -29,7 +29,7 @@ import sys
 from google.protobuf import text_format
 
 from sampler.core.long_rows import CHUNK_EDGES
-from unigraph.storage import paths
+from unigraph.storage import bigquery, paths
 from unigraph.errors import SamplerError, SchemaError
 from unigraph.schema import (SCHEMA_FILE_NAME, bigquery_source, check_schema, load_schema,
                              set_names)
@@ -59,6 +59,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timestamp-column", metavar="COLUMN",
                         help="store only: the column holding node and edge timestamps in every "
                              "table, as `sample --timestamp-column`")
+    parser.add_argument("--bigquery-project", metavar="PROJECT",
+                        help="the project BigQuery queries and reads are billed to (default: "
+                             "GOOGLE_CLOUD_PROJECT, else the credentials' project)")
     return parser
 
 
@@ -138,22 +141,27 @@ def prepare(graph: str, output: str, chunk_edges: int = CHUNK_EDGES,
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
-        if args.format == STORE:
-            if args.shards != 1:
-                raise SchemaError("--shards is for tables; a store has no shards")
-            manifest = prepare(args.graph, args.output, args.chunk_edges,
-                               args.timestamp_column)
-            size = sum(f["bytes"] for f in manifest["files"].values())
-            print(f"graph store {args.output}: {len(manifest['files'])} files, "
-                  f"{size / 1e6:,.1f} MB")
-            return 0
-        if args.chunk_edges != CHUNK_EDGES or args.timestamp_column:
-            raise SchemaError("--chunk-edges and --timestamp-column are for --format store")
-        for line in convert(args.graph, args.output, args.format, args.shards):
-            print(line)
+        with bigquery.billing_project_given(args.bigquery_project):
+            return _convert(args)
     except SamplerError as e:
         print(f"unigraph-convert: error: {e}", file=sys.stderr)
         return 2
+
+
+def _convert(args: argparse.Namespace) -> int:
+    if args.format == STORE:
+        if args.shards != 1:
+            raise SchemaError("--shards is for tables; a store has no shards")
+        manifest = prepare(args.graph, args.output, args.chunk_edges,
+                           args.timestamp_column)
+        size = sum(f["bytes"] for f in manifest["files"].values())
+        print(f"graph store {args.output}: {len(manifest['files'])} files, "
+              f"{size / 1e6:,.1f} MB")
+        return 0
+    if args.chunk_edges != CHUNK_EDGES or args.timestamp_column:
+        raise SchemaError("--chunk-edges and --timestamp-column are for --format store")
+    for line in convert(args.graph, args.output, args.format, args.shards):
+        print(line)
     return 0
 
 

@@ -27,6 +27,7 @@ from sampler.job.options import link_plan, load_and_check
 from sampler.plan.plan import DEGREE, UNIFORM, Plan, plan_warnings, with_edge_aggregation
 from unigraph.errors import SamplerError, one_line
 from unigraph.schema import LoadedSchema
+from unigraph.storage import bigquery
 
 EXIT_NOTHING_SAMPLED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
 
@@ -78,6 +79,10 @@ def make_parser() -> argparse.ArgumentParser:
                              "(default '#timestamp' or 'timestamp', or a set's metadata extra "
                              "'timestamp_column'); LATEST_K and seed cut-offs use it; "
                              "e.g. --timestamp-column year")
+    parser.add_argument("--bigquery-project", dest="bigquery_project", metavar="PROJECT",
+                        help="the project BigQuery queries and reads are billed to (default: "
+                             "Beam's --project when given, else GOOGLE_CLOUD_PROJECT, else the "
+                             "credentials' project)")
     parser.add_argument("--overwrite", action="store_true",
                         help="write into a non-empty output folder that `sample` did not write "
                              "(its own earlier output is always replaced, atomically)")
@@ -155,10 +160,56 @@ def check_pipeline_flags(parser: argparse.ArgumentParser, extra: list[str]) -> N
     if not unknown:
         return
     ours = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
-    suggestion = closest(unknown[0], ours) or closest(unknown[0], beam_flag_names(extra))
+    # The closest of all flags, ours and Beam's alike (--runer is Beam's --runner).
+    suggestion = closest(unknown[0], ours + beam_flag_names(extra))
     hint = f"; did you mean {suggestion}?" if suggestion else ""
     raise SamplerError(f"unknown flag {unknown[0]}: neither a `sample` flag nor a Beam "
                        f"pipeline option{hint}")
+
+
+def beam_project(beam_args: list[str]) -> str | None:
+    """Beam's `--project` among the pipeline options, if given (`--project P` or
+    `--project=P`): BigQuery bills to it, as Beam's own BigQuery IO does."""
+    project = None
+    for i, arg in enumerate(beam_args):
+        if arg == "--project" and i + 1 < len(beam_args):
+            project = beam_args[i + 1]
+        elif arg.startswith("--project="):
+            project = arg.split("=", 1)[1]
+    return project
+
+
+def _sample(args: argparse.Namespace, beam_args: list[str]) -> int:
+    loaded, plan = load_and_check(args.graph, args.spec, args.data_path,
+                                  args.timestamp_column)
+    plan = with_edge_aggregation(link_options(plan, args, loaded), args.edge_aggregation)
+    for warning in plan_warnings(plan, args.spec):
+        print(f"sample: warning: {warning}", file=sys.stderr)
+    if args.dry_run:
+        print(describe_plan(loaded, plan, seeds=args.seeds))
+        return 0
+    if args.epoch < 0:
+        raise SamplerError(f"--epoch {args.epoch}: give 0 or more")
+    if args.chunk_edges < 1:
+        raise SamplerError(f"--chunk-edges must be at least 1, got {args.chunk_edges}")
+    if not args.output:
+        raise SamplerError("--output is required (a folder, or a file pattern such as "
+                           "out/samples@8)")
+    from sampler.run import NothingSampled, run_sampling  # imports Beam: only to sample
+
+    try:
+        run_sampling(loaded, plan, spec_path=args.spec, seeds=args.seeds,
+                     output=args.output, seed=args.seed, epoch=args.epoch,
+                     node_buckets=args.node_buckets,
+                     chunk_edges=args.chunk_edges,
+                     beam_args=beam_args, engine=args.engine, workers=args.workers,
+                     overwrite=args.overwrite, verbose=not args.quiet)
+    except NothingSampled as e:
+        if not args.quiet:
+            print(format_report(e.report))
+        print(f"sample: {e}; the previous output (if any) is kept", file=sys.stderr)
+        return EXIT_NOTHING_SAMPLED
+    return 0
 
 
 def _interrupted(signum, frame):
@@ -176,36 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.workers is not None and args.workers < 1:
             raise SamplerError(f"--workers {args.workers}: give at least 1")
         check_pipeline_flags(parser, beam_args)
-        loaded, plan = load_and_check(args.graph, args.spec, args.data_path,
-                                      args.timestamp_column)
-        plan = with_edge_aggregation(link_options(plan, args, loaded), args.edge_aggregation)
-        for warning in plan_warnings(plan, args.spec):
-            print(f"sample: warning: {warning}", file=sys.stderr)
-        if args.dry_run:
-            print(describe_plan(loaded, plan, seeds=args.seeds))
-            return 0
-        if args.epoch < 0:
-            raise SamplerError(f"--epoch {args.epoch}: give 0 or more")
-        if args.chunk_edges < 1:
-            raise SamplerError(f"--chunk-edges must be at least 1, got {args.chunk_edges}")
-        if not args.output:
-            raise SamplerError("--output is required (a folder, or a file pattern such as "
-                               "out/samples@8)")
-        from sampler.run import NothingSampled, run_sampling  # imports Beam: only to sample
-
-        try:
-            run_sampling(loaded, plan, spec_path=args.spec, seeds=args.seeds,
-                         output=args.output, seed=args.seed, epoch=args.epoch,
-                         node_buckets=args.node_buckets,
-                         chunk_edges=args.chunk_edges,
-                         beam_args=beam_args, engine=args.engine, workers=args.workers,
-                         overwrite=args.overwrite, verbose=not args.quiet)
-        except NothingSampled as e:
-            if not args.quiet:
-                print(format_report(e.report))
-            print(f"sample: {e}; the previous output (if any) is kept", file=sys.stderr)
-            return EXIT_NOTHING_SAMPLED
-        return 0
+        with bigquery.billing_project_given(args.bigquery_project or beam_project(beam_args)):
+            return _sample(args, beam_args)
     except SamplerError as e:
         print(f"sample: error: {e}", file=sys.stderr)
         return EXIT_ERROR

@@ -6,18 +6,22 @@
 Reads the records and graph_schema.pbtxt of a `sample` output folder, or (--online)
 samples them with the Python API as it trains, a new epoch of draws for every epoch;
 holds out a fraction of the seeds (by a hash of their ids, the same on every run),
-trains with a progress bar per epoch and prints held-out accuracy next to chance.
+trains (a progress bar on a terminal, one line per epoch in a log) and prints held-out
+accuracy next to chance.
 Problems with the input print as one line and exit with status 2.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from sampler.output.folder import open_samples
 from sampler.training.layout import layout_from_schema
-from unigraph.errors import SamplerError, require_extra
+from unigraph.errors import SamplerError
+
+# sampler.training.progress's choices; that module imports TensorFlow, which --help and
+# the input checks do not pay for.
+PROGRESS = ("bar", "epochs", "none")
 
 EXAMPLES = """\
 examples:
@@ -83,8 +87,13 @@ def make_parser() -> argparse.ArgumentParser:
                         help="random seed for initialization and shuffling (default 0)")
     parser.add_argument("--export", metavar="DIR",
                         help="save a SavedModel serving predictions from serialized records")
-    parser.add_argument("--verbose", type=int, choices=[0, 1, 2], default=1,
-                        help="Keras verbosity: 1 progress bar (default), 2 a line per epoch")
+    parser.add_argument("--progress", choices=("auto",) + PROGRESS, default="auto",
+                        help="bar: Keras's progress bar; epochs: one line per epoch (loss, "
+                             "metrics, seconds); none; auto (default): bar on a terminal, "
+                             "epochs otherwise (a log gets no escape codes)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up messages and warnings (hidden by "
+                             "default; an import that fails shows them anyway)")
     return parser
 
 
@@ -123,6 +132,12 @@ def _online(args: argparse.Namespace):
     return graph.output_schema, source
 
 
+def _progress(choice: str) -> str:
+    if choice != "auto":
+        return choice
+    return "bar" if sys.stdout.isatty() else "epochs"  # Keras draws its bar on stdout
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value <= 0:
@@ -149,9 +164,9 @@ def main(argv=None) -> int:
         schema, make_source = (_online(args) if args.online else _folder(args.samples))
         layout_from_schema(schema, args.label)
 
-        # TensorFlow's C++ start-up chatter would bury the progress bar.
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        require_extra("tensorflow", "tf", "train")
+        from sampler.training.tf_start import import_tensorflow
+
+        import_tensorflow("train", verbose=args.verbose)  # before anything else imports it
         from sampler.training.trainer import TrainOptions, train
 
         options = TrainOptions(
@@ -161,7 +176,7 @@ def main(argv=None) -> int:
             learning_rate=args.learning_rate, dropout=args.dropout,
             weight_decay=args.weight_decay, num_classes=args.num_classes, pad=args.pad,
             seed=args.seed, scorer=args.scorer, export_dir=args.export,
-            verbose=args.verbose)
+            progress=_progress(args.progress))
         result = train(make_source(), options)
     except SamplerError as e:
         print(f"train: error: {e}", file=sys.stderr)

@@ -55,6 +55,7 @@ from sampler.plan.timing import TimePlan, time_plan_of
 from unigraph.errors import SamplerError, one_line
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.schema import LoadedSchema
+from unigraph.storage import bigquery
 from unigraph.tables import build
 from unigraph.tables.layout import TableLayout, TimeColumn, seeds_layout
 from unigraph.timestamps import SEED_TIMESTAMP_COLUMNS
@@ -191,8 +192,10 @@ class Graph:
     `sample_pairs` (link specs) and `batches` / `pair_batches`."""
 
     def __init__(self, loaded: LoadedSchema, plan: Plan, time: TimePlan | None,
-                 memory: GraphInMemory, chunk_edges: int):
+                 memory: GraphInMemory, chunk_edges: int,
+                 bigquery_project: str | None = None):
         self._loaded, self._plan, self._time = loaded, plan, time
+        self._bigquery_project = bigquery_project
         self._memory = memory
         self._chunk_edges = chunk_edges
         self._assembler = ShardAssembler(plan, loaded.schema, memory.names)
@@ -238,13 +241,19 @@ class Graph:
         reads, files or bq://; its `timestamp` column, if any, as cut-offs (which need
         the graph loaded with `cutoffs=True`)."""
         from sampler.plan.timing import seed_timestamp_column
-        from unigraph.tables import read_pair_set, read_seed_set
 
         column = seed_timestamp_column(table)
         if column is not None and not self.has_cutoffs:
             raise SamplerError(f"seeds {table}: its column '{column}' gives cut-offs; load "
                                f"the graph with cutoffs=True")
         timestamp = TimeColumn(column, self._time.dtype) if column is not None else None
+        with bigquery.billing_project_given(self._bigquery_project):
+            return self._read_seed_rows(table, column, timestamp)
+
+    def _read_seed_rows(self, table: str, column: str | None,
+                        timestamp: TimeColumn | None) -> SeedRows:
+        from unigraph.tables import read_pair_set, read_seed_set
+
         if not self.link:
             rows = list(read_seed_set(table, timestamp=timestamp))
             return SeedRows(ids=_concat([r.ids for r in rows], "S1"),
@@ -451,13 +460,25 @@ def load_graph(graph: PathLike, spec: PathLike | ss.SamplingSpec, *,
                cutoffs: bool = False, edge_aggregation: str = "edge", negatives: int = 0,
                negative_sampling: str = UNIFORM, exclude_target_edge: bool = True,
                target_edge_sets: Optional[Sequence[str]] = None,
-               chunk_edges: int = CHUNK_EDGES) -> Graph:
+               chunk_edges: int = CHUNK_EDGES,
+               bigquery_project: str | None = None) -> Graph:
     """Loads the graph a spec samples, once: `graph` is a schema file or its folder (any
     table format, local, gs:// or BigQuery), or a graph store (docs/store.md), which is
     mapped instead of read. The options are `sample`'s flags of the same names:
     `cutoffs=True` prepares sampling with per-seed time cut-offs; `negatives`,
-    `negative_sampling`, `exclude_target_edge`, `target_edge_sets` are for link specs.
+    `negative_sampling`, `exclude_target_edge`, `target_edge_sets` are for link specs;
+    `bigquery_project` bills BigQuery reads (default: GOOGLE_CLOUD_PROJECT, else the
+    credentials' project).
     How much memory it holds is logged and is `Graph.nbytes`."""
+    with bigquery.billing_project_given(bigquery_project):
+        return _load_graph(graph, spec, data_path, timestamp_column, cutoffs, edge_aggregation,
+                           negatives, negative_sampling, exclude_target_edge,
+                           target_edge_sets, chunk_edges, bigquery_project)
+
+
+def _load_graph(graph, spec, data_path, timestamp_column, cutoffs, edge_aggregation,
+                negatives, negative_sampling, exclude_target_edge, target_edge_sets,
+                chunk_edges, bigquery_project) -> Graph:
     loaded, plan = load_and_check(os.fspath(graph), spec if isinstance(spec, ss.SamplingSpec)
                                   else os.fspath(spec),
                                   None if data_path is None else os.fspath(data_path),
@@ -474,7 +495,7 @@ def load_graph(graph: PathLike, spec: PathLike | ss.SamplingSpec, *,
                       node_buckets=1, seed=DEFAULT_SEED, stats_path="", time=time,
                       chunk_edges=chunk_edges)
     memory = load_into_memory(job)
-    loaded_graph = Graph(loaded, plan, time, memory, chunk_edges)
+    loaded_graph = Graph(loaded, plan, time, memory, chunk_edges, bigquery_project)
     log.info("graph loaded: %s (%s)", loaded_graph,
              "a graph store, mapped" if loaded.store is not None else "tables read")
     return loaded_graph

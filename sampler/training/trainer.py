@@ -17,6 +17,7 @@ from sampler.training.export import export_model
 from sampler.training.input import fixed_size_constraints, make_dataset
 from sampler.training.sources import FileSource, OnlineSource
 from sampler.training.layout import GraphLayout, layout_from_schema
+from sampler.training.progress import fit_arguments
 from sampler.training.model import (build_model, compile_for_classification, compile_for_links,
                                     node_features)
 
@@ -38,7 +39,7 @@ class TrainOptions:
     seed: int = 0
     scorer: str = "dot"               # link samples: "dot" or "mlp" over the two states
     export_dir: Optional[str] = None
-    verbose: int = 1                  # Keras: 1 progress bar, 2 one line per epoch
+    progress: str = "bar"             # progress.CHOICES: Keras's bar, a line per epoch, none
 
 
 @dataclasses.dataclass
@@ -162,7 +163,8 @@ def train(source: Source, options: TrainOptions,
                                    padded=constraints is not None)
     held_out = dataset("held_out", held_out_count, False) if held_out_count else None
     history = model.fit(dataset("train", train_count, True), validation_data=held_out,
-                        epochs=options.epochs, shuffle=False, verbose=options.verbose)
+                        epochs=options.epochs, shuffle=False,
+                        **fit_arguments(options.progress, options.epochs))
     result = TrainResult(model, layout, num_classes, train_count, held_out_count,
                          {k: [float(v) for v in vs] for k, vs in history.history.items()})
     if held_out is not None:

@@ -304,3 +304,44 @@ def test_bigquery_pairs_with_cutoffs_sample_like_a_file(graph, bigquery_server, 
     assert b"seed_timestamp" in shard_bytes(bq)["graph_schema.pbtxt"]
     report = read_report(bq)
     assert report["subgraphs_written"] == 6 + report["negatives"] and report["negatives"] > 0
+
+
+@pytest.mark.parametrize("flags", [("--bigquery-project", PROJECT, "--engine", "memory"),
+                                   ("--project", PROJECT)])  # Beam's: the Beam engine runs
+def test_the_command_lines_project_is_the_billing_project(graph, parquet_out, bigquery,
+                                                          tmp_path, monkeypatch, flags):
+    """Without GOOGLE_CLOUD_PROJECT (and no credentials' project on an emulator), the
+    queries and read sessions bill to --bigquery-project or Beam's --project."""
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT")
+    out = run(graph["bigquery"], tmp_path / "bq", "--seeds",
+              os.path.join(graph["parquet"], "seeds.parquet"), *flags)
+    assert shard_bytes(out) == shard_bytes(parquet_out)
+
+
+def test_no_billing_project_is_one_line_naming_the_flags(graph, bigquery, tmp_path,
+                                                         monkeypatch, capsys):
+    monkeypatch.delenv("GOOGLE_CLOUD_PROJECT")
+    folder = graph["bigquery"]
+    code = sample.main(["--graph", folder, "--spec", os.path.join(folder, "spec.pbtxt"),
+                        "--output", f"{tmp_path}/out/", "--quiet", "--engine", "memory"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and "\n" not in err
+    assert "--bigquery-project" in err and "GOOGLE_CLOUD_PROJECT" in err
+    assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.mark.parametrize("args, project", [
+    ([], None), (["--project", "p1"], "p1"), (["--project=p2", "--region", "r"], "p2"),
+    (["--runner", "DataflowRunner", "--project", "p3"], "p3")])
+def test_beams_project_is_read_from_the_pipeline_options(args, project):
+    assert sample.beam_project(args) == project
+
+
+def test_the_given_project_comes_before_the_environment(monkeypatch):
+    from unigraph.storage import bigquery as bq
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "from-environment")
+    with bq.billing_project_given("from-flag"):
+        assert bq.billing_project() == "from-flag"
+        with bq.billing_project_given(None):   # nothing given inside: the outer stays
+            assert bq.billing_project() == "from-flag"
+    assert bq.billing_project() == "from-environment"

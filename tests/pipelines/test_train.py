@@ -28,7 +28,7 @@ def planted(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trained(planted):
     options = dict(label="labels", epochs=6, batch_size=32, validation_fraction=0.25,
-                   hidden_dim=32, learning_rate=0.01, seed=1, verbose=0)
+                   hidden_dim=32, learning_rate=0.01, seed=1, progress="none")
     return {kind: train(FileSource(planted), TrainOptions(model=kind, **options), log=lambda _: None)
             for kind in ("gnn", "mlp")}
 
@@ -56,7 +56,7 @@ def test_cli_pads_trains_and_exports(planted, tmp_path, capsys):
     export = tmp_path / "model"
     code = train_cli.main(["--samples", planted.folder, "--label", "labels", "--epochs", "1",
                            "--batch-size", "64", "--pad", "--export", str(export),
-                           "--verbose", "2"])
+                           "--progress", "epochs"])
     out = capsys.readouterr().out
     assert code == 0
     assert "subgraphs for training" in out and "4 classes" in out
@@ -98,7 +98,7 @@ def _seed_ids(records):
      "train: error: --label labels: class id 3 found, but --num-classes is 2"),
 ])
 def test_cli_errors_are_one_line(planted, capsys, args, message):
-    code = train_cli.main(["--samples", planted.folder, "--epochs", "1", "--verbose", "0"]
+    code = train_cli.main(["--samples", planted.folder, "--epochs", "1", "--progress", "none"]
                           + args)
     err = capsys.readouterr().err
     assert code == 2
@@ -109,3 +109,38 @@ def test_cli_refuses_a_folder_without_samples(tmp_path, capsys):
     code = train_cli.main(["--samples", str(tmp_path), "--label", "labels"])
     assert code == 2
     assert "no graph_schema.pbtxt" in capsys.readouterr().err
+
+
+def test_cli_in_a_log_writes_a_line_per_epoch_and_no_tensorflow_chatter(planted):
+    """stdout and stderr are pipes, as in a log: a plain line per epoch, no escape codes or
+    redraws, and nothing from TensorFlow's start-up on stderr; --verbose lets it through."""
+    import subprocess
+    import sys
+
+    def train(*extra):
+        return subprocess.run([sys.executable, "-m", "pipelines.train", "--samples",
+                               planted.folder, "--label", "labels", "--epochs", "2", *extra],
+                              capture_output=True, text=True, timeout=300)
+
+    quiet = train()
+    assert quiet.returncode == 0, quiet.stderr
+    epochs = [line for line in quiet.stdout.splitlines() if line.startswith("epoch ")]
+    assert [line.split(":")[0] for line in epochs] == ["epoch 1/2", "epoch 2/2"]
+    assert all(" s, loss " in line and "val_accuracy" in line for line in epochs), epochs
+    assert not any(c in quiet.stdout for c in "\x1b\r\x08"), quiet.stdout
+    assert quiet.stderr == ""
+    # TensorFlow 2.21 on a machine without a GPU says so on stderr (absl, CUDA).
+    verbose = train("--verbose", "--progress", "none", "--epochs", "1")
+    assert verbose.returncode == 0 and verbose.stderr.strip(), verbose.stderr
+    assert "epoch 1/1" not in verbose.stdout
+
+
+def test_the_clis_progress_choices_are_the_trainers():
+    from sampler.training import progress
+    assert train_cli.PROGRESS == progress.CHOICES
+
+
+def test_an_epoch_line_is_plain_text():
+    from sampler.training.progress import epoch_line
+    line = epoch_line(2, 8, {"loss": 0.41234, "accuracy": 0.9, "val_loss": 0.5}, 2.06)
+    assert line == "epoch 3/8: 2.1 s, loss 0.4123, accuracy 0.9000, val_loss 0.5000"

@@ -29,7 +29,7 @@ def link_samples(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trained(link_samples):
     options = dict(label="label", epochs=12, batch_size=32, validation_fraction=0.25,
-                   hidden_dim=32, learning_rate=0.01, seed=1, verbose=0)
+                   hidden_dim=32, learning_rate=0.01, seed=1, progress="none")
     return {(kind, scorer): train(FileSource(link_samples), TrainOptions(model=kind, scorer=scorer,
                                                              **options), log=lambda _: None)
             for kind, scorer in (("gnn", "dot"), ("mlp", "dot"))}
@@ -51,7 +51,7 @@ def test_endpoint_features_alone_stay_near_chance(trained):
 
 def test_cli_reports_roc_auc(link_samples, capsys):
     assert train_cli.main(["--samples", link_samples.folder, "--label", "label", "--epochs", "2",
-                           "--verbose", "0", "--scorer", "mlp"]) == 0
+                           "--progress", "none", "--scorer", "mlp"]) == 0
     out = capsys.readouterr().out
     assert "held-out (gnn, mlp scorer): ROC AUC" in out and "chance 0.5" in out
 

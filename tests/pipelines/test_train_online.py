@@ -19,7 +19,7 @@ from tests.conftest import REPO_ROOT  # noqa: E402
 DEMO = os.path.join(REPO_ROOT, "examples", "mag_tiny")
 
 OPTIONS = dict(label="labels", epochs=3, batch_size=32, validation_fraction=0.25,
-               hidden_dim=32, learning_rate=0.01, seed=1, verbose=0)
+               hidden_dim=32, learning_rate=0.01, seed=1, progress="none")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def test_online_training_reaches_the_files_held_out_accuracy(trained):
 def test_train_cli_samples_online(capsys):
     code = train_cli.main(["--online", DEMO, "--spec", os.path.join(DEMO, "sampling_spec.pbtxt"),
                            "--seeds", os.path.join(DEMO, "seeds.csv"), "--label", "labels",
-                           "--epochs", "1", "--verbose", "0", "--validation-fraction", "0.3"])
+                           "--epochs", "1", "--progress", "none", "--validation-fraction", "0.3"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "sampling online: Graph(seeds of 'paper'" in out

@@ -23,8 +23,10 @@ worker's service account); without any, a one-line BigQueryAccessError says so
 at once (nothing here ever prompts). For a local emulator:
   BIGQUERY_EMULATOR_HOST=host:port           REST (tables, queries), anonymous
   BIGQUERY_STORAGE_EMULATOR_HOST=host:port   Storage Read API over gRPC, anonymous
-The billing project (read sessions, queries, the temporary dataset) is
-GOOGLE_CLOUD_PROJECT, else the credentials' project, else the table's own.
+The billing project (read sessions, queries, the temporary dataset) is the one the
+command line gives (`--bigquery-project`, else Beam's `--project`, as Beam's own
+BigQuery IO bills), else GOOGLE_CLOUD_PROJECT, else the credentials' project, else
+the table's own.
 
 The google-cloud libraries are imported on first use: they are heavy, and most
 runs read no BigQuery table.
@@ -222,9 +224,28 @@ def _adc():
         return _cache[key]
 
 
+# The project the command line names (`billing_project_given`); None: not named.
+_given_project: str | None = None
+
+
+@contextlib.contextmanager
+def billing_project_given(project: str | None) -> Iterator[None]:
+    """Within the block, BigQuery jobs and read sessions are billed to `project` (when not
+    None) before GOOGLE_CLOUD_PROJECT and the credentials' project. The launching process
+    opens every session and runs every query, so the workers need not know it."""
+    global _given_project
+    previous, _given_project = _given_project, project or _given_project
+    try:
+        yield
+    finally:
+        _given_project = previous
+
+
 def default_project() -> str | None:
-    """GOOGLE_CLOUD_PROJECT, else the credentials' project (no credentials needed for an
-    emulator)."""
+    """The project given on the command line, else GOOGLE_CLOUD_PROJECT, else the
+    credentials' project (no credentials needed for an emulator)."""
+    if _given_project:
+        return _given_project
     if os.environ.get(PROJECT_ENV):
         return os.environ[PROJECT_ENV]
     if _emulator_url(EMULATOR_ENV):
@@ -239,7 +260,8 @@ def resolve(ref: TableRef, where: str) -> TableRef:
     project = default_project()
     if not project:
         raise TableError(f"{where}: the table names no project and there is no default "
-                         f"project; give table_spec.project or set {PROJECT_ENV}")
+                         f"project; give table_spec.project or --bigquery-project, or set "
+                         f"{PROJECT_ENV}")
     return dataclasses.replace(ref, project=project)
 
 
@@ -307,7 +329,8 @@ def _grpc_retry():
 def billing_project(table: TableRef | None = None) -> str:
     project = default_project() or (table.project if table else None)
     if not project:
-        raise TableError(f"BigQuery: no project to run jobs in; set {PROJECT_ENV}")
+        raise TableError(f"BigQuery: no project to run jobs in; give --bigquery-project "
+                         f"(or Beam's --project) or set {PROJECT_ENV}")
     return project
 
 
@@ -383,7 +406,9 @@ def run_into_temporary_table(source: Source) -> TableRef:
 def drop_table(ref: TableRef) -> None:
     """Drops a temporary table (absent is fine: it may have expired or been dropped)."""
     with _translated(f"temporary table {ref}"):
-        _rest(billing_project(ref)).delete_table(str(ref), not_found_ok=True, retry=_retry())
+        # The table lives in the billing project that made it; a worker that drops it
+        # need not be told that project.
+        _rest(ref.project or billing_project(ref)).delete_table(str(ref), not_found_ok=True, retry=_retry())
 
 
 # ---- read sessions -------------------------------------------------------------------------

@@ -1,0 +1,268 @@
+"""docs/performance.md from the measurements in docs/benchmarks/*.json.
+
+Each file holds one measuring command's JSON output with its provenance (date,
+machine, load average, command: pipelines/provenance.py) and a `benchmark` key that
+names its renderer here. A file with no renderer is an error, so a new measurement
+cannot silently stay off the page. Figures are formatted, never recomputed from
+anything but the file; ratios are computed from the file's own numbers.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+Table = list[list[str]]
+
+
+def table(header: list[str], rows: Table) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def number(value, digits: int = 0) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def provenance_line(data: dict, source: str) -> str:
+    load = data.get("load_average")
+    load_text = f", load average {load}" if load is not None else ""
+    return (f"*Measured {data.get('date', 'n/a')} on {data.get('machine', 'n/a')}{load_text}, "
+            f"by `{data.get('command', 'n/a')}` (`docs/{source}`).*")
+
+
+# ---- renderers: (data, source) -> markdown ---------------------------------------------
+
+def engines(data: dict, source: str) -> str:
+    """`benchmark --engine A,B,... --json`: the whole job per contender (medians)."""
+    config, medians = data["config"], data["medians"]
+    first = medians[config["engines"][0]]
+    rows = []
+    for name in config["engines"]:
+        m = medians[name]
+        seeds_per_s = m["seeds_per_s"] or (config["seeds"] / m["wall_s"])
+        rows.append([name, number(m["wall_s"], 2), number(m["cpu_s"], 2),
+                     f"{m['cpu_s'] / first['cpu_s']:.2f}x", number(seeds_per_s),
+                     number(m["peak_rss_mb"]), number(m["peak_pss_mb"])])
+    repeat = len(data["runs"]) // max(1, len(config["engines"]))
+    about = (f"Scale {config['scale']} ({sum(config['nodes'].values()):,} nodes, "
+             f"{sum(config['edges'].values()):,} edges, {config['format']} tables), "
+             f"{config['seeds']:,} seeds, strategy {config['strategy']}; median of "
+             f"{repeat} interleaved run(s). CPU is user + system seconds of the whole "
+             f"process tree; `tfgnn` is TF-GNN's `tfgnn_sampler` on the same graph.")
+    return "\n\n".join([about, table(["contender", "wall s", "CPU s", "CPU vs first",
+                                      "subgraphs/s", "peak RSS MB", "peak PSS MB"], rows),
+                        provenance_line(data, source)])
+
+
+def api(data: dict, source: str) -> str:
+    """`benchmark --api --json`: online sampling beside the offline memory engine."""
+    median = data["median"]
+    offline = median["offline"]
+    parts = []
+    if "online" in median and "offline" in median:
+        rows = [["offline: `sample --engine memory --workers 1`",
+                 number(offline["subgraphs_per_s"]), "1.00x", "n/a",
+                 number(offline["subgraphs_per_cpu_s"])]]
+        for kind, what in (("arrays", "online, sampled and assembled"),
+                           ("graphs", "online, numpy GraphTensors"),
+                           ("examples", "online, tf.Example bytes")):
+            m = median["online"][kind]
+            rows.append([what, number(m["subgraphs_per_s"]),
+                         f"{m['subgraphs_per_s'] / offline['subgraphs_per_s']:.2f}x",
+                         number(m["edges_per_cpu_s"] / 1e6, 2),
+                         number(m["subgraphs_per_cpu_s"])])
+        parts += [f"Scale {data['scale']}, every seed in batches of {data['batch_size']}, "
+                  f"one core; median of {data['repeat']} interleaved round(s).",
+                  table(["", "subgraphs/s", "vs offline", "M sampled edges / CPU-s",
+                         "subgraphs / CPU-s"], rows)]
+    if "latency" in data:
+        latency = data["latency"]
+        rows = [[kind, number(latency[kind]["median_ms"], 1), number(latency[kind]["p95_ms"], 1)]
+                for kind in ("arrays", "graphs", "examples")]
+        parts += [f"One batch of {data['batch_size']} random seeds, once the graph is loaded "
+                  f"(scale {data['scale']}: {number(latency['graph_mb'])} MB in memory, "
+                  f"loaded in {number(latency['load_s'], 1)} s):",
+                  table(["returned as", "median ms", "p95 ms"], rows)]
+    if "dgl" in data:
+        dgl = data["dgl"]
+        parts += ["DGL's C++ `sample_neighbors` on the same tables and fan-outs:",
+                  table(["", "value"], [[k, str(v)] for k, v in dgl.items()
+                                        if not isinstance(v, dict)])]
+    parts.append(provenance_line(data, source))
+    return "\n\n".join(parts)
+
+
+def install(data: dict, source: str) -> str:
+    """`python -m pipelines.bench_install --json`: fresh virtualenvs per requirement."""
+    rows = [[row["variant"], f"`{row['requirement']}`", number(row["install_s"], 1),
+             number(row["venv_mb"]), str(row["packages"]), number(row["sample_help_s"], 2),
+             ", ".join(k for k, v in row["has"].items() if v) or "none"]
+            for row in data["rows"]]
+    notes = f" {data['notes'].capitalize()}." if data.get("notes") else ""
+    return "\n\n".join([
+        "A fresh virtualenv per requirement: install time, its size on disk, the packages "
+        "in it, and how long `sample --help` takes to start." + notes,
+        table(["variant", "requirement", "install s", "venv MB", "packages",
+               "`sample --help` s", "heavy libraries in it"], rows),
+        provenance_line(data, source)])
+
+
+def store(data: dict, source: str) -> str:
+    """`benchmark --store --json`: the job from tables and from a graph store, and under
+    a memory cap."""
+    rows = []
+    for run in data["runs"]:
+        m = run["median"]
+        capped = run.get("capped") or {}
+        rows.append([str(run["scale"]), number(run["graph_in_memory_mb"]),
+                     number(run["tables_mb"]), number(run["store_mb"]),
+                     number(m["tables"]["startup_s"], 1), number(m["store"]["startup_s"], 1),
+                     number(m["tables"]["wall_s"], 1), number(m["store"]["wall_s"], 1),
+                     f"{m['tables']['wall_s'] / m['store']['wall_s']:.2f}x",
+                     f"{number(capped.get('cap_mb'))} MB: {number(capped.get('wall_s'), 1)} s"
+                     if capped else "n/a"])
+    parts = [data["about"],
+             table(["scale", "graph in memory MB", "tables MB", "store MB",
+                    "start-up s, tables", "start-up s, store", "job s, tables",
+                    "job s, store", "speed-up", "store under a cap"], rows)]
+    parts += [provenance_line(run, source) + (f" {run['note']}." if run.get("note") else "")
+              for run in data["runs"]]
+    builds = [[str(b["scale"]), number(b.get("wall_s"), 1), number(b["peak_rss_mb"]),
+               number(b["graph_in_memory_mb"], 1), number(b["store_mb"]), number(b["tables_mb"])]
+              for b in data.get("builds", [])]
+    if builds:
+        parts += ["Building a store (`unigraph-convert --format store`), one table at a time:",
+                  table(["scale", "wall s", "peak RSS MB", "graph in memory MB", "store MB",
+                         "tables MB"], builds)]
+    return "\n\n".join(parts)
+
+
+# ---- what a Dataflow run costs, estimated from the Beam engine's measured CPU ---------
+
+# Dataflow batch prices, us-central1: per vCPU-hour, per GB-hour of memory, per GB
+# shuffled (Dataflow Shuffle). An n1-highmem-2 has 6.5 GB per vCPU.
+VCPU_HOUR_USD, GB_HOUR_USD, SHUFFLE_GB_USD, GB_PER_VCPU = 0.056, 0.0036, 0.011, 6.5
+# A Dataflow vCPU is assumed to do half the work of a local core (the shuffle's
+# serialization and network, slower worker CPUs); everything shuffled is assumed to be
+# twice the output (each reached node's features go once to its output shard, plus
+# requests and sampled edges).
+DATAFLOW_SLOWDOWN, SHUFFLED_PER_OUTPUT_BYTE = 2.0, 2.0
+# TF-GNN's published Dataflow run of tfgnn_sampler on OGBN-MAG: 736k subgraphs on 30 to
+# 100 n1-highmem-2 workers for 45 minutes, about $11.
+TFGNN_SUBGRAPHS, TFGNN_VCPU_HOURS, TFGNN_USD = 736_000, (45, 150), 11.0
+
+
+def cost(data: dict, source: str) -> str:
+    """The cost model from an engines measurement that has a `beam` contender."""
+    config, medians = data["config"], data["medians"]
+    beam = medians["beam"]
+    seeds = config["seeds"]
+    output_bytes = sorted(r["output_bytes"] for r in data["runs"] if r["engine"] == "beam")
+    per_subgraph_bytes = output_bytes[len(output_bytes) // 2] / seeds
+    local_vcpu_hours = beam["cpu_s"] / seeds * 1e6 / 3600
+    vcpu_hours = local_vcpu_hours * DATAFLOW_SLOWDOWN
+    workers_usd = vcpu_hours * (VCPU_HOUR_USD + GB_PER_VCPU * GB_HOUR_USD)
+    shuffled_gb = SHUFFLED_PER_OUTPUT_BYTE * per_subgraph_bytes * 1e6 / 1e9
+    shuffle_usd = shuffled_gb * SHUFFLE_GB_USD
+    per_million = 1e6 / TFGNN_SUBGRAPHS
+    low, high = TFGNN_VCPU_HOURS
+    rows = [
+        ["subgraphs", f"{TFGNN_SUBGRAPHS:,}", "per million"],
+        ["vCPU-hours", f"{low}-{high} ({low * per_million:.0f}-{high * per_million:.0f} per "
+                       f"million)", f"{local_vcpu_hours:.2f} measured locally, "
+                                    f"**{vcpu_hours:.2f}** assumed on Dataflow"],
+        ["workers", "", f"${workers_usd:.2f} per million"],
+        ["shuffle", "", f"{shuffled_gb:,.0f} GB: ${shuffle_usd:.2f} per million"],
+        ["total", f"about ${TFGNN_USD:.0f} (${TFGNN_USD * per_million:.0f} per million)",
+         f"**about ${workers_usd + shuffle_usd:.2f} per million**, plus worker start-up"],
+    ]
+    return "\n\n".join([
+        f"From the Beam engine's CPU seconds in `docs/{source}` ({seeds:,} subgraphs of "
+        f"{per_subgraph_bytes / 1e3:,.0f} kB, {beam['cpu_s']:.2f} CPU-s on the local "
+        f"runner), next to TF-GNN's published Dataflow run of `tfgnn_sampler` on OGBN-MAG:",
+        table(["", "tfgnn_sampler (published, OGBN-MAG)", "this sampler on Dataflow (estimate)"],
+              rows),
+        f"Assumptions: Dataflow batch prices of us-central1 (${VCPU_HOUR_USD} per vCPU-hour, "
+        f"${GB_HOUR_USD} per GB-hour with {GB_PER_VCPU} GB per vCPU as on n1-highmem-2, "
+        f"${SHUFFLE_GB_USD} per GB shuffled); a Dataflow vCPU does 1/{DATAFLOW_SLOWDOWN:g} "
+        f"of a local core's work; the bytes shuffled are {SHUFFLED_PER_OUTPUT_BYTE:g}x the "
+        f"output. Reading the graph once adds cents; worker start-up (2-4 minutes per "
+        f"worker, billed) dominates small jobs. The spec matters as much as the engine: "
+        f"subgraph size sets both the CPU time and the shuffle. Not measured on Dataflow "
+        f"itself (no network here); `--dry_run` checks the job that would run.",
+        provenance_line(data, source)])
+
+
+RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
+    "engines": ("The whole job: our engines beside TF-GNN's sampler", engines),
+    "api": ("Online sampling (Python API)", api),
+    "store": ("Graph stores", store),
+    "install": ("Installing", install),
+}
+# Sections computed from other kinds' files: (title, after which kind they go).
+DERIVED = {"cost": ("What a Dataflow run costs", "engines")}
+
+INTRO = """# Performance
+
+Every figure on this page is read from a JSON file under `docs/benchmarks/`, written by
+the command shown under its table, and the page itself is written by
+`python -m pipelines.docs_gen`: to bring a figure up to date, run its command again
+with `--json` into its file and regenerate the page. Contenders are always measured
+interleaved in one run, so they share the machine's state; the machine here has 2
+cores that other jobs share, so read ratios rather than absolute times, and CPU
+seconds rather than wall time where both are given.
+
+`benchmark` generates (and caches under `benchmarks/`, git-ignored) a synthetic graph
+shaped like OGBN-MAG (papers, authors, institutions, fields of study; skewed degrees;
+128 floats per paper), with scale 1.0 the size of OGBN-MAG, and samples it with the
+benchmark spec (seed paper; cites 8; written 4 from seed and cited papers; writes 4;
+affiliated_with 2; has_topic 4). See [`benchmark --help`](cli/benchmark.md) for every
+option, and the other measuring commands: `python -m pipelines.codec_benchmark`
+(GraphTensor encode and decode), `python -m pipelines.strategy_benchmark` (the
+strategies alone), `python -m pipelines.read_benchmark` (table readers and writers).
+"""
+
+
+def render_sections(benchmarks: dict[str, dict]) -> dict[str, str]:
+    """{kind: its markdown} from {path under docs/: data}; ValueError for a file no
+    renderer knows."""
+    sections: dict[str, list[str]] = {}
+    for source, data in sorted(benchmarks.items()):
+        kind = data.get("benchmark")
+        if kind not in RENDERERS:
+            raise ValueError(f"docs/{source}: 'benchmark' is {kind!r}; pipelines/perf_tables.py "
+                             f"renders {', '.join(RENDERERS)}")
+        sections.setdefault(kind, []).append(RENDERERS[kind][1](data, source))
+        if kind == "engines" and "beam" in data["medians"]:
+            sections.setdefault("cost", []).append(cost(data, source))
+    return {kind: "\n\n".join(parts) for kind, parts in sections.items()}
+
+
+def render_performance(sections: dict[str, str], generated_note: str) -> str:
+    """The performance page: every kind's section under its title."""
+    text = [INTRO.replace("# Performance\n", f"# Performance\n\n{generated_note}\n", 1)]
+    for kind, (title, _) in RENDERERS.items():
+        if kind in sections:
+            text.append(f"## {title}\n\n{sections[kind]}")
+        for derived, (derived_title, after) in DERIVED.items():
+            if after == kind and derived in sections:
+                text.append(f"## {derived_title}\n\n{sections[derived]}")
+    return "\n\n".join(text) + "\n"
+
+
+FIGURES = re.compile(r"(<!-- figures:([a-z_]+) -->\n)(.*?)(<!-- /figures:\2 -->)", re.S)
+
+
+def fill_figures(page: str, sections: dict[str, str], where: str) -> str:
+    """A hand-written page with each `<!-- figures:KIND -->...<!-- /figures:KIND -->`
+    region holding KIND's section (the same tables as the performance page)."""
+    def fill(match: re.Match) -> str:
+        kind = match.group(2)
+        if kind not in sections:
+            raise ValueError(f"{where}: figures:{kind}: no docs/benchmarks file has "
+                             f"'benchmark': '{kind}'")
+        return f"{match.group(1)}{sections[kind]}\n{match.group(4)}"
+    return FIGURES.sub(fill, page)
