@@ -27,6 +27,9 @@
                 page shared by n processes counts 1/n in each, so forked workers
                 sharing the in-memory engine's graph count it once (the tree's
                 physical memory; RSS sums count shared pages once per process)
+     shuffled   (Beam engine) the encoded bytes that entered its GroupByKeys and
+                CoGroupByKeys, per subgraph written (the report's `shuffled`,
+                counted by unigraph.beam.shuffle; per step in the JSON)
    `--json` prints the same as one JSON line instead.
 4. `--link`: link prediction. N pairs (the `cites` edges whose source is in the seed
    fraction) run as a link job (symmetric_link_seed_op on paper, the graph's schema
@@ -65,6 +68,8 @@ STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED", "LATEST_K")
 COMPLETE = ".complete"
 METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb",
            "peak_pss_mb")
+# The Beam engine's reports say what its GroupByKeys moved (unigraph.beam.shuffle).
+SHUFFLE_METRICS = ("shuffled_bytes", "shuffled_bytes_per_subgraph")
 
 
 def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int,
@@ -161,6 +166,8 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
     wall = stats.wall_seconds
     edges = sum(report.get("edges_sampled_per_op", {}).values())
     out_bytes = folder_bytes(output)
+    shuffled = report.get("shuffled")
+    subgraphs = report.get("subgraphs_written", 0)
     return {
         "wall_s": round(wall, 3),
         "cpu_s": round(stats.cpu_seconds, 3),
@@ -176,18 +183,26 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
         "max_processes": stats.max_processes,
         "pipeline_wall_s": report.get("wall_time_s"),
         "graph_in_memory_mb": report.get("graph_in_memory_mb"),  # the memory engine's
+        **({} if shuffled is None else {  # the Beam engine's
+            "shuffled_bytes": shuffled["bytes"],
+            "shuffled_bytes_per_subgraph": round(shuffled["bytes"] / max(subgraphs, 1), 1),
+            "shuffled_elements": shuffled["elements"],
+            "shuffled_by_step": shuffled["by_step"]}),
     }
 
 
 def median_of(runs: list[dict]) -> dict:
-    return {k: round(statistics.median(r[k] for r in runs), 3) for k in METRICS}
+    return {k: round(statistics.median(r[k] for r in runs), 3)
+            for k in METRICS + SHUFFLE_METRICS if all(k in r for r in runs)}
 
 
 def format_run(label: str, r: dict) -> str:
     return (f"{label}: wall {r['wall_s']:.2f} s (cpu {r['cpu_s']:.2f} s), "
             f"{r['seeds_per_s']:,.1f} seeds/s, "
             f"{r['edges_per_s']:,.0f} sampled edges/s, {r['output_mb_per_s']:.2f} MB/s out, "
-            f"peak RSS {r['peak_rss_mb']:,.0f} MB (PSS {r['peak_pss_mb']:,.0f} MB)")
+            f"peak RSS {r['peak_rss_mb']:,.0f} MB (PSS {r['peak_pss_mb']:,.0f} MB)"
+            + (f", shuffled {r['shuffled_bytes_per_subgraph'] / 1e3:,.1f} kB per subgraph"
+               if "shuffled_bytes_per_subgraph" in r else ""))
 
 
 def make_parser() -> argparse.ArgumentParser:

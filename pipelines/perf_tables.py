@@ -36,25 +36,33 @@ def provenance_line(data: dict, source: str) -> str:
 # ---- renderers: (data, source) -> markdown ---------------------------------------------
 
 def engines(data: dict, source: str) -> str:
-    """`benchmark --engine A,B,... --json`: the whole job per contender (medians)."""
+    """`benchmark --engine A,B,... --json`: the whole job per contender (medians); for the
+    Beam engine also the bytes its GroupByKeys shuffled per subgraph, where measured."""
     config, medians = data["config"], data["medians"]
     first = medians[config["engines"][0]]
+    shuffled = any("shuffled_bytes_per_subgraph" in medians[name] for name in config["engines"])
     rows = []
     for name in config["engines"]:
         m = medians[name]
         seeds_per_s = m["seeds_per_s"] or (config["seeds"] / m["wall_s"])
-        rows.append([name, number(m["wall_s"], 2), number(m["cpu_s"], 2),
-                     f"{m['cpu_s'] / first['cpu_s']:.2f}x", number(seeds_per_s),
-                     number(m["peak_rss_mb"]), number(m["peak_pss_mb"])])
+        row = [name, number(m["wall_s"], 2), number(m["cpu_s"], 2),
+               f"{m['cpu_s'] / first['cpu_s']:.2f}x", number(seeds_per_s),
+               number(m["peak_rss_mb"]), number(m["peak_pss_mb"])]
+        if shuffled:
+            per = m.get("shuffled_bytes_per_subgraph")
+            row.append("" if per is None else number(per / 1e3, 1))
+        rows.append(row)
     repeat = len(data["runs"]) // max(1, len(config["engines"]))
     about = (f"Scale {config['scale']} ({sum(config['nodes'].values()):,} nodes, "
              f"{sum(config['edges'].values()):,} edges, {config['format']} tables), "
              f"{config['seeds']:,} seeds, strategy {config['strategy']}; median of "
              f"{repeat} interleaved run(s). CPU is user + system seconds of the whole "
-             f"process tree; `tfgnn` is TF-GNN's `tfgnn_sampler` on the same graph.")
-    return "\n\n".join([about, table(["contender", "wall s", "CPU s", "CPU vs first",
-                                      "subgraphs/s", "peak RSS MB", "peak PSS MB"], rows),
-                        provenance_line(data, source)])
+             f"process tree; `tfgnn` is TF-GNN's `tfgnn_sampler` on the same graph."
+             + (" Shuffled: the encoded bytes that entered the Beam engine's GroupByKeys, "
+                "per subgraph (the report's `shuffled`)." if shuffled else ""))
+    header = ["contender", "wall s", "CPU s", "CPU vs first", "subgraphs/s", "peak RSS MB",
+              "peak PSS MB"] + (["shuffled kB/subgraph"] if shuffled else [])
+    return "\n\n".join([about, table(header, rows), provenance_line(data, source)])
 
 
 def api(data: dict, source: str) -> str:
@@ -164,9 +172,10 @@ def fuzz(data: dict, source: str) -> str:
 # shuffled (Dataflow Shuffle). An n1-highmem-2 has 6.5 GB per vCPU.
 VCPU_HOUR_USD, GB_HOUR_USD, SHUFFLE_GB_USD, GB_PER_VCPU = 0.056, 0.0036, 0.011, 6.5
 # A Dataflow vCPU is assumed to do half the work of a local core (the shuffle's
-# serialization and network, slower worker CPUs); everything shuffled is assumed to be
-# twice the output (each reached node's features go once to its output shard, plus
-# requests and sampled edges).
+# serialization and network, slower worker CPUs). The bytes shuffled are the Beam
+# engine's measured ones (the report's `shuffled`, in the benchmark's runs); a file
+# without them falls back to the earlier assumption, twice the output (each reached
+# node's features go once to its output shard, plus requests and sampled edges).
 DATAFLOW_SLOWDOWN, SHUFFLED_PER_OUTPUT_BYTE = 2.0, 2.0
 # TF-GNN's published Dataflow run of tfgnn_sampler on OGBN-MAG: 736k subgraphs on 30 to
 # 100 n1-highmem-2 workers for 45 minutes, about $11.
@@ -180,10 +189,13 @@ def cost(data: dict, source: str) -> str:
     seeds = config["seeds"]
     output_bytes = sorted(r["output_bytes"] for r in data["runs"] if r["engine"] == "beam")
     per_subgraph_bytes = output_bytes[len(output_bytes) // 2] / seeds
+    measured = beam.get("shuffled_bytes_per_subgraph")
+    shuffled_per_subgraph = (measured if measured is not None
+                             else SHUFFLED_PER_OUTPUT_BYTE * per_subgraph_bytes)
     local_vcpu_hours = beam["cpu_s"] / seeds * 1e6 / 3600
     vcpu_hours = local_vcpu_hours * DATAFLOW_SLOWDOWN
     workers_usd = vcpu_hours * (VCPU_HOUR_USD + GB_PER_VCPU * GB_HOUR_USD)
-    shuffled_gb = SHUFFLED_PER_OUTPUT_BYTE * per_subgraph_bytes * 1e6 / 1e9
+    shuffled_gb = shuffled_per_subgraph * 1e6 / 1e9
     shuffle_usd = shuffled_gb * SHUFFLE_GB_USD
     per_million = 1e6 / TFGNN_SUBGRAPHS
     low, high = TFGNN_VCPU_HOURS
@@ -193,7 +205,8 @@ def cost(data: dict, source: str) -> str:
                        f"million)", f"{local_vcpu_hours:.2f} measured locally, "
                                     f"**{vcpu_hours:.2f}** assumed on Dataflow"],
         ["workers", "", f"${workers_usd:.2f} per million"],
-        ["shuffle", "", f"{shuffled_gb:,.0f} GB: ${shuffle_usd:.2f} per million"],
+        ["shuffle", "", f"{shuffled_gb:,.0f} GB{' measured' if measured is not None else ''}: "
+                        f"${shuffle_usd:.2f} per million"],
         ["total", f"about ${TFGNN_USD:.0f} (${TFGNN_USD * per_million:.0f} per million)",
          f"**about ${workers_usd + shuffle_usd:.2f} per million**, plus worker start-up"],
     ]
@@ -206,11 +219,15 @@ def cost(data: dict, source: str) -> str:
         f"Assumptions: Dataflow batch prices of us-central1 (${VCPU_HOUR_USD} per vCPU-hour, "
         f"${GB_HOUR_USD} per GB-hour with {GB_PER_VCPU} GB per vCPU as on n1-highmem-2, "
         f"${SHUFFLE_GB_USD} per GB shuffled); a Dataflow vCPU does 1/{DATAFLOW_SLOWDOWN:g} "
-        f"of a local core's work; the bytes shuffled are {SHUFFLED_PER_OUTPUT_BYTE:g}x the "
-        f"output. Reading the graph once adds cents; worker start-up (2-4 minutes per "
-        f"worker, billed) dominates small jobs. The spec matters as much as the engine: "
-        f"subgraph size sets both the CPU time and the shuffle. Not measured on Dataflow "
-        f"itself (no network here); `--dry_run` checks the job that would run.",
+        f"of a local core's work; "
+        + (f"the bytes shuffled are the ones the local run's GroupByKeys took in "
+           f"({shuffled_per_subgraph / 1e3:,.1f} kB per subgraph, encoded by the job's own "
+           f"coder as on Dataflow), each byte billed once" if measured is not None else
+           f"the bytes shuffled are {SHUFFLED_PER_OUTPUT_BYTE:g}x the output")
+        + ". Reading the graph once adds cents; worker start-up (2-4 minutes per "
+        "worker, billed) dominates small jobs. The spec matters as much as the engine: "
+        "subgraph size sets both the CPU time and the shuffle. Not measured on Dataflow "
+        "itself (no network here); `--dry_run` checks the job that would run.",
         provenance_line(data, source)])
 
 

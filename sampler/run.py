@@ -22,7 +22,7 @@ from typing import Callable
 from sampler.core.stats import RunStats
 from sampler.core.long_rows import CHUNK_EDGES
 from sampler.job.job import SamplingJob, choose_node_buckets, epoch_seed
-from sampler.job.sizing import output_shards
+from sampler.job.sizing import numbering_keys, output_shards
 from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
                                    check_seed_set_has_nodes, check_seeds, input_paths)
 from sampler.job.progress import SeedBar, beam_progress, end_beam_progress
@@ -119,14 +119,18 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                                        output=final, num_shards=num_shards,
                                        node_buckets=buckets, seed=draws_seed,
                                        stats_path=final.beside(STATS_FILE), time=timing,
-                                       chunk_edges=chunk_edges),
+                                       chunk_edges=chunk_edges,
+                                       numbering_keys=numbering_keys(
+                                           loaded, plan, seeds_list, buckets)),
                            beam_args, say)
     staging = begin(final, overwrite=overwrite, log=say if verbose else lambda m: None)
     try:
         stats_path = paths.join(staging.folder, STATS_FILE)
         job = SamplingJob(loaded=loaded, plan=plan, seeds_path=seeds, output=staging.staged,
                           num_shards=num_shards, node_buckets=buckets, seed=draws_seed,
-                          stats_path=stats_path, time=timing, chunk_edges=chunk_edges)
+                          stats_path=stats_path, time=timing, chunk_edges=chunk_edges,
+                          numbering_keys=(numbering_keys(loaded, plan, seeds_list, buckets)
+                                          if engine == "beam" else 0))
         if engine == "memory":
             stats, graph_bytes = _run_memory(job, workers or cores(), verbose, say)
             stats = stats.as_dict()
@@ -134,7 +138,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
             if verbose:
                 say(f"sampling {len(plan.ops)} op(s) into {num_shards} shard(s) with "
                     f"{buckets} node buckets; progress follows")
-            _run_beam(job, beam_args, verbose)
+            shuffled = _run_beam(job, beam_args, verbose)[1]
             with paths.open_binary(stats_path) as f:
                 stats = json.loads(f.read().decode("utf-8"))
             paths.delete(stats_path)
@@ -154,6 +158,8 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                        "wall_time_s": round(time.time() - started, 3)})
         if engine == "beam":
             report["node_buckets"] = buckets
+            if shuffled is not None:  # what its GroupByKeys moved (unigraph.beam.shuffle)
+                report["shuffled"] = shuffled
         else:
             report["graph_in_memory_mb"] = round(graph_bytes / 1e6, 1)
         if not report["seeds_read"]:
@@ -225,7 +231,7 @@ def _build_only(job: SamplingJob, beam_args: list[str], say: Callable[[str], Non
     job description is written where one line says."""
     from sampler.beam.runner import write_job_description
 
-    result = _run_beam(job, beam_args, verbose=False)
+    result = _run_beam(job, beam_args, verbose=False)[0]
     if getattr(result, "job", None) is None:  # a runner without a job description
         say("dry run: the pipeline was built and not run; nothing written")
         return {"dry_run": True, "job_description": None}
@@ -240,9 +246,11 @@ def _build_only(job: SamplingJob, beam_args: list[str], say: Callable[[str], Non
 
 
 def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool):
+    """(Beam's result, the bytes its GroupByKeys shuffled or None: unigraph.beam.shuffle)."""
     # Beam loads only when this engine runs: a dry run or a refused run never pays for it.
     from sampler.beam.pipeline import SampleSubgraphs
-    from sampler.beam.runner import make_pipeline, run_pipeline
+    from sampler.beam.runner import is_dry_run, make_pipeline, run_pipeline
+    from unigraph.beam.shuffle import shuffled
 
     logging.getLogger("apache_beam").setLevel(logging.WARNING)
     # A bad-input error raised in a DoFn reaches the user as one line (run_pipeline turns
@@ -253,7 +261,8 @@ def _run_beam(job: SamplingJob, beam_args: list[str], verbose: bool):
     try:
         pipeline = make_pipeline(beam_args)
         _ = pipeline | "Sample" >> SampleSubgraphs(job)
-        return run_pipeline(pipeline)
+        result = run_pipeline(pipeline)
+        return result, None if is_dry_run(beam_args) else shuffled(result)
     finally:
         end_beam_progress(bar)
 

@@ -16,9 +16,11 @@ from sampler.output.files import OutputSpec
 from sampler.output.shards import ShardChunk, write_shard
 from sampler.plan.plan import Plan
 from unigraph.schema import LoadedSchema
+from unigraph.beam.shuffle import CoGroupByKey
+from unigraph.beam.steps import DoFn
 
 
-class _WriteShard(beam.DoFn):
+class _WriteShard(DoFn):
     def __init__(self, loaded: LoadedSchema, plan: Plan, output: OutputSpec, num_shards: int):
         self.loaded, self.plan, self.output, self.num_shards = loaded, plan, output, num_shards
         self.written = Metrics.counter(METRICS_NAMESPACE, "subgraphs_written")
@@ -55,5 +57,5 @@ class WriteShards(beam.PTransform):
         shards = pieces["seeds"].pipeline | "Shards" >> beam.Create(
             [(i, None) for i in range(self.num_shards)], reshuffle=False)  # the Join spreads
         return ({"shard": shards, **pieces}
-                | "Join" >> beam.CoGroupByKey()
+                | "Join" >> CoGroupByKey()
                 | "Write" >> beam.ParDo(self.write))

@@ -27,9 +27,11 @@ from sampler.core.hubs import by_chunk, route_requests
 from sampler.core.pieces import Requests
 from sampler.job.progress import Progress
 from sampler.plan.plan import PlannedOp
+from unigraph.beam.shuffle import CoGroupByKey
+from unigraph.beam.steps import DoFn, FlatMap
 
 
-class _SampleBuckets(beam.DoFn):
+class _SampleBuckets(DoFn):
     def __init__(self, op: PlannedOp, seed: int, num_shards: int, node_buckets: int,
                  emit_reached: bool):
         self.op, self.seed, self.emit_reached = op, seed, emit_reached
@@ -66,7 +68,7 @@ class _SampleBuckets(beam.DoFn):
             yield "reached", bucket_piece
 
 
-class _SampleChunks(beam.DoFn):
+class _SampleChunks(DoFn):
     def __init__(self, op: PlannedOp, seed: int, num_shards: int):
         self.op, self.seed, self.num_shards = op, seed, num_shards
 
@@ -84,7 +86,7 @@ class _SampleChunks(beam.DoFn):
                 yield "candidates", shard_piece
 
 
-class _MergeChunks(beam.DoFn):
+class _MergeChunks(DoFn):
     def __init__(self, op: PlannedOp, num_shards: int, node_buckets: int, emit_reached: bool):
         self.op, self.emit_reached = op, emit_reached
         self.num_shards, self.node_buckets = num_shards, node_buckets
@@ -114,7 +116,7 @@ class SampleHop(beam.PTransform):
 
     def expand(self, inputs):
         tagged = ({"adjacency": inputs["adjacency"], "requests": inputs["requests"]}
-                  | "Join" >> beam.CoGroupByKey()
+                  | "Join" >> CoGroupByKey()
                   | "Sample" >> beam.ParDo(_SampleBuckets(self.op, self.seed, self.num_shards,
                                                           self.node_buckets,
                                                           self.emit_reached)))
@@ -129,16 +131,16 @@ class SampleHop(beam.PTransform):
         """Hubs/Chunks/Join, /Sample, Hubs/Merge/Join, /Merge: (tag, payload) pairs as
         _SampleBuckets yields them, for the requests that reached hubs."""
         drawn = ({"adjacency": chunks, "requests": chunked}
-                 | "Hubs/Chunks/Join" >> beam.CoGroupByKey()
+                 | "Hubs/Chunks/Join" >> CoGroupByKey()
                  | "Hubs/Chunks/Sample" >> beam.ParDo(_SampleChunks(self.op, self.seed,
                                                                     self.num_shards)))
         candidates = split_tagged(drawn, ("candidates",))["candidates"]
         best = ({"requests": merged, "candidates": candidates}
-                | "Hubs/Merge/Join" >> beam.CoGroupByKey()
+                | "Hubs/Merge/Join" >> CoGroupByKey()
                 | "Hubs/Merge" >> beam.ParDo(_MergeChunks(self.op, self.num_shards,
                                                           self.node_buckets,
                                                           self.emit_reached)))
         # The chunks' counts (edges they left out for link samples) go on with the merge's.
-        chunk_stats = drawn | "Hubs/ChunkStats" >> beam.FlatMap(
+        chunk_stats = drawn | "Hubs/ChunkStats" >> FlatMap(
             lambda element: [element] if element[0] == STATS else [])
         return (best, chunk_stats) | "Hubs/Flatten" >> beam.Flatten()

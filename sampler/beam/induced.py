@@ -16,6 +16,8 @@ from sampler.core.buckets import split_by_shard
 from sampler.core.induced import by_target_bucket, candidate_edges, keep_induced
 from sampler.core.pieces import Requests
 from sampler.core.stats import RunStats
+from unigraph.beam.shuffle import CoGroupByKey
+from unigraph.beam.steps import FlatMap
 
 
 class InducedEdges(beam.PTransform):
@@ -57,9 +59,9 @@ class InducedEdges(beam.PTransform):
             yield STATS, RunStats(induced_edges={edge_set: count})
 
         found = ({"adjacency": inputs["adjacency"], "members": inputs["sources"]}
-                 | "Candidates/Join" >> beam.CoGroupByKey()
-                 | "Candidates/Edges" >> beam.FlatMap(candidates))
+                 | "Candidates/Join" >> CoGroupByKey()
+                 | "Candidates/Edges" >> FlatMap(candidates))
         tagged = ({"candidates": found, "members": inputs["targets"]}
-                  | "Keep/Join" >> beam.CoGroupByKey()
-                  | "Keep/Edges" >> beam.FlatMap(keep))
+                  | "Keep/Join" >> CoGroupByKey()
+                  | "Keep/Edges" >> FlatMap(keep))
         return split_tagged(tagged, ("edges", STATS))

@@ -21,6 +21,8 @@ from sampler.core.negatives import (Draws, GroupTotals, build_draw_group, choose
                                     resolve_draws)
 from sampler.plan.plan import NegativeSampling
 from unigraph.columnar.batches import PairBatch
+from unigraph.beam.shuffle import CoGroupByKey, GroupByKey
+from unigraph.beam.steps import FlatMap, MapTuple
 
 
 def _concat(batches) -> PairBatch:
@@ -44,25 +46,25 @@ class DrawNegatives(beam.PTransform):
         sampling, seed, label_dtype = self.sampling, self.seed, self.label_dtype
         node_buckets, time_dtype = self.node_buckets, self.time_dtype
         groups = (inputs["candidates"]
-                  | "Groups/Gather" >> beam.GroupByKey()
-                  | "Groups/Build" >> beam.MapTuple(
+                  | "Groups/Gather" >> GroupByKey()
+                  | "Groups/Build" >> MapTuple(
                       lambda g, parts: (g, build_draw_group(g, list(parts), sampling.mode,
                                                             time_dtype))))
-        keyed_totals = groups | "Totals/Key" >> beam.MapTuple(
+        keyed_totals = groups | "Totals/Key" >> MapTuple(
             lambda g, group: (0, (g, group.total)))
         # One neutral element, so that the totals exist without any candidate.
         neutral = groups.pipeline | "Totals/None" >> beam.Create([(0, None)])
         totals = ((keyed_totals, neutral)
                   | "Totals/Flatten" >> beam.Flatten()
-                  | "Totals/Gather" >> beam.GroupByKey()
-                  | "Totals/Sum" >> beam.MapTuple(lambda _, pairs: GroupTotals.of(
+                  | "Totals/Gather" >> GroupByKey()
+                  | "Totals/Sum" >> MapTuple(lambda _, pairs: GroupTotals.of(
                       [p for p in pairs if p is not None], sampling.mode))
-                  | "Totals/ToBuckets" >> beam.FlatMap(
+                  | "Totals/ToBuckets" >> FlatMap(
                       lambda t: ((bucket, t) for bucket in range(node_buckets))))
         by_source = (inputs["pairs"]
-                     | "BySource/Split" >> beam.FlatMap(split_batch, "sources", node_buckets)
-                     | "BySource/Gather" >> beam.GroupByKey()
-                     | "BySource/Join" >> beam.MapTuple(lambda b, parts: (b, _concat(parts))))
+                     | "BySource/Split" >> FlatMap(split_batch, "sources", node_buckets)
+                     | "BySource/Gather" >> GroupByKey()
+                     | "BySource/Join" >> MapTuple(lambda b, parts: (b, _concat(parts))))
 
         def draw(element):
             bucket, grouped = element
@@ -87,13 +89,13 @@ class DrawNegatives(beam.PTransform):
             yield chosen, negative_stats(counts)
 
         draws = ({"rows": by_source, "totals": totals}
-                 | "Draw/Join" >> beam.CoGroupByKey()
-                 | "Draw/Draws" >> beam.FlatMap(draw))
+                 | "Draw/Join" >> CoGroupByKey()
+                 | "Draw/Draws" >> FlatMap(draw))
         resolved = ({"group": groups, "draws": draws}
-                    | "Resolve/Join" >> beam.CoGroupByKey()
-                    | "Resolve/Targets" >> beam.FlatMap(resolve))
+                    | "Resolve/Join" >> CoGroupByKey()
+                    | "Resolve/Targets" >> FlatMap(resolve))
         chosen = ({"rows": by_source, "draws": resolved}
-                  | "Choose/Join" >> beam.CoGroupByKey()
-                  | "Choose/Pick" >> beam.FlatMap(choose))
-        return {"pairs": chosen | "Pairs" >> beam.MapTuple(lambda batch, _: batch),
-                "stats": chosen | "Stats" >> beam.MapTuple(lambda _, stats: stats)}
+                  | "Choose/Join" >> CoGroupByKey()
+                  | "Choose/Pick" >> FlatMap(choose))
+        return {"pairs": chosen | "Pairs" >> MapTuple(lambda batch, _: batch),
+                "stats": chosen | "Stats" >> MapTuple(lambda _, stats: stats)}

@@ -1,5 +1,7 @@
 """Stage: the features of the nodes the samples reached, Nodes/<set>.
 
+    Nodes/<set>/Distinct: each element's requests cut to one per (output shard, node)
+                        (core.node_table.lookup_requests: all the lookup reads)
     Nodes/<set>/Join:   (bucket, Requests) ⋈ (bucket, NodeTableBucket)
     Nodes/<set>/Lookup: core.node_table.features_by_shard
     -> (shard, NodeFeatures): each node's features once per output shard that needs them
@@ -10,11 +12,13 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from sampler.beam.report import METRICS_NAMESPACE
-from sampler.core.node_table import features_by_shard, ids_only_table
+from sampler.core.node_table import features_by_shard, ids_only_table, lookup_requests
 from sampler.core.pieces import Requests
+from unigraph.beam.shuffle import CoGroupByKey
+from unigraph.beam.steps import DoFn, MapTuple
 
 
-class _Lookup(beam.DoFn):
+class _Lookup(DoFn):
     def __init__(self, node_set: str, num_shards: int):
         self.node_set, self.num_shards = node_set, num_shards
         self.missing = Metrics.counter(METRICS_NAMESPACE, f"nodes_missing/{node_set}")
@@ -39,9 +43,15 @@ class LookupNodes(beam.PTransform):
 
     def __init__(self, node_set: str, num_shards: int):
         super().__init__()
+        self.num_shards = num_shards
         self.lookup = _Lookup(node_set, num_shards)
 
     def expand(self, inputs):
-        return ({"table": inputs["table"], "requests": inputs["requests"]}
-                | "Join" >> beam.CoGroupByKey()
+        num_shards = self.num_shards
+        # Samples do not matter to the lookup, only which shards want which nodes: a
+        # node reached by many samples of a shard is shuffled once, not once per sample.
+        requests = inputs["requests"] | "Distinct" >> MapTuple(
+            lambda bucket, r: (bucket, lookup_requests(r, num_shards)))
+        return ({"table": inputs["table"], "requests": requests}
+                | "Join" >> CoGroupByKey()
                 | "Lookup" >> beam.ParDo(self.lookup))

@@ -40,6 +40,7 @@ from sampler.plan.plan import (DEGREE, edge_sets_to_read, excludes_pair_edges, l
 from unigraph.beam.read import ReadEdgeSet, ReadNodeSet, ReadPairs, ReadSeeds
 from unigraph.schema import has_table
 from unigraph.tables import table_locations
+from unigraph.beam.steps import FlatMapTuple, Map, MapTuple
 
 
 class SampleSubgraphs(beam.PTransform):
@@ -90,12 +91,13 @@ class SampleSubgraphs(beam.PTransform):
                                                         label_dtype(job.loaded.schema),
                                                         time.dtype if timed else None))
                 rows, negative_stats = drawn["pairs"], drawn["stats"]
-            pairs = rows | "Pairs" >> NumberPairs(job.num_shards, job.node_buckets)
+            pairs = rows | "Pairs" >> NumberPairs(job.num_shards, job.node_buckets,
+                                                  job.seed_numbering_keys)
             seed_input = {"table": seed_table, "requests": pairs["requests"]}
         else:
             seed_input = {"table": seed_table, "seeds": self._seed_batches(p, seed_table)}
         seeds = seed_input | "Seeds" >> JoinSeeds(plan.seed_set, job.num_shards,
-                                                  job.node_buckets)
+                                                  job.node_buckets, job.seed_numbering_keys)
         stats, edge_pieces = [seeds["stats"]], []
         if plan.negatives:
             stats.append(negative_stats)
@@ -183,12 +185,12 @@ class SampleSubgraphs(beam.PTransform):
         set's node times when negatives must exist at their pair's cut-off."""
         plan, time = self.job.plan, self.job.time
         timed = time is not None and time.negative_target_set is not None
-        nodes = seed_table | "Negatives/Candidates/Nodes" >> beam.FlatMapTuple(
+        nodes = seed_table | "Negatives/Candidates/Nodes" >> FlatMapTuple(
             lambda _, table: split_by_draw_group(table.ids,
                                                  times=table.timestamps if timed else None))
         if plan.negatives.mode != DEGREE:
             return nodes
-        parts = tuple(adjacency[name] | f"Negatives/Candidates/{name}" >> beam.FlatMapTuple(
+        parts = tuple(adjacency[name] | f"Negatives/Candidates/{name}" >> FlatMapTuple(
             lambda _, adj: split_by_draw_group(adj.sources, np.diff(adj.row_splits)))
             for name in pair_edge_sets(plan)) + ((nodes,) if timed else ())
         return parts | "Negatives/Candidates" >> beam.Flatten()
@@ -213,8 +215,8 @@ class SampleSubgraphs(beam.PTransform):
             return p | "Read/seeds" >> ReadSeeds(job.seeds_path, timestamp=column)
         if has_table(job.loaded.schema.node_sets[job.plan.seed_set].metadata):
             return (p | "Read/seeds/all" >> ReadNodeSet(job.loaded, job.plan.seed_set)
-                    | "Seeds/FromNodes" >> beam.Map(seeds_from_nodes))
-        return seed_table | "Seeds/FromEdges" >> beam.MapTuple(
+                    | "Seeds/FromNodes" >> Map(seeds_from_nodes))
+        return seed_table | "Seeds/FromEdges" >> MapTuple(
             lambda _, table: seeds_from_ids(table.ids))
 
 

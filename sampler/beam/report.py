@@ -16,6 +16,7 @@ import apache_beam as beam
 from sampler.core.stats import RunStats
 from sampler.output.files import write_text
 from sampler.output.report import to_json
+from unigraph.beam.steps import Map, MapTuple
 
 METRICS_NAMESPACE = "sampler"
 STATS = "stats"  # the tag of every stage's RunStats
@@ -50,8 +51,8 @@ class MergeReport(beam.PTransform):
     def expand(self, stats):
         path = self.path
         empty = stats[0].pipeline | "Empty" >> beam.Create([(_ONE_KEY, RunStats())])
-        keyed = stats | "Flatten" >> beam.Flatten() | "Key" >> beam.Map(lambda s: (_ONE_KEY, s))
+        keyed = stats | "Flatten" >> beam.Flatten() | "Key" >> Map(lambda s: (_ONE_KEY, s))
         return ((keyed, empty) | "Gather" >> beam.Flatten()
                 | "Merge" >> beam.CombinePerKey(_MergeStats())
-                | "Write" >> beam.MapTuple(
+                | "Write" >> MapTuple(
                     lambda _, merged: write_text(path, to_json(merged)) or merged))

@@ -1,6 +1,8 @@
 """Stage: seeds ⋈ the seed node set, the start of every sample.
 
-    Seeds/Number: seed rows grouped, sorted and numbered     (core.seeds.number_seeds)
+    Seeds/Number: seed rows grouped by numbering key (whole numbering groups, as many
+                  keys as job.seed_numbering_keys), sorted and numbered
+                                                            (core.seeds.number_seeds)
                   -> (bucket, Requests)                     (core.seeds.seed_requests)
     Seeds/Join:   ⋈ (bucket, NodeTableBucket) of the seed set (core.seeds.join_seeds)
     Seeds/Check:  (tag, payload) pairs, split by tag into the four outputs (beam/tagged.py)
@@ -18,10 +20,13 @@ from sampler.beam.report import METRICS_NAMESPACE, STATS
 from sampler.beam.tagged import split_tagged
 from sampler.core.node_table import ids_only_table
 from sampler.core.pieces import Requests
-from sampler.core.seeds import join_seeds, number_seeds, numbering_groups, seed_requests
+from sampler.core.seeds import (NUMBERING_GROUP_BITS, join_seeds, number_seeds,
+                                 numbering_groups, seed_requests)
+from unigraph.beam.shuffle import CoGroupByKey, GroupByKey
+from unigraph.beam.steps import DoFn, FlatMap, FlatMapTuple
 
 
-class _JoinSeeds(beam.DoFn):
+class _JoinSeeds(DoFn):
     def __init__(self, seed_set: str, num_shards: int):
         self.seed_set, self.num_shards = seed_set, num_shards
         self.read = Metrics.counter(METRICS_NAMESPACE, "seeds_read")
@@ -51,19 +56,21 @@ class JoinSeeds(beam.PTransform):
     -> {"found", "seeds", "features", "stats"} (see the module docstring). Numbered
     requests (link seeds: beam/pairs.py) may come as "requests" instead of "seeds"."""
 
-    def __init__(self, seed_set: str, num_shards: int, node_buckets: int):
+    def __init__(self, seed_set: str, num_shards: int, node_buckets: int,
+                 numbering_keys: int = 1 << NUMBERING_GROUP_BITS):
         super().__init__()
         self.seed_set, self.num_shards, self.node_buckets = seed_set, num_shards, node_buckets
+        self.numbering_keys = numbering_keys
 
     def expand(self, inputs):
         node_buckets = self.node_buckets
         requests = inputs["requests"] if "requests" in inputs else (inputs["seeds"]
-                    | "Number/Group" >> beam.FlatMap(numbering_groups)
-                    | "Number/Gather" >> beam.GroupByKey()
-                    | "Number/Split" >> beam.FlatMapTuple(
+                    | "Number/Group" >> FlatMap(numbering_groups, self.numbering_keys)
+                    | "Number/Gather" >> GroupByKey()
+                    | "Number/Split" >> FlatMapTuple(
                         lambda _, parts: seed_requests(number_seeds(list(parts)),
                                                        node_buckets)))
         tagged = ({"table": inputs["table"], "requests": requests}
-                  | "Join" >> beam.CoGroupByKey()
+                  | "Join" >> CoGroupByKey()
                   | "Check" >> beam.ParDo(_JoinSeeds(self.seed_set, self.num_shards)))
         return split_tagged(tagged, ("found", "seeds", "features", STATS))

@@ -20,6 +20,8 @@ from sampler.beam.tagged import split_tagged
 from sampler.core.hubs import by_chunk, find_hubs, split_hub_edges
 from sampler.core.node_table import NodeTableBucket, build_node_table, ids_only_table
 from sampler.core.temporal import with_target_times
+from unigraph.beam.shuffle import CoGroupByKey, GroupByKey
+from unigraph.beam.steps import FlatMap, FlatMapTuple, MapTuple
 
 
 class BuildNodeTable(beam.PTransform):
@@ -33,9 +35,9 @@ class BuildNodeTable(beam.PTransform):
     def expand(self, batches):
         node_set, files = self.node_set, self.files
         return (batches
-                | "Split" >> beam.FlatMap(split_batch, "ids", self.node_buckets)
-                | "Group" >> beam.GroupByKey()
-                | "Build" >> beam.MapTuple(
+                | "Split" >> FlatMap(split_batch, "ids", self.node_buckets)
+                | "Group" >> GroupByKey()
+                | "Build" >> MapTuple(
                     lambda bucket, parts: (bucket, build_node_table(node_set, list(parts), files))))
 
 
@@ -54,17 +56,17 @@ class BuildAdjacency(beam.PTransform):
     def expand(self, batches):
         edge_set, chunk_edges = self.edge_set, self.chunk_edges
         grouped = (batches
-                   | "Split" >> beam.FlatMap(split_batch, "sources", self.node_buckets)
-                   | "Group" >> beam.GroupByKey())
+                   | "Split" >> FlatMap(split_batch, "sources", self.node_buckets)
+                   | "Group" >> GroupByKey())
         if not self.hubs_apart:
-            return grouped | "Build" >> beam.MapTuple(lambda bucket, parts: (
+            return grouped | "Build" >> MapTuple(lambda bucket, parts: (
                 bucket, build_adjacency(edge_set, list(parts), chunk_edges=chunk_edges)))
-        built = split_tagged(grouped | "Build" >> beam.FlatMapTuple(
+        built = split_tagged(grouped | "Build" >> FlatMapTuple(
             lambda bucket, parts: _bucket_and_hub_chunks(bucket, parts, edge_set, chunk_edges)),
             ("adjacency", "chunk"))
         chunks = (built["chunk"]
-                  | "Chunks/Group" >> beam.GroupByKey()
-                  | "Chunks/Build" >> beam.MapTuple(lambda key, values: (key, [
+                  | "Chunks/Group" >> GroupByKey()
+                  | "Chunks/Build" >> MapTuple(lambda key, values: (key, [
                       (chunk, build_adjacency(edge_set, parts))
                       for chunk, parts in by_chunk(values)])))
         return {"adjacency": built["adjacency"], "chunks": chunks}
@@ -100,13 +102,13 @@ class IdsFromEdges(beam.PTransform):
 
     def expand(self, edge_batches):
         node_buckets, node_set = self.node_buckets, self.node_set
-        parts = tuple(edge_batches[name] | f"{name}/{field}" >> beam.FlatMap(
+        parts = tuple(edge_batches[name] | f"{name}/{field}" >> FlatMap(
                           lambda batch, f=field: distinct_ids_by_bucket(getattr(batch, f),
                                                                         node_buckets))
                       for name, field in self.ends)
         return (parts | "Flatten" >> beam.Flatten()
-                | "Group" >> beam.GroupByKey()
-                | "Build" >> beam.MapTuple(
+                | "Group" >> GroupByKey()
+                | "Build" >> MapTuple(
                     lambda bucket, arrays: (bucket, ids_only_table(node_set, list(arrays)))))
 
 
@@ -136,8 +138,8 @@ class EffectiveTimes(beam.PTransform):
             for batch in grouped["edges"]:
                 yield with_target_times(batch, ids, times, dtype)
 
-        edges = inputs["edges"] | "Split" >> beam.FlatMap(split_batch, "targets",
+        edges = inputs["edges"] | "Split" >> FlatMap(split_batch, "targets",
                                                           self.node_buckets)
-        nodes = inputs["nodes"] | "TimesOnly" >> beam.MapTuple(_times_only)
-        return ({"edges": edges, "nodes": nodes} | "Join" >> beam.CoGroupByKey()
-                | "Times" >> beam.FlatMap(join))
+        nodes = inputs["nodes"] | "TimesOnly" >> MapTuple(_times_only)
+        return ({"edges": edges, "nodes": nodes} | "Join" >> CoGroupByKey()
+                | "Times" >> FlatMap(join))

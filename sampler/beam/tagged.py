@@ -11,7 +11,7 @@ payloads are not copied.
 """
 from __future__ import annotations
 
-import apache_beam as beam
+from unigraph.beam.steps import FlatMap
 
 
 def _payloads_of(element, tag: str):
@@ -22,4 +22,4 @@ def _payloads_of(element, tag: str):
 def split_tagged(tagged, tags: tuple[str, ...]) -> dict:
     """{tag: PCollection of the payloads of `tagged`'s (tag, payload) pairs with that tag},
     each split labelled `<tag>` under the current transform."""
-    return {tag: tagged | tag.capitalize() >> beam.FlatMap(_payloads_of, tag) for tag in tags}
+    return {tag: tagged | tag.capitalize() >> FlatMap(_payloads_of, tag) for tag in tags}

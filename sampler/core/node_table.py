@@ -84,6 +84,19 @@ def features_by_shard(table: NodeTableBucket, requests: Requests,
     return result, requests.ids[used[positions_of_ids[used] < 0]]
 
 
+def lookup_requests(requests: Requests, num_shards: int) -> Requests:
+    """The requests cut to one per (output shard, node), without pairs or cut-offs: all
+    that features_by_shard reads (each shard's nodes), so it gives the same pieces and
+    absent ids for these as for all the requests. The Beam engine ships these to its
+    lookup, not every (sample, node) request."""
+    if len(requests) == 0:
+        return Requests(requests.samples, requests.codes, requests.ids)
+    shards = sample_buckets(requests.samples, num_shards).astype(np.int64)
+    _, first = np.unique(shards * len(requests.ids) + requests.codes, return_index=True)
+    kept = requests.take(first)
+    return Requests(kept.samples, kept.codes, kept.ids)
+
+
 def _where(row_id: int, files: Sequence[str]) -> str:
     if not files:
         file_index, row = describe_row(row_id)

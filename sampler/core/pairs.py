@@ -30,7 +30,7 @@ import numpy as np
 from sampler.core import rng
 from sampler.core.buckets import split_by_bucket
 from sampler.core.pieces import PairPiece, Requests
-from sampler.core.seeds import NUMBERING_GROUP_BITS, number_by_content
+from sampler.core.seeds import NUMBERING_GROUP_BITS, number_by_content, numbering_key
 from unigraph.columnar.batches import FeatureValues, PairBatch
 from unigraph.columnar.ragged import Ragged
 
@@ -76,17 +76,17 @@ def cutoff_bits(cutoffs: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(cutoffs + 0).view(np.uint64)
 
 
-def pair_numbering_groups(batch: PairBatch) -> Iterator[tuple[int, PairBatch]]:
-    """(group, the rows of that group): the rows `number_pairs` must rank together."""
-    first = pair_fingerprints(batch)
-    groups = (first >> np.uint64(64 - NUMBERING_GROUP_BITS)).astype(np.int64)
-    for group, positions in split_by_bucket(groups):
-        yield group, batch.take(positions)
+def pair_numbering_groups(batch: PairBatch, keys: int = 1 << NUMBERING_GROUP_BITS
+                          ) -> Iterator[tuple[int, PairBatch]]:
+    """(key, the rows of that key): the rows `number_pairs` must rank together, whole
+    numbering groups per key (core.seeds.numbering_key)."""
+    for key, positions in split_by_bucket(numbering_key(pair_fingerprints(batch), keys)):
+        yield key, batch.take(positions)
 
 
 def number_pairs(parts: Sequence[PairBatch]) -> PairPiece:
-    """The pairs of one numbering group (in any order and split), numbered and sorted by
-    sample id."""
+    """The pairs of whole numbering groups (in any order and split), numbered and sorted
+    by sample id."""
     parts = [p for p in parts if len(p)]
     if not parts:
         return PairPiece(np.zeros(0, np.int64), np.zeros(0, "S1"), np.zeros(0, "S1"), {})

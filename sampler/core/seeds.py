@@ -18,7 +18,7 @@ table holds it alone or among millions: `sampler.api` samples single seeds to th
 CLI's bytes.
 
 The probing stays inside the row's *numbering group* (the fingerprint's top
-NUMBERING_GROUP_BITS bits: the Beam engine numbers each group on its own), which
+NUMBERING_GROUP_BITS bits: the Beam engine numbers whole groups per element), which
 owns the ids [g << 51, (g + 1) << 51): a group whose last ids would pass its end is
 probed down from that end instead, so numbering by group equals numbering at once.
 Without a seeds
@@ -69,16 +69,32 @@ def _content_fingerprints(batch: SeedBatch) -> tuple[np.ndarray, np.ndarray]:
     return rng.mix(first, bits), rng.mix(second, bits, np.uint64(_SECOND_SALT))
 
 
-def numbering_groups(batch: SeedBatch) -> Iterator[tuple[int, SeedBatch]]:
-    """(group, the rows of that group): all rows that `number_seeds` must rank together."""
+def numbering_groups(batch: SeedBatch, keys: int = 1 << NUMBERING_GROUP_BITS
+                     ) -> Iterator[tuple[int, SeedBatch]]:
+    """(key, the rows of that key): all rows that `number_seeds` must rank together.
+    `keys` (a power of two up to 2**NUMBERING_GROUP_BITS) numbering groups' worth of
+    rows: key k holds the consecutive groups whose top bits are k (see numbering_key)."""
     first, _ = _content_fingerprints(batch)
-    groups = (first >> np.uint64(64 - NUMBERING_GROUP_BITS)).astype(np.int64)
-    for group, positions in split_by_bucket(groups):
-        yield group, batch.take(positions)
+    for key, positions in split_by_bucket(numbering_key(first, keys)):
+        yield key, batch.take(positions)
+
+
+def numbering_key(first: np.ndarray, keys: int) -> np.ndarray:
+    """The numbering key of rows with first content fingerprint `first`, out of `keys`:
+    the fingerprint's top log2(keys) bits. A key holds whole numbering groups, and
+    numbering several groups at once equals numbering each alone (`unique_ids`), so
+    the key count only cuts the work, like node buckets."""
+    bits = keys.bit_length() - 1
+    if keys < 1 or keys != 1 << bits or bits > NUMBERING_GROUP_BITS:
+        raise ValueError(f"numbering keys: a power of two up to "
+                         f"{1 << NUMBERING_GROUP_BITS}, got {keys}")
+    if bits == 0:
+        return np.zeros(len(first), np.int64)
+    return (first >> np.uint64(64 - bits)).astype(np.int64)
 
 
 def number_seeds(parts: Sequence[SeedBatch]) -> Requests:
-    """The seeds of one numbering group (in any order and split) as (sample, node)
+    """The seeds of whole numbering groups (in any order and split) as (sample, node)
     requests, sorted by sample id."""
     parts = [p for p in parts if len(p)]
     if not parts:

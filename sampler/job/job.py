@@ -40,6 +40,16 @@ class SamplingJob:
     # Rows with more edges are sampled chunk by chunk (core.long_rows); it decides those
     # rows' random streams, so it is part of the job like the seed.
     chunk_edges: int = CHUNK_EDGES
+    # Elements the Beam engine numbers the seeds in (job.sizing.numbering_keys); 0: one
+    # per node bucket. Cuts the work only, like node_buckets.
+    numbering_keys: int = 0
+
+    @property
+    def seed_numbering_keys(self) -> int:
+        """numbering_keys, or the power of two at or above node_buckets (at most 4096)."""
+        if self.numbering_keys:
+            return self.numbering_keys
+        return min(4096, 1 << (max(self.node_buckets, 1) - 1).bit_length())
 
     @property
     def seed_timestamp_dtype(self) -> str | None:

@@ -9,6 +9,9 @@ so it is part of the job (`--output name@N` fixes it).
   node table or adjacency, whole. Each set's table is cut into enough buckets that
   one bucket of it stays under ELEMENT_BUDGET bytes in memory (file bytes times the
   format's growth, sampler.job.resources.GROWTH).
+- **Numbering keys.** The Beam engine numbers seed rows (or pairs) whole numbering
+  groups at a time (core.seeds.numbering_key): as many keys, a power of two, as node
+  buckets, and more where the seeds table is larger than NUMBERING_ROWS rows per key.
 - **Output shards.** Enough shards that each is about SHARD_TARGET bytes: the
   output's size is estimated as (seeds) x (bytes of one subgraph), a subgraph as the
   seed plus, per op, min(sample_size, the edge set's mean degree) nodes per input
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from sampler.core.seeds import NUMBERING_GROUP_BITS
 from sampler.plan.plan import DEGREE, Plan, pair_edge_sets
 from unigraph.storage import paths
 from unigraph.tables.columns import set_bytes
@@ -31,6 +35,7 @@ ELEMENT_BUDGET = 64 << 20  # bytes in memory of the largest join element (one bu
 GROWTH = {"parquet": 4.0, "csv": 2.0, "tfrecord": 1.5, "text": 2.0}  # see resources.py
 PREFIX = 1 << 20  # bytes read from a table's first file to learn its bytes per row
 FALLBACK_ROW_BYTES = 100  # a table whose rows cannot be counted from its first bytes
+NUMBERING_ROWS = 1 << 20  # seed rows per numbering element: tens of MB
 
 
 def node_buckets(loaded: LoadedSchema, plan: Plan) -> int:
@@ -53,18 +58,36 @@ def output_shards(loaded: LoadedSchema, plan: Plan, seed_files: list[str]) -> in
     return max(DEFAULT_SHARDS, min(MAX_SHARDS, math.ceil(estimate / SHARD_TARGET)))
 
 
+def numbering_keys(loaded: LoadedSchema, plan: Plan, seed_files: list[str],
+                   buckets: int) -> int:
+    """How many elements the Beam engine numbers the seeds in (a power of two, at most
+    2**NUMBERING_GROUP_BITS): one per node bucket, or more for a seeds table of more
+    than NUMBERING_ROWS rows per key. Few elements for a small job (each element costs
+    the runner a shuffle entry and numpy calls), bounded ones for a large one."""
+    want = max(buckets, math.ceil(seed_rows(loaded, plan, seed_files) / NUMBERING_ROWS), 1)
+    return min(1 << NUMBERING_GROUP_BITS, 1 << (want - 1).bit_length())
+
+
+def seed_rows(loaded: LoadedSchema, plan: Plan, seed_files: list[str],
+              rows: dict | None = None) -> float:
+    """Estimated rows of the seeds table (or of the seed set, without one)."""
+    if seed_files:
+        return sum(_file_rows(f)[0] for f in seed_files)
+    if rows is not None and ("nodes", plan.seed_set) in rows:
+        return rows["nodes", plan.seed_set]
+    if has_table(loaded.schema.node_sets[plan.seed_set].metadata):
+        return table_rows(loaded, "nodes", plan.seed_set)[0]
+    # a table-less seed set: at most as many nodes as its edge sets have rows
+    return max([table_rows(loaded, "edges", name)[0]
+                for name, edge_set in loaded.schema.edge_sets.items()
+                if plan.seed_set in (edge_set.source, edge_set.target)] or [0.0])
+
+
 def estimated_output_bytes(loaded: LoadedSchema, plan: Plan, seed_files: list[str]) -> float:
     rows, row_bytes = {}, {}
     for kind, name in _sets(loaded, plan):
         rows[kind, name], row_bytes[kind, name] = table_rows(loaded, kind, name)
-    if seed_files:
-        seeds = sum(_file_rows(f)[0] for f in seed_files)
-    elif ("nodes", plan.seed_set) in rows:
-        seeds = rows["nodes", plan.seed_set]
-    else:  # a table-less seed set: at most as many nodes as its edge sets have rows
-        seeds = max([table_rows(loaded, "edges", name)[0]
-                     for name, edge_set in loaded.schema.edge_sets.items()
-                     if plan.seed_set in (edge_set.source, edge_set.target)] or [0.0])
+    seeds = seed_rows(loaded, plan, seed_files, rows)
     node_bytes = {name: row_bytes.get(("nodes", name), 16.0) for name in plan.node_sets()}
     reached = {plan.seed_op: 1.0}  # nodes per subgraph each op yields
     per_subgraph = node_bytes.get(plan.seed_set, 16.0)

@@ -180,7 +180,7 @@ def run(folder, spec_path, seeds_path, out, *engine_args):
     if os.path.exists(os.path.join(out, "sample_report.json")):
         with open(os.path.join(out, "sample_report.json")) as f:
             report = json.load(f)
-        for key in ("wall_time_s", "engine", "node_buckets", "graph_in_memory_mb"):
+        for key in ("wall_time_s", "engine", "node_buckets", "graph_in_memory_mb", "shuffled"):
             report.pop(key, None)
     return code, report
 

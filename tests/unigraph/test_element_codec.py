@@ -2,13 +2,14 @@
 pickle, and equal values give equal bytes."""
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 from sampler.core.adjacency import build_adjacency
 from sampler.core.node_table import build_node_table
 from sampler.core.stats import RunStats
 from unigraph.columnar.batches import EdgeBatch, NodeBatch, row_ids
-from unigraph.beam.element_codec import NotEncodable, decode, encode
+from unigraph.beam.element_codec import (NARROW_MIN, NotEncodable, decode, encode,
+                                         encoded_size)
 from unigraph.columnar.ragged import Ragged
 
 
@@ -16,7 +17,9 @@ def _same(a, b):
     assert type(a) is type(b)
     if isinstance(a, np.ndarray):
         assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
-        assert b.flags.writeable and b.flags.owndata
+        # Writable and aligned, like the array encoded (a view of the decoded element's
+        # one buffer, or an array of its own for narrowed integers).
+        assert b.flags.writeable and b.flags.aligned
     elif isinstance(a, (list, tuple)):
         assert len(a) == len(b)
         for x, y in zip(a, b):
@@ -51,6 +54,7 @@ def test_batches_tables_and_counts_round_trip_without_pickle():
         data = encode(value, strict=True)
         _same(value, decode(data))
         assert encode(decode(data), strict=True) == data
+        assert encoded_size(value) == len(data)
 
 
 def test_strict_refuses_what_the_default_would_pickle():
@@ -82,3 +86,51 @@ def test_any_value_round_trips_and_encodes_the_same_twice(value):
     data = encode(value, strict=True)
     _same(value, decode(data))
     assert encode(decode(data)) == data
+    assert encoded_size(value) == len(data)
+
+
+def test_the_size_of_what_would_be_pickled_is_the_pickles():
+    value = [1, frozenset([2]), np.float32(0.5), np.array([object()], dtype=object)]
+    assert encoded_size(value) == len(encode(value))
+
+
+int_dtypes = st.sampled_from(["int16", "int32", "int64", "uint16", "uint32", "uint64"])
+
+
+@st.composite
+def integer_arrays(draw):
+    """Integer arrays long enough to be narrowed, of every span: near the dtype's limits,
+    within 2**8, 2**16 or 2**32 of their minimum, or anything."""
+    dtype = np.dtype(draw(int_dtypes))
+    info = np.iinfo(dtype)
+    n = draw(st.integers(NARROW_MIN - 1, 3 * NARROW_MIN))
+    span = draw(st.sampled_from([0, 1, 255, 256, 65535, 65536, (1 << 32) - 1, 1 << 32,
+                                 int(info.max) - int(info.min)]))
+    span = min(span, int(info.max) - int(info.min))
+    lo = draw(st.integers(int(info.min), int(info.max) - span))
+    values = [lo + draw(st.integers(0, span)) for _ in range(n)]
+    if n:
+        values[draw(st.integers(0, n - 1))] = lo + span
+    shape = (n,) if n % 2 else (2, n // 2)
+    return np.array(values, dtype=dtype).reshape(shape)
+
+
+@settings(max_examples=60, deadline=None)
+@given(integer_arrays(), st.integers(0, 7))
+def test_integer_arrays_narrowed_or_not_come_back_the_same(array, offset):
+    value = ("x" * offset, array, [array[..., ::2]])  # at any offset, and not contiguous
+    data = encode(value, strict=True)
+    _same(value, decode(data))
+    assert encode(decode(data)) == data
+    assert encoded_size(value) == len(data)
+    narrow = array.size >= NARROW_MIN and int(array.max()) - int(array.min()) < \
+        1 << (8 * array.dtype.itemsize // 2)
+    if narrow:
+        assert len(data) < array.nbytes + 200  # unnarrowed, it would be 1.5 times nbytes
+
+
+def test_narrowing_writes_small_codes_in_fewer_bytes():
+    codes = np.arange(1000, dtype=np.int32) % 200 + 70_000  # 200 values far from 0
+    assert len(encode(codes)) < 1000 + 100  # one byte each
+    rows = np.arange(1000, dtype=np.int64) + (3 << 40)  # one file's row ids
+    assert len(encode(rows)) < 2000 + 100  # two bytes each

@@ -3,10 +3,22 @@
 The elements are dataclasses of this project (`unigraph.*`, `sampler.*`: batches,
 bucket tables, pieces, counts) made of numpy arrays, dicts, lists, tuples and
 scalars, often nested in tuples with int keys. `encode` writes each value as a
-one-byte tag and its payload (an array: dtype, shape and its raw bytes, so a large
-array costs one copy and no per-item work); `decode` rebuilds it. A dataclass is
-written as its module and qualified name and its fields in declaration order, and
-rebuilt without calling its __init__ (only classes of this project's packages).
+one-byte tag and its payload; `decode` rebuilds it. A dataclass is written as its
+module and qualified name and its fields in declaration order, and rebuilt without
+calling its __init__ (only classes of this project's packages).
+
+Arrays are most of the bytes, and a runner copies every element several times (the
+in-process FnApiRunner decodes and re-encodes each grouped value once more), so:
+- An array's raw bytes are joined into the element as they lie in memory (one copy,
+  no per-item work), at an offset that is a multiple of 8 from the element's start.
+  `decode` copies the element once into a writable buffer and the arrays are views of
+  it (aligned, writable; they keep the buffer alive), so decoding costs one copy of
+  the element and no per-array allocation.
+- An integer array of at least NARROW_MIN items whose values span less than 2**8,
+  2**16 or 2**32 (max - min) is written as its minimum and the differences in that
+  many bits, and rebuilt in its own dtype with the same values: codes into small
+  dictionaries, positions within a bucket and the row ids of one file are written in
+  1 or 2 bytes instead of 4 or 8.
 
 The bytes are a function of the value as built: equal arrays, scalars, strings and
 tuples give equal bytes (deterministic, so ints and tuples of them are valid group
@@ -14,6 +26,8 @@ keys); a dict's entries are written in their order, which the sampler's code alw
 builds the same way (features in schema order). A value of any other type (a Beam
 internal object, an object array) falls back to pickle: `encode(value, strict=True)`
 refuses that instead, which the tests use to prove no element of ours needs it.
+`encoded_size(value)` is len(encode(value)) without encoding (unigraph.beam.shuffle
+counts shuffled bytes with it).
 """
 from __future__ import annotations
 
@@ -28,6 +42,12 @@ _PACKAGES = ("unigraph.", "sampler.", "pipelines.")
 _Q = struct.Struct("<Q")
 _q = struct.Struct("<q")
 _D = struct.Struct("<d")
+_ALIGN = 8  # array data starts at a multiple of this from the element's start
+_PAD = bytes(_ALIGN)
+NARROW_MIN = 64  # items: smaller integer arrays are written as they are
+_NARROW = ((1, np.dtype(np.uint8)), (2, np.dtype(np.uint16)), (4, np.dtype(np.uint32)))
+_WIDTHS = {width: narrow for width, narrow in _NARROW}
+_MASK64 = (1 << 64) - 1
 
 
 class NotEncodable(TypeError):
@@ -38,80 +58,180 @@ def _ours(cls) -> bool:
     return cls.__module__.startswith(_PACKAGES) and dataclasses.is_dataclass(cls)
 
 
+def _narrowing(array: np.ndarray):
+    """(narrow dtype, minimum as a Python int) for an integer array whose values fit a
+    narrower unsigned type above their minimum, else None."""
+    if array.dtype.kind not in "iu" or array.dtype.itemsize < 2 or array.size < NARROW_MIN:
+        return None
+    lo, hi = int(array.min()), int(array.max())
+    for width, narrow in _NARROW:
+        if width >= array.dtype.itemsize:
+            return None
+        if hi - lo < 1 << (8 * width):
+            return narrow, lo
+    return None
+
+
+class _Writer:
+    __slots__ = ("parts", "pos", "strict")
+
+    def __init__(self, strict: bool):
+        self.parts: list = []
+        self.pos = 0
+        self.strict = strict
+
+    def put(self, data) -> None:
+        self.parts.append(data)
+        self.pos += len(data)
+
+    def text(self, s: str) -> None:
+        data = s.encode("utf-8")
+        self.put(_Q.pack(len(data)))
+        self.put(data)
+
+    def array_head(self, tag: bytes, array: np.ndarray, dtype: np.dtype) -> None:
+        """Tag, dtype, shape, then padding up to an aligned offset (none for 1-byte data)."""
+        self.put(tag)
+        self.text(array.dtype.str)
+        self.put(_Q.pack(array.ndim))
+        for n in array.shape:
+            self.put(_Q.pack(n))
+        if dtype.itemsize > 1:
+            pad = -self.pos % _ALIGN
+            if pad:
+                self.put(_PAD[:pad])
+
+
 def encode(value, strict: bool = False) -> bytes:
-    out: list = []
-    _encode(value, out, strict)
-    return b"".join(out)
+    writer = _Writer(strict)
+    _encode(value, writer)
+    return b"".join(writer.parts)
 
 
-def _text(s: str, out: list) -> None:
-    data = s.encode("utf-8")
-    out.append(_Q.pack(len(data)))
-    out.append(data)
-
-
-def _encode(v, out: list, strict: bool) -> None:  # noqa: C901  one branch per kind
+def _encode(v, out: _Writer) -> None:  # noqa: C901  one branch per kind
     t = type(v)
     if v is None:
-        out.append(b"N")
+        out.put(b"N")
     elif t is bool:
-        out.append(b"T" if v else b"F")
+        out.put(b"T" if v else b"F")
     elif t is int:
         if -(1 << 63) <= v < (1 << 63):
-            out.append(b"i")
-            out.append(_q.pack(v))
+            out.put(b"i")
+            out.put(_q.pack(v))
         else:
-            out.append(b"I")
-            _text(str(v), out)
+            out.put(b"I")
+            out.text(str(v))
     elif t is float:
-        out.append(b"f")
-        out.append(_D.pack(v))
+        out.put(b"f")
+        out.put(_D.pack(v))
     elif t is str:
-        out.append(b"s")
-        _text(v, out)
+        out.put(b"s")
+        out.text(v)
     elif t is bytes:
-        out.append(b"b")
-        out.append(_Q.pack(len(v)))
-        out.append(v)
+        out.put(b"b")
+        out.put(_Q.pack(len(v)))
+        out.put(v)
     elif t is np.ndarray and not v.dtype.hasobject:
         array = np.ascontiguousarray(v)
-        out.append(b"a")
-        _text(array.dtype.str, out)
-        out.append(_Q.pack(array.ndim))
-        out.extend(_Q.pack(n) for n in array.shape)
-        out.append(_Q.pack(array.nbytes))
-        out.append(array.tobytes())
+        narrowing = _narrowing(array)
+        if narrowing is None:
+            out.array_head(b"a", array, array.dtype)
+            if array.nbytes:  # the array's own memory, joined without a copy of its own
+                out.put(memoryview(array.reshape(-1).view(np.uint8)))
+        else:
+            narrow, lo = narrowing
+            out.put(b"n")
+            out.put(bytes((narrow.itemsize,)))
+            out.put(_Q.pack(lo & _MASK64))
+            out.array_head(b"", array, narrow)
+            # Integer casts wrap, so the difference is exact in the narrow type.
+            data = array.reshape(-1).astype(narrow)
+            data -= narrow.type(lo & ((1 << (8 * narrow.itemsize)) - 1))
+            out.put(memoryview(data.view(np.uint8)))
     elif isinstance(v, np.generic) and not isinstance(v, np.object_):
-        out.append(b"g")
-        _text(v.dtype.str, out)
+        out.put(b"g")
+        out.text(v.dtype.str)
         data = v.tobytes()
-        out.append(_Q.pack(len(data)))
-        out.append(data)
+        out.put(_Q.pack(len(data)))
+        out.put(data)
     elif t is list or t is tuple:
-        out.append(b"l" if t is list else b"t")
-        out.append(_Q.pack(len(v)))
+        out.put(b"l" if t is list else b"t")
+        out.put(_Q.pack(len(v)))
         for item in v:
-            _encode(item, out, strict)
+            _encode(item, out)
     elif t is dict:
-        out.append(b"d")
-        out.append(_Q.pack(len(v)))
+        out.put(b"d")
+        out.put(_Q.pack(len(v)))
         for key, item in v.items():
-            _encode(key, out, strict)
-            _encode(item, out, strict)
+            _encode(key, out)
+            _encode(item, out)
     elif _ours(t):
         fields = dataclasses.fields(v)
-        out.append(b"D")
-        _text(f"{t.__module__}:{t.__qualname__}", out)
-        out.append(_Q.pack(len(fields)))
+        out.put(b"D")
+        out.text(f"{t.__module__}:{t.__qualname__}")
+        out.put(_Q.pack(len(fields)))
         for field in fields:
-            _encode(getattr(v, field.name), out, strict)
+            _encode(getattr(v, field.name), out)
     else:
-        if strict:
+        if out.strict:
             raise NotEncodable(f"{t.__module__}.{t.__qualname__} would be pickled")
         data = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
-        out.append(b"P")
-        out.append(_Q.pack(len(data)))
-        out.append(data)
+        out.put(b"P")
+        out.put(_Q.pack(len(data)))
+        out.put(data)
+
+
+def encoded_size(value) -> int:
+    """len(encode(value)), computed without encoding: a walk over the value's fields,
+    no copy of any array (integer arrays are scanned for their range)."""
+    return _size(value, 0)
+
+
+def _text_size(s: str) -> int:
+    return 8 + len(s.encode("utf-8"))
+
+
+def _array_head_end(array: np.ndarray, dtype: np.dtype, pos: int) -> int:
+    pos += _text_size(array.dtype.str) + 8 + 8 * array.ndim
+    return pos + (-pos % _ALIGN if dtype.itemsize > 1 else 0)
+
+
+def _size(v, pos: int) -> int:  # noqa: C901  mirrors _encode
+    t = type(v)
+    if v is None or t is bool:
+        return pos + 1
+    if t is int:
+        return pos + (9 if -(1 << 63) <= v < (1 << 63) else 1 + _text_size(str(v)))
+    if t is float:
+        return pos + 9
+    if t is str:
+        return pos + 1 + _text_size(v)
+    if t is bytes:
+        return pos + 9 + len(v)
+    if t is np.ndarray and not v.dtype.hasobject:
+        narrowing = _narrowing(v)
+        if narrowing is None:
+            return _array_head_end(v, v.dtype, pos + 1) + v.nbytes
+        narrow = narrowing[0]
+        return _array_head_end(v, narrow, pos + 10) + v.size * narrow.itemsize
+    if isinstance(v, np.generic) and not isinstance(v, np.object_):
+        return pos + 1 + _text_size(v.dtype.str) + 8 + v.dtype.itemsize
+    if t is list or t is tuple:
+        pos += 9
+        for item in v:
+            pos = _size(item, pos)
+        return pos
+    if t is dict:
+        pos += 9
+        for key, item in v.items():
+            pos = _size(item, _size(key, pos))
+        return pos
+    if _ours(t):
+        pos += 1 + _text_size(f"{t.__module__}:{t.__qualname__}") + 8
+        for field in dataclasses.fields(v):
+            pos = _size(getattr(v, field.name), pos)
+        return pos
+    return pos + 9 + len(pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 _classes: dict[str, type] = {}
@@ -131,10 +251,11 @@ def _class(name: str) -> type:
 
 
 def decode(data: bytes):
-    view = memoryview(data)
-    value, end = _decode(view, 0)
-    if end != len(view):
-        raise ValueError(f"element codec: {len(view) - end} bytes after the value")
+    # One writable copy of the element; its arrays are views of it (module docstring).
+    buffer = bytearray(data)
+    value, end = _decode(buffer, memoryview(buffer), 0)
+    if end != len(buffer):
+        raise ValueError(f"element codec: {len(buffer) - end} bytes after the value")
     return value
 
 
@@ -147,7 +268,20 @@ def _read_text(view, at: int) -> tuple[str, int]:
     return bytes(view[at:at + n]).decode("utf-8"), at + n
 
 
-def _decode(view, at: int):  # noqa: C901
+def _array_head(view, at: int, itemsize: int) -> tuple[np.dtype, tuple, int]:
+    """(dtype, shape, where the data starts) of an array written by _Writer.array_head
+    whose data items are `itemsize` bytes (None: the dtype's own)."""
+    text, at = _read_text(view, at)
+    dtype = np.dtype(text)
+    ndim, at = _count(view, at)
+    shape = tuple(_Q.unpack_from(view, at + 8 * i)[0] for i in range(ndim))
+    at += 8 * ndim
+    if (itemsize or dtype.itemsize) > 1:
+        at += -at % _ALIGN
+    return dtype, shape, at
+
+
+def _decode(buffer, view, at: int):  # noqa: C901
     tag = view[at]
     at += 1
     if tag == 0x4E:  # N
@@ -169,32 +303,38 @@ def _decode(view, at: int):  # noqa: C901
         n, at = _count(view, at)
         return bytes(view[at:at + n]), at + n
     if tag == 0x61:  # a
-        dtype, at = _read_text(view, at)
-        ndim, at = _count(view, at)
-        shape = tuple(
-            _Q.unpack_from(view, at + 8 * i)[0] for i in range(ndim))
-        at += 8 * ndim
-        n, at = _count(view, at)
-        # A copy: the array owns its memory and is writable, like the one encoded.
-        array = np.frombuffer(view[at:at + n], dtype=np.dtype(dtype)).reshape(shape).copy()
-        return array, at + n
+        dtype, shape, at = _array_head(view, at, 0)
+        count = int(np.prod(shape, dtype=np.int64))
+        n = count * dtype.itemsize
+        if n == 0:
+            return np.zeros(shape, dtype), at
+        return np.frombuffer(buffer, dtype, count, at).reshape(shape), at + n
+    if tag == 0x6E:  # n: an integer array narrowed above its minimum
+        narrow = _WIDTHS[view[at]]
+        lo, at = _count(view, at + 1)
+        dtype, shape, at = _array_head(view, at, narrow.itemsize)
+        count = int(np.prod(shape, dtype=np.int64))
+        array = np.frombuffer(buffer, narrow, count, at).astype(dtype)
+        # lo as the dtype's value: its 64-bit two's complement, cut to the dtype (exact).
+        array += np.array(lo, np.uint64).astype(dtype)
+        return array.reshape(shape), at + count * narrow.itemsize
     if tag == 0x67:  # g
-        dtype, at = _read_text(view, at)
+        text, at = _read_text(view, at)
         n, at = _count(view, at)
-        return np.frombuffer(view[at:at + n], dtype=np.dtype(dtype))[0], at + n
+        return np.frombuffer(view[at:at + n], dtype=np.dtype(text))[0], at + n
     if tag == 0x6C or tag == 0x74:  # l, t
         n, at = _count(view, at)
         items = []
         for _ in range(n):
-            item, at = _decode(view, at)
+            item, at = _decode(buffer, view, at)
             items.append(item)
         return (items if tag == 0x6C else tuple(items)), at
     if tag == 0x64:  # d
         n, at = _count(view, at)
         result = {}
         for _ in range(n):
-            key, at = _decode(view, at)
-            result[key], at = _decode(view, at)
+            key, at = _decode(buffer, view, at)
+            result[key], at = _decode(buffer, view, at)
         return result, at
     if tag == 0x44:  # D
         name, at = _read_text(view, at)
@@ -205,7 +345,7 @@ def _decode(view, at: int):  # noqa: C901
             raise ValueError(f"element codec: {name} has {len(fields)} fields, got {n}")
         obj = cls.__new__(cls)
         for field in fields:
-            value, at = _decode(view, at)
+            value, at = _decode(buffer, view, at)
             object.__setattr__(obj, field.name, value)
         return obj, at
     if tag == 0x50:  # P

@@ -6,7 +6,7 @@
     pairs = pipeline | ReadPairs(layout, "pairs.csv")    # PCollection of PairBatch
 
 Each table becomes work units (a CSV/TFRecord/text file, one Parquet row
-group, or one BigQuery read stream), spread over workers by Reshuffle and read
+group, or one BigQuery read stream), spread over workers (shuffle.Spread) and read
 by the pure readers into batches of at most `batch_rows` rows, so Beam handles a
 few large elements instead of one per row or cell. File lists are expanded when
 the transform is constructed, so a missing file or a glob matching nothing fails
@@ -24,17 +24,19 @@ import apache_beam as beam
 
 from unigraph.storage import bigquery
 from unigraph.beam.coder import use_element_coder
+from unigraph.beam.shuffle import Spread
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables import (DEFAULT_BATCH_ROWS, TableLayout, close_bigquery, open_bigquery,
                              read_unit, seed_files, seeds_layout, seeds_source, split_file,
                              table_layout)
 from unigraph.tables.layout import TimeColumn
+from unigraph.beam.steps import DoFn, FlatMap, Map
 
 
 use_element_coder()  # batches cross workers as raw arrays, not pickles (beam_coder.py)
 
 
-class _ReadUnits(beam.DoFn):
+class _ReadUnits(DoFn):
     def __init__(self, layout: TableLayout, batch_rows: int):
         self._layout, self._batch_rows = layout, batch_rows
 
@@ -43,20 +45,21 @@ class _ReadUnits(beam.DoFn):
 
 
 class _ReadFiles(beam.PTransform):
-    """Files of one table -> batches; Reshuffles spread files, then work units."""
+    """Files of one table -> batches; spread over the workers (unigraph.beam.shuffle.Spread,
+    a lighter Reshuffle) as files, then as work units."""
 
     def __init__(self, layout: TableLayout, files: list[str], batch_rows: int):
         super().__init__()
         self._layout, self._files, self._batch_rows = layout, list(files), batch_rows
 
     def expand(self, pbegin):
-        # Our own Reshuffle, always: Create adds one only for more than one element, and
-        # the job's steps must not depend on how many files there are.
+        # Our own spread, always: Create adds a Reshuffle only for more than one element,
+        # and the job's steps must not depend on how many files there are.
         files = (pbegin | "Files" >> beam.Create(list(enumerate(self._files)), reshuffle=False)
-                 | "SpreadFiles" >> beam.Reshuffle())
+                 | "SpreadFiles" >> Spread())
         return (files
-                | "Split" >> beam.FlatMap(lambda indexed: split_file(indexed[1], indexed[0]))
-                | "SpreadUnits" >> beam.Reshuffle()
+                | "Split" >> FlatMap(lambda indexed: split_file(indexed[1], indexed[0]))
+                | "SpreadUnits" >> Spread()
                 | "Read" >> beam.ParDo(_ReadUnits(self._layout, self._batch_rows)))
 
 
@@ -74,17 +77,17 @@ class _ReadBigQuery(beam.PTransform):
     def expand(self, pbegin):
         opened, units = open_bigquery(self._layout, self._source)
         streams = (pbegin | "Streams" >> beam.Create(units, reshuffle=False)
-                   | "SpreadStreams" >> beam.Reshuffle())
+                   | "SpreadStreams" >> Spread())
         batches = streams | "Read" >> beam.ParDo(_ReadUnits(self._layout, self._batch_rows))
         if opened.temporary:
             # The sum on one key is ready only once every stream has been read (the
             # Create's zero makes it exist when there is no batch). A keyed combine, not
             # CombineGlobally and a side input: see docs/architecture.md, "Beam rules".
-            rows_read = batches | "Cleanup/Rows" >> beam.Map(lambda batch: (0, len(batch)))
+            rows_read = batches | "Cleanup/Rows" >> Map(lambda batch: (0, len(batch)))
             nothing = pbegin | "Cleanup/Zero" >> beam.Create([(0, 0)])
             _ = ((rows_read, nothing) | "Cleanup/Gather" >> beam.Flatten()
                  | "Cleanup/Sum" >> beam.CombinePerKey(sum)
-                 | "Cleanup/Drop" >> beam.Map(lambda _, table=opened:
+                 | "Cleanup/Drop" >> Map(lambda _, table=opened:
                                               _drop_temporary_table(table)))
         return batches
 

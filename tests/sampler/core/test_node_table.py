@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from sampler.core.buckets import sample_buckets
-from sampler.core.node_table import build_node_table, features_by_shard, ids_only_table
+from sampler.core.node_table import (build_node_table, features_by_shard, ids_only_table,
+                                     lookup_requests)
 from sampler.core.pieces import Requests
 from unigraph.columnar.batches import NodeBatch, row_ids
 from unigraph.errors import TableError
@@ -49,3 +50,27 @@ def test_features_go_once_per_node_and_shard_absent_ids_are_returned():
 def test_ids_only_table_is_the_distinct_ids():
     assert ids_only_table("a", [S("y", "x"), S("x")]).ids.tolist() == [b"x", b"y"]
     assert len(ids_only_table("a", []).ids) == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lookup_requests_give_the_lookup_every_request_gives(seed):
+    """The Beam engine ships one request per (shard, node) to the lookup; the pieces and
+    the absent ids are those of all the requests."""
+    rng = np.random.default_rng(seed)
+    names = np.array([f"n{i}".encode() for i in range(40)])
+    table = build_node_table("paper", [NodeBatch("paper", names[::2], row_ids(0, 0, 20), {
+        "x": np.arange(20, dtype=np.float32), "v": np.arange(40.0).reshape(20, 2)})], [])
+    requests = Requests.from_ids(rng.integers(0, 1 << 62, 300),
+                                 names[rng.integers(0, 40, 300)],
+                                 cutoffs=rng.integers(0, 9, 300))
+    requests.pairs = rng.integers(0, 1 << 62, (300, 2)).astype(np.uint64)
+    for shards in (1, 3, 8):
+        cut = lookup_requests(requests, shards)
+        assert len(cut) < len(requests) and cut.pairs is None and cut.cutoffs is None
+        full_pieces, full_absent = features_by_shard(table, requests, shards)
+        pieces, absent = features_by_shard(table, cut, shards)
+        assert absent.tolist() == full_absent.tolist()
+        assert [s for s, _ in pieces] == [s for s, _ in full_pieces]
+        for (_, a), (_, b) in zip(pieces, full_pieces):
+            assert a.ids.tolist() == b.ids.tolist()
+            assert all(np.array_equal(a.features[k], b.features[k]) for k in b.features)

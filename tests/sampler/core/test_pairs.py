@@ -16,12 +16,12 @@ def batch(sources, targets, times=None, labels=None):
                      None if times is None else np.asarray(times))
 
 
-def numbered(parts):
-    """All groups of `parts`, numbered as the engines do: {sample id: (source, target,
-    label, cut-off)}."""
+def numbered(parts, keys=4096):
+    """All groups of `parts`, numbered as the engines do (by `keys` numbering keys):
+    {sample id: (source, target, label, cut-off)}."""
     groups = {}
     for part in parts:
-        for group, rows in pair_numbering_groups(part):
+        for group, rows in pair_numbering_groups(part, keys):
             groups.setdefault(group, []).append(rows)
     result = {}
     for rows in groups.values():
@@ -71,6 +71,8 @@ def test_numbering_does_not_depend_on_order_or_split(rows, random):
     parts = [[rows[i] for i in order[:cut]], [rows[i] for i in order[cut:]]]
     split = numbered([table(p) for p in parts if p])
     assert split == whole
+    for keys in (1, 2, 64):  # the Beam job's numbering keys change nothing
+        assert numbered([table(p) for p in parts if p], keys) == whole
     assert len(whole) == len(rows)  # a listed pair twice is two samples
 
 

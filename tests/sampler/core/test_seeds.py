@@ -1,5 +1,6 @@
 """sampler.core.seeds: seed rows become samples; the join keeps found seeds, lists the rest."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
@@ -8,6 +9,7 @@ from sampler.core.buckets import node_buckets, sample_buckets
 from sampler.core.node_table import build_node_table, ids_only_table
 from sampler.core.pieces import Requests
 from sampler.core.seeds import (_GROUP_SHIFT, join_seeds, number_seeds, numbering_groups,
+                                numbering_key,
                                 seed_requests, seeds_from_ids, seeds_from_nodes, unique_ids)
 from unigraph.columnar.batches import NodeBatch, SeedBatch, row_ids
 
@@ -16,12 +18,13 @@ def S(*ids):
     return np.array(ids, dtype="S")
 
 
-def number_all(batch, splits=()):
-    """Sample ids of a seed table via the groups, its rows cut into parts at `splits`."""
+def number_all(batch, splits=(), keys=4096):
+    """Sample ids of a seed table via `keys` numbering keys, its rows cut into parts at
+    `splits`."""
     parts = np.split(np.arange(len(batch)), list(splits))
     by_group = {}
     for part in parts:
-        for group, rows in numbering_groups(batch.take(part)):
+        for group, rows in numbering_groups(batch.take(part), keys):
             by_group.setdefault(group, []).append(rows)
     numbered = [number_seeds(rows) for rows in by_group.values()]
     return sorted(zip(np.concatenate([r.samples for r in numbered]).tolist(),
@@ -40,6 +43,9 @@ def test_sample_ids_depend_on_the_multiset_of_rows_only(ids, random):
         else []
     numbered = number_all(batch)
     assert number_all(other, splits) == numbered
+    # Numbering keys (whole groups each: as many as the Beam job chooses) change nothing.
+    for keys in (1, 2, 64):
+        assert number_all(other, splits, keys) == numbered
     samples = [s for s, _ in numbered]
     assert len(set(samples)) == len(ids)  # one sample per row, duplicates included
     for node in set(ids):  # a seed listed k times: k consecutive ids from its own
@@ -119,3 +125,13 @@ def test_join_without_features_or_seeds():
     nothing = join_seeds(table, Requests.from_ids(np.array([1]), S("b")), num_shards=1)
     assert len(nothing.found) == 0 and nothing.seeds_by_shard == []
     assert nothing.stats.missing_seed_ids == ["b"]
+
+
+def test_numbering_keys_are_powers_of_two_up_to_the_groups():
+    first = np.array([0, 1 << 63, (1 << 64) - 1], np.uint64)
+    assert numbering_key(first, 1).tolist() == [0, 0, 0]
+    assert numbering_key(first, 2).tolist() == [0, 1, 1]
+    assert numbering_key(first, 4096).tolist() == [0, 2048, 4095]
+    for bad in (0, 3, 8192):
+        with pytest.raises(ValueError, match="power of two up to 4096"):
+            numbering_key(first, bad)
