@@ -200,7 +200,7 @@ def test_vocabularies():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda g: to_hetero_data(g), "its ids are strings ('p"),
+    (lambda g: to_hetero_data(g), "its ids are strings ('"),
     (lambda g: to_hetero_data(g, vocabulary=Vocabulary(), label="nope"),
      "label 'nope': no such dense feature on node set 'paper' (it has feat, labels, year)"),
     (lambda g: to_hetero_data(g, vocabulary=Vocabulary(), features="all"),
