@@ -96,3 +96,32 @@ def test_a_figures_region_is_filled_and_an_unknown_kind_refused():
         perf_tables.fill_figures(page, {}, "page.md")
     with pytest.raises(ValueError, match="'benchmark' is 'mystery'"):
         perf_tables.render_sections({"benchmarks/x.json": {"benchmark": "mystery"}})
+
+
+def _engines_run(shuffled_per_subgraph=None):
+    medians = {"memory": {"wall_s": 2.0, "cpu_s": 4.0, "seeds_per_s": 50.0,
+                          "peak_rss_mb": 400.0, "peak_pss_mb": 300.0},
+               "beam": {"wall_s": 8.0, "cpu_s": 8.0, "seeds_per_s": 12.5,
+                        "peak_rss_mb": 900.0, "peak_pss_mb": 850.0}}
+    if shuffled_per_subgraph is not None:
+        medians["beam"]["shuffled_bytes_per_subgraph"] = shuffled_per_subgraph
+    return {"benchmark": "engines", "date": "2026-11-25", "machine": "m", "command": "c",
+            "config": {"engines": ["memory", "beam"], "scale": 0.01, "nodes": {"p": 1},
+                       "edges": {"e": 1}, "format": "parquet", "seeds": 100,
+                       "strategy": "RANDOM_UNIFORM"},
+            "runs": [{"engine": "memory", "output_bytes": 5_000_000},
+                     {"engine": "beam", "output_bytes": 5_000_000}],
+            "medians": medians}
+
+
+def test_the_cost_model_takes_the_measured_shuffle_where_the_run_has_it():
+    """50 kB of output per subgraph: 100 GB shuffled per million by the old assumption
+    (twice the output); 15 kB measured: 15 GB."""
+    assumed = perf_tables.cost(_engines_run(), "benchmarks/x.json")
+    measured = perf_tables.cost(_engines_run(15_000.0), "benchmarks/x.json")
+    assert "100 GB: $1.10 per million" in assumed and "2x the output" in assumed
+    assert "15 GB measured: $0.16 per million" in measured
+    assert "15.0 kB per subgraph" in measured
+    table = perf_tables.engines(_engines_run(15_000.0), "benchmarks/x.json")
+    assert "shuffled kB/subgraph" in table and "| 15.0 |" in table
+    assert "shuffled" not in perf_tables.engines(_engines_run(), "benchmarks/x.json")
