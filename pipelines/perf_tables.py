@@ -166,6 +166,27 @@ def fuzz(data: dict, source: str) -> str:
         provenance_line(data, source)])
 
 
+def torch(data: dict, source: str) -> str:
+    """`python -m pipelines.torch_benchmark OUT --json`: reading a folder as PyG
+    HeteroData beside the project's numpy decoder."""
+    result = data["result"]
+    names = {"numpy": "numpy decoder (`parse_example`)",
+             "hetero": "HeteroData per record (`SampleDataset`)",
+             "hetero_batch": f"HeteroData batches of {result['batch_size']} "
+                             f"(`SampleDataset(batch_size=...)`)",
+             "pyg_batch": f"records collated by PyG's `Batch` ({result['batch_size']} "
+                          f"per batch)"}
+    rows = [[names.get(name, name), number(row["records_per_s"]), number(row["mb_per_s"], 2),
+             f"{row['vs_numpy']:.0%}"] for name, row in result["contenders"].items()]
+    return "\n\n".join([
+        f"{data['folder']}: {result['records']:,} records, {number(result['mb'], 1)} MB in "
+        f"{result['shards']} shards; median of {data['repeat']} interleaved rounds (the "
+        f"vocabulary's pass over the `#id`s took {number(result['vocabulary_s'], 1)} s "
+        f"before).",
+        table(["reader", "records/s", "MB/s", "rate vs the numpy decoder"], rows),
+        provenance_line(data, source)])
+
+
 # ---- what a Dataflow run costs, estimated from the Beam engine's measured CPU ---------
 
 # Dataflow batch prices, us-central1: per vCPU-hour, per GB-hour of memory, per GB
@@ -237,6 +258,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
     "store": ("Graph stores", store),
     "install": ("Installing", install),
     "fuzz": ("Fuzzing", fuzz),
+    "torch": ("Reading samples into PyTorch Geometric", torch),
 }
 # Sections computed from other kinds' files: (title, after which kind they go).
 DERIVED = {"cost": ("What a Dataflow run costs", "engines")}
