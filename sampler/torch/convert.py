@@ -97,7 +97,7 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
                  else np.asarray(input_id, dtype=np.int64).reshape(-1))
     if len(input_ids) != len(graphs):
         raise SamplerError(f"input_id: {len(input_ids)} ids for {len(graphs)} subgraphs")
-    nodes, edges, context = _merge(graphs)
+    nodes, edges, context = _merge(graphs, batched)
     data = HeteroData()
     graph_level: dict = {}
     readout = nodes.pop(READOUT_NODE_SET, None)
@@ -181,17 +181,19 @@ def _dense(value) -> bool:
     return not isinstance(value, Ragged) and value.dtype.kind in "biuf"
 
 
-def _merge(graphs: list[GraphTensor]):
+def _merge(graphs: list[GraphTensor], batched: bool = True):
     """The subgraphs as one graph: node sets and edge sets concatenated, edge indices
-    moved past the nodes of the subgraphs before them. Only what has a tensor form."""
+    moved past the nodes of the subgraphs before them. Only what has a tensor form, in
+    fresh arrays (the tensors share them). `batched`: note each node's subgraph."""
+    if len(graphs) == 1:
+        return _copied(graphs[0], batched)
     first = graphs[0]
     try:
         nodes = {}
         for name, node_set in first.node_sets.items():
             sizes = np.array([g.node_sets[name].total_size for g in graphs], np.int64)
             kept = {f: np.concatenate([g.node_sets[name].features[f] for g in graphs])
-                    for f, value in node_set.features.items() if _dense(value)
-                    or (f == ID_FEATURE and not isinstance(value, Ragged))}
+                    for f, value in node_set.features.items() if _kept(f, value)}
             kept[_BATCH] = np.repeat(np.arange(len(graphs), dtype=np.int64), sizes)
             nodes[name] = _Nodes(sizes, kept)
         starts = {name: np.cumsum(n.sizes) - n.sizes for name, n in nodes.items()}
@@ -208,16 +210,43 @@ def _merge(graphs: list[GraphTensor]):
                 + np.repeat(starts[target], counts),
                 {f: np.concatenate([p.features[f] for p in parts])
                  for f, value in edge_set.features.items() if _dense(value)})
-        context = {}
-        for name, value in first.context.features.items():
-            if isinstance(value, Ragged):
-                continue
-            values = np.concatenate([g.context.features[name] for g in graphs])
-            context[name] = values if value.dtype.kind != "O" else [_text(v) for v in values]
+        context = {name: np.concatenate([g.context.features[name] for g in graphs])
+                   for name, value in first.context.features.items()
+                   if not isinstance(value, Ragged)}
     except KeyError as e:
         raise SamplerError(f"subgraphs of different schemas cannot be merged: one lacks "
                            f"{e}") from None
-    return nodes, edges, context
+    return nodes, edges, _context(context)
+
+
+def _copied(graph: GraphTensor, batched: bool):
+    """`_merge` of one subgraph: copies, nothing to move (a record's common case)."""
+    nodes = {}
+    for name, node_set in graph.node_sets.items():
+        kept = {f: np.array(value) for f, value in node_set.features.items()
+                if _kept(f, value)}
+        if batched:
+            kept[_BATCH] = np.zeros(node_set.total_size, np.int64)
+        nodes[name] = _Nodes(np.array(node_set.sizes), kept)
+    edges = {name: _Edges(edge_set.adjacency.source_name, edge_set.adjacency.target_name,
+                          np.array(edge_set.adjacency.source),
+                          np.array(edge_set.adjacency.target),
+                          {f: np.array(value) for f, value in edge_set.features.items()
+                           if _dense(value)})
+             for name, edge_set in graph.edge_sets.items()}
+    context = {name: np.array(value) for name, value in graph.context.features.items()
+               if not isinstance(value, Ragged)}
+    return nodes, edges, _context(context)
+
+
+def _kept(name: str, value) -> bool:
+    """Node features with a tensor form, and the ids."""
+    return _dense(value) or (name == ID_FEATURE and not isinstance(value, Ragged))
+
+
+def _context(features: dict) -> dict:
+    return {name: [_text(v) for v in values] if values.dtype.kind == "O" else values
+            for name, values in features.items()}
 
 
 def _read_out(edge_set: _Edges) -> np.ndarray:
