@@ -11,10 +11,10 @@ of --repeat rounds; each reads every record of the folder from its files:
 
 The vocabulary (`Vocabulary.from_samples`, one pass over the `#id`s) is built once,
 before, and timed on its own. `--json FILE` writes the results with the date, machine
-and command; `--update-docs` rewrites the table of docs/torch.md from that file, so the
-figure there is never typed by hand:
+and command; `python -m pipelines.docs_gen` renders that file into docs/torch.md and the
+performance page (pipelines/perf_tables.py), so the figure there is never typed by hand:
 
-    python -m pipelines.torch_benchmark OUT --json docs/benchmarks/torch.json --update-docs
+    python -m pipelines.torch_benchmark OUT --json docs/benchmarks/torch.json
 """
 from __future__ import annotations
 
@@ -31,9 +31,6 @@ import time
 from sampler.graph_tensor.codec import parse_example
 from sampler.output.folder import iter_records, open_samples
 
-DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
-                   "torch.md")
-MARKERS = ("<!-- figures:torch -->", "<!-- /figures:torch -->")
 CONTENDERS = ("numpy", "hetero", "hetero_batch", "pyg_batch")
 
 
@@ -103,37 +100,6 @@ def run(folder: str, repeat: int, batch_size: int) -> dict:
             "contenders": rows}
 
 
-def table(document: dict) -> str:
-    """The markdown table docs/torch.md shows, from the JSON this command writes."""
-    result = document["result"]
-    lines = [f"Measured {document['date']} on {document['machine']}, by `{document['command']}`"
-             f" ({document['folder']}: {result['records']:,} records, {result['mb']} MB in "
-             f"{result['shards']} shards; median of {document['repeat']} interleaved rounds; "
-             f"the vocabulary's pass over the `#id`s took {result['vocabulary_s']} s "
-             f"before).", "",
-             "| reader | records/s | MB/s | rate vs the numpy decoder |",
-             "|---|---:|---:|---:|"]
-    names = {"numpy": "numpy decoder (`parse_example`)",
-             "hetero": "HeteroData per record (`SampleDataset`)",
-             "hetero_batch": f"HeteroData batches of {result['batch_size']} "
-                             f"(`SampleDataset(batch_size=...)`)",
-             "pyg_batch": f"records collated by PyG's `Batch` ({result['batch_size']} "
-                          f"per batch)"}
-    for name in CONTENDERS:
-        row = result["contenders"][name]
-        lines.append(f"| {names[name]} | {row['records_per_s']:,.0f} | {row['mb_per_s']} | "
-                     f"{row['vs_numpy']:.0%} |")
-    return "\n".join(lines)
-
-
-def update_doc(document: dict, path: str = DOC) -> None:
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    start, end = text.index(MARKERS[0]) + len(MARKERS[0]), text.index(MARKERS[1])
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text[:start] + "\n" + table(document) + "\n" + text[end:])
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="torch_benchmark",
                                      description=__doc__.split("\n\n")[0])
@@ -143,11 +109,7 @@ def main(argv=None) -> int:
     parser.add_argument("--about", default="",
                         help="what the folder holds, for the record (e.g. how it was made)")
     parser.add_argument("--json", metavar="FILE", help="write the results here")
-    parser.add_argument("--update-docs", action="store_true",
-                        help="rewrite docs/torch.md's table from --json's file")
     args = parser.parse_args(argv)
-    if args.update_docs and not args.json:
-        parser.error("--update-docs needs --json")
     result = run(args.folder, args.repeat, args.batch_size)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     document = {
@@ -167,9 +129,6 @@ def main(argv=None) -> int:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(document, f, indent=1)
             f.write("\n")
-    if args.update_docs:
-        update_doc(document)
-        print(table(document))
     return 0
 
 

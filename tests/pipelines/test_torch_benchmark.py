@@ -1,6 +1,6 @@
 """pipelines/torch_benchmark.py: every contender reads every record of the folder, the
-JSON says when, where and how, and docs/torch.md's table is the committed JSON's (a
-figure there is regenerated, never typed). No timing is asserted here."""
+JSON says when, where and how (tests/docs checks that docs/torch.md's table is the
+committed JSON's). No timing is measured here."""
 import json
 import os
 
@@ -26,16 +26,10 @@ def test_runs_every_contender_over_the_folder(sampled_outputs, tmp_path, capsys)
     assert result["records"] == seeds
     assert set(result["contenders"]) == set(torch_benchmark.CONTENDERS)
     assert result["contenders"]["numpy"]["vs_numpy"] == 1.0
-    assert "records collated by PyG's `Batch`" in torch_benchmark.table(document)
 
 
-def test_the_docs_table_is_the_committed_measurement():
+def test_the_committed_measurement_meets_the_bar():
     with open(COMMITTED, encoding="utf-8") as f:
         document = json.load(f)
-    with open(torch_benchmark.DOC, encoding="utf-8") as f:
-        doc = f.read()
-    start, end = (doc.index(m) for m in torch_benchmark.MARKERS)
-    assert doc[start + len(torch_benchmark.MARKERS[0]):end].strip() == \
-        torch_benchmark.table(document)
     # The issue's bar, on the recorded run: HeteroData at >= 50% of the numpy decoder.
     assert document["result"]["contenders"]["hetero"]["vs_numpy"] >= 0.5
