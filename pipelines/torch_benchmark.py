@@ -19,15 +19,13 @@ performance page (pipelines/perf_tables.py), so the figure there is never typed 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
-import shlex
 import statistics
 import sys
 import time
 
+from pipelines.provenance import provenance
 from sampler.graph_tensor.codec import parse_example
 from sampler.output.folder import iter_records, open_samples
 
@@ -111,15 +109,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", metavar="FILE", help="write the results here")
     args = parser.parse_args(argv)
     result = run(args.folder, args.repeat, args.batch_size)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     document = {
         "benchmark": "torch",
-        "date": datetime.date.today().isoformat(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores"
-                   + (f" (load average {load:.1f} at the end)" if load is not None else "")
-                   + f", Python {platform.python_version()}",
-        "command": "python -m pipelines.torch_benchmark " + shlex.join(
-            argv if argv is not None else sys.argv[1:]),
+        **provenance("python -m pipelines.torch_benchmark", argv),
         "folder": args.about or args.folder,
         "repeat": args.repeat,
         "result": result,
