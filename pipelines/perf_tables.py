@@ -57,7 +57,9 @@ def engines(data: dict, source: str) -> str:
              f"{sum(config['edges'].values()):,} edges, {config['format']} tables), "
              f"{config['seeds']:,} seeds, strategy {config['strategy']}; median of "
              f"{repeat} interleaved run(s). CPU is user + system seconds of the whole "
-             f"process tree; `tfgnn` is TF-GNN's `tfgnn_sampler` on the same graph."
+             f"process tree."
+             + (" `tfgnn` is TF-GNN's `tfgnn_sampler` on the same graph."
+                if "tfgnn" in config["engines"] else "")
              + (" Shuffled: the encoded bytes that entered the Beam engine's GroupByKeys, "
                 "per subgraph (the report's `shuffled`)." if shuffled else ""))
     header = ["contender", "wall s", "CPU s", "CPU vs first", "subgraphs/s", "peak RSS MB",
@@ -264,7 +266,7 @@ def cost(data: dict, source: str) -> str:
 
 
 RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
-    "engines": ("The whole job: our engines beside TF-GNN's sampler", engines),
+    "engines": ("The whole job, engine by engine", engines),
     "api": ("Online sampling (Python API)", api),
     "store": ("Graph stores", store),
     "install": ("Installing", install),
