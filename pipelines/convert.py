@@ -23,22 +23,26 @@ TFRecord holds floats as float32: DT_DOUBLE features and weights are rounded.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import shutil
 import sys
+import uuid
 
 from google.protobuf import text_format
 
 from sampler.core.long_rows import CHUNK_EDGES
 from unigraph.storage import bigquery, paths
-from unigraph.errors import SamplerError, SchemaError
+from unigraph.errors import SamplerError, SchemaError, TableError, message_line, one_line
 from unigraph.schema import (SCHEMA_FILE_NAME, bigquery_source, check_schema, load_schema,
-                             set_names)
+                             set_names, table_files)
 from unigraph.tables import read_set, table_layout
 from unigraph.tables.writers import EXTENSIONS, write_sharded
 from unigraph.timestamps import override_timestamp_column
 
 
 STORE = "store"
+STAGING_PREFIX = ".convert-staging-"  # a run's tables until all are written
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -76,7 +80,12 @@ def _table_name(filename: str) -> str:
 
 
 def convert(graph: str, output: str, fmt: str, shards: int = 1) -> list[str]:
-    """Converts every table; returns one summary line per written table."""
+    """Converts every table; returns one summary line per written table.
+
+    All or nothing: the tables and schema are written into a staging folder inside the
+    output folder and moved onto their names only when every table was read and
+    written (the schema last); a failure deletes the staging folder, and an output
+    folder this run created, so a bad table or a full disk leaves no partial graph."""
     if shards < 1:
         raise SchemaError(f"--shards must be >= 1, got {shards}")
     loaded = load_schema(graph)
@@ -84,12 +93,31 @@ def convert(graph: str, output: str, fmt: str, shards: int = 1) -> list[str]:
     out_folder = output if paths.is_remote(output) else os.path.abspath(output)
     if out_folder.rstrip("/") == loaded.folder.rstrip("/"):
         raise SchemaError(f"--output {output} is the input graph's folder; choose another")
-    if not paths.is_remote(output):
-        os.makedirs(output, exist_ok=True)
+    created = not paths.is_remote(output) and not os.path.isdir(output)
+    staging = paths.join(output, f"{STAGING_PREFIX}{uuid.uuid4().hex[:8]}")
+    paths.make_folder(staging)
+    try:
+        schema, names, lines = _write_tables(loaded, staging, fmt, shards)
+        with paths.open_binary(paths.join(staging, SCHEMA_FILE_NAME), "wb") as f:
+            f.write(text_format.MessageToString(schema).encode("utf-8"))
+        for name in names + [SCHEMA_FILE_NAME]:  # the schema last: it names the rest
+            paths.rename(paths.join(staging, name), paths.join(output, name))
+    except BaseException:
+        paths.delete_tree(staging)
+        if created:
+            shutil.rmtree(output, ignore_errors=True)
+        raise
+    paths.delete_tree(staging)
+    return lines
+
+
+def _write_tables(loaded, folder: str, fmt: str, shards: int):
+    """Writes every table into `folder`: (the new schema, the files written, summary lines)."""
     schema = type(loaded.schema)()
     schema.CopyFrom(loaded.schema)
     written: dict[tuple, str] = {}   # input table -> output filename
     used_names: set[str] = set()
+    files: list[str] = []
     lines = []
     for kind, name in set_names(loaded.schema):
         pieces = schema.node_sets if kind == "nodes" else schema.edge_sets
@@ -109,15 +137,21 @@ def convert(graph: str, output: str, fmt: str, shards: int = 1) -> list[str]:
             new_name = f"{stem}{ext}" if shards == 1 else f"{stem}@{shards}{ext}"
             targets = paths.shard_names(new_name) if shards > 1 else [new_name]
             layout = table_layout(loaded, kind, name)
-            counts = write_sharded([paths.join(output, t) for t in targets], layout,
-                                   read_set(loaded, kind, name))
+            batches = read_set(loaded, kind, name)
+            first = next(batches, None)
+            if first is None:
+                where = source.name if source is not None else ", ".join(
+                    table_files(loaded, kind, name)[:2])
+                raise TableError(f"{where}: {kind[:-1]} set '{name}' has no rows; an empty "
+                                 f"table cannot be converted (its column types are unknown)")
+            counts = write_sharded([paths.join(folder, t) for t in targets], layout,
+                                   itertools.chain([first], batches))
             written[key] = new_name
+            files += targets
             lines.append(f"{kind[:-1]} set '{name}': {sum(counts)} rows -> {new_name}")
         metadata.filename = written[key]
         metadata.ClearField("bigquery")
-    with paths.open_binary(paths.join(output, SCHEMA_FILE_NAME), "wb") as f:
-        f.write(text_format.MessageToString(schema).encode("utf-8"))
-    return lines
+    return schema, files, lines
 
 
 def prepare(graph: str, output: str, chunk_edges: int = CHUNK_EDGES,
@@ -144,7 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         with bigquery.billing_project_given(args.bigquery_project):
             return _convert(args)
     except SamplerError as e:
-        print(f"unigraph-convert: error: {e}", file=sys.stderr)
+        print(f"unigraph-convert: error: {message_line(e)}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the environment: a full disk, permissions, a vanished folder
+        print(f"unigraph-convert: error: --output {args.output}: {one_line(e)}",
+              file=sys.stderr)
         return 2
 
 

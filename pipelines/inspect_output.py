@@ -33,7 +33,7 @@ from sampler.output.names import ID_FEATURE
 from sampler.output.seek import Condition, ScanCounts, find_records, parse_condition, \
     seed_condition
 from sampler.output.stats import json_safe
-from unigraph.errors import SamplerError
+from unigraph.errors import SamplerError, message_line, one_line
 from unigraph.columnar.ragged import Ragged
 
 SHOWN_VALUES = 4   # values of a feature shown per item in text
@@ -246,8 +246,9 @@ def _selected(samples: SampleFolder, args, counts: ScanCounts):
     """(path, index, record) of every record the arguments ask for."""
     conditions: list[Condition] = []
     if args.seed_id is not None:
-        conditions.append(seed_condition(samples.schema, args.seed_id))
-    conditions += [parse_condition(samples.schema, c) for c in args.context]
+        conditions.append(seed_condition(samples.schema, args.seed_id, samples.schema_path))
+    conditions += [parse_condition(samples.schema, c, samples.schema_path)
+                   for c in args.context]
     if not conditions:
         yield nth_record(list(samples.files), args.index)
         return
@@ -296,7 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         samples = open_samples(args.output)
         for number, (path, index, record) in enumerate(_selected(samples, args, counts)):
-            graph = parse_example(samples.schema, record)
+            try:
+                graph = parse_example(samples.schema, record)
+            except SamplerError as e:  # the record's own fault: say which record it is
+                raise SamplerError(f"{path}: record {index}: {one_line(e)}") from None
             name = os.path.basename(path)
             if args.json:
                 print(json.dumps(to_json(graph, path, index), allow_nan=False))
@@ -308,7 +312,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(format_text(graph, f"{path}, record {index}:", args.max_items or None))
         return 0
     except SamplerError as e:
-        print(f"sample-inspect: error: {e}", file=sys.stderr)
+        print(f"sample-inspect: error: {message_line(e)}", file=sys.stderr)
+        return 2
+    except OSError as e:  # e.g. a shard that cannot be read
+        print(f"sample-inspect: error: {one_line(e)}", file=sys.stderr)
         return 2
     except BrokenPipeError:   # e.g. `| head`: the reader has all it wants
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -96,9 +96,20 @@ def api(data: dict, source: str) -> str:
                   table(["returned as", "median ms", "p95 ms"], rows)]
     if "dgl" in data:
         dgl = data["dgl"]
-        parts += ["DGL's C++ `sample_neighbors` on the same tables and fan-outs:",
-                  table(["", "value"], [[k, str(v)] for k, v in dgl.items()
-                                        if not isinstance(v, dict)])]
+        ours = median["online"]["arrays"]
+        rows = [[f"DGL {dgl['dgl']} `sample_neighbors`, merged frontiers of "
+                 f"{data['batch_size']} seeds", number(dgl["merged"]["seeds"] / dgl["merged"]["cpu_s"]),
+                 number(dgl["merged"]["edges_per_cpu_s"] / 1e6, 2)],
+                [f"DGL {dgl['dgl']} `sample_neighbors`, one seed per call",
+                 number(dgl["per_seed"]["seeds"] / dgl["per_seed"]["cpu_s"]),
+                 number(dgl["per_seed"]["edges_per_cpu_s"] / 1e6, 2)],
+                ["this sampler online: per-seed subgraphs (nothing merged), arrays",
+                 number(ours["subgraphs_per_cpu_s"]), number(ours["edges_per_cpu_s"] / 1e6, 2)]]
+        parts += [f"DGL's C++ sampler through the same spec on the same tables (its own "
+                  f"interpreter, torch {dgl['torch']}): a merged frontier samples each "
+                  f"node once for all seeds of a batch, so it samples fewer edges than "
+                  f"per-seed subgraphs do.",
+                  table(["", "seeds / CPU-s", "M sampled edges / CPU-s"], rows)]
     parts.append(provenance_line(data, source))
     return "\n\n".join(parts)
 
@@ -146,6 +157,45 @@ def store(data: dict, source: str) -> str:
                   table(["scale", "wall s", "peak RSS MB", "graph in memory MB", "store MB",
                          "tables MB"], builds)]
     return "\n\n".join(parts)
+
+
+def fuzz(data: dict, source: str) -> str:
+    """`make fuzz` (tests/fuzz/long_run.py): mutated inputs through the five commands."""
+    counts = data["counts"]
+    groups = {"base": "inputs mutated from", "command": "run by", "exit": "exit status"}
+    rows = [[groups[key.split(":")[0]], key.split(":", 1)[1], f"{value:,}"]
+            for key, value in sorted(counts.items()) if key.split(":")[0] in groups]
+    findings = data.get("findings", {})
+    listed = "".join(f"\n- {name}" for name in sorted(findings))
+    return "\n\n".join([
+        f"{data['inputs_tried']:,} mutated inputs in {data['minutes']:.0f} minutes "
+        f"(seed {data['seed']}); a finding is a traceback, a hang, more than three lines "
+        f"on stderr, a message naming no input file, or a partial output. "
+        f"{data.get('distinct_findings', len(findings))} distinct finding(s) in this run"
+        + (f":{listed}" if findings else "."),
+        table(["", "", "inputs"], rows),
+        provenance_line(data, source)])
+
+
+def torch(data: dict, source: str) -> str:
+    """`python -m pipelines.torch_benchmark OUT --json`: reading a folder as PyG
+    HeteroData beside the project's numpy decoder."""
+    result = data["result"]
+    names = {"numpy": "numpy decoder (`parse_example`)",
+             "hetero": "HeteroData per record (`SampleDataset`)",
+             "hetero_batch": f"HeteroData batches of {result['batch_size']} "
+                             f"(`SampleDataset(batch_size=...)`)",
+             "pyg_batch": f"records collated by PyG's `Batch` ({result['batch_size']} "
+                          f"per batch)"}
+    rows = [[names.get(name, name), number(row["records_per_s"]), number(row["mb_per_s"], 2),
+             f"{row['vs_numpy']:.0%}"] for name, row in result["contenders"].items()]
+    return "\n\n".join([
+        f"{data['folder']}: {result['records']:,} records, {number(result['mb'], 1)} MB in "
+        f"{result['shards']} shards; median of {data['repeat']} interleaved rounds (the "
+        f"vocabulary's pass over the `#id`s took {number(result['vocabulary_s'], 1)} s "
+        f"before).",
+        table(["reader", "records/s", "MB/s", "rate vs the numpy decoder"], rows),
+        provenance_line(data, source)])
 
 
 # ---- what a Dataflow run costs, estimated from the Beam engine's measured CPU ---------
@@ -218,6 +268,8 @@ RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
     "api": ("Online sampling (Python API)", api),
     "store": ("Graph stores", store),
     "install": ("Installing", install),
+    "fuzz": ("Fuzzing", fuzz),
+    "torch": ("Reading samples into PyTorch Geometric", torch),
 }
 # Sections computed from other kinds' files: (title, after which kind they go).
 DERIVED = {"cost": ("What a Dataflow run costs", "engines")}

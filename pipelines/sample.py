@@ -25,7 +25,7 @@ from sampler.plan.describe import describe_plan
 from sampler.job.job import DEFAULT_SEED
 from sampler.job.options import link_plan, load_and_check
 from sampler.plan.plan import DEGREE, UNIFORM, Plan, plan_warnings, with_edge_aggregation
-from unigraph.errors import SamplerError, one_line
+from unigraph.errors import SamplerError, message_line, one_line
 from unigraph.schema import LoadedSchema
 from unigraph.storage import bigquery
 
@@ -207,7 +207,8 @@ def _sample(args: argparse.Namespace, beam_args: list[str]) -> int:
     except NothingSampled as e:
         if not args.quiet:
             print(format_report(e.report))
-        print(f"sample: {e}; the previous output (if any) is kept", file=sys.stderr)
+        print(f"sample: {message_line(e)}; the previous output (if any) is kept",
+              file=sys.stderr)
         return EXIT_NOTHING_SAMPLED
     return 0
 
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         with bigquery.billing_project_given(args.bigquery_project or beam_project(beam_args)):
             return _sample(args, beam_args)
     except SamplerError as e:
-        print(f"sample: error: {e}", file=sys.stderr)
+        print(f"sample: error: {message_line(e)}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as e:  # the environment: a full disk, a vanished folder, permissions
         print(f"sample: error: {one_line(e)}", file=sys.stderr)

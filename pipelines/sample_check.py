@@ -31,7 +31,7 @@ from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_ED
                                   SEED_ID_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.storage import paths
-from unigraph.errors import SamplerError, one_line
+from unigraph.errors import SamplerError, message_line, one_line
 
 
 class BadRecord(SamplerError):
@@ -65,24 +65,25 @@ def is_link_output(schema: gs.GraphSchema) -> bool:
     return LINK_READOUT_EDGE_SETS[0] in schema.edge_sets
 
 
-def check_schema(schema: gs.GraphSchema) -> None:
-    """The folder's schema must describe the output encoding; SamplesError if not."""
+def check_schema(schema: gs.GraphSchema, where: str = "graph schema") -> None:
+    """The folder's schema must describe the output encoding; SamplesError (starting with
+    `where`, the schema's path) if not."""
     link = is_link_output(schema)
     readout_sets = LINK_READOUT_EDGE_SETS if link else (READOUT_EDGE_SET,)
     context = (SOURCE_ID_FEATURE, TARGET_ID_FEATURE) if link else (SEED_ID_FEATURE,)
     for name in readout_sets:
         if name not in schema.edge_sets or READOUT_NODE_SET not in schema.node_sets:
-            raise SamplesError(f"graph schema: no '{name}' edge set or "
+            raise SamplesError(f"{where}: no '{name}' edge set or "
                                f"'{READOUT_NODE_SET}' node set")
         if schema.edge_sets[name].source not in schema.node_sets:
-            raise SamplesError(f"graph schema: '{name}' starts at unknown node set "
+            raise SamplesError(f"{where}: '{name}' starts at unknown node set "
                                f"'{schema.edge_sets[name].source}'")
     for name, node_set in sorted(schema.node_sets.items()):
         if name != READOUT_NODE_SET and ID_FEATURE not in node_set.features:
-            raise SamplesError(f"graph schema: node set '{name}' has no '{ID_FEATURE}' feature")
+            raise SamplesError(f"{where}: node set '{name}' has no '{ID_FEATURE}' feature")
     for name in context:
         if name not in schema.context.features:
-            raise SamplesError(f"graph schema: no context feature '{name}'")
+            raise SamplesError(f"{where}: no context feature '{name}'")
 
 
 def check_sampled_graph(graph: GraphTensor, seed_set: str, link: bool = False) -> None:
@@ -132,7 +133,7 @@ def check_sampled_graph(graph: GraphTensor, seed_set: str, link: bool = False) -
 
 def check_folder(folder: str) -> CheckReport:
     samples = open_samples(folder)
-    check_schema(samples.schema)
+    check_schema(samples.schema, samples.schema_path)
     link = is_link_output(samples.schema)
     seed_set = samples.schema.edge_sets[
         LINK_READOUT_EDGE_SETS[0] if link else READOUT_EDGE_SET].source
@@ -210,7 +211,10 @@ def main(argv=None) -> int:
     try:
         report = check_folder(args.output)
     except SamplerError as e:
-        print(f"sample-check: error: {e}", file=sys.stderr)
+        print(f"sample-check: error: {message_line(e)}", file=sys.stderr)
+        return 2
+    except OSError as e:  # e.g. a shard that cannot be read
+        print(f"sample-check: error: {one_line(e)}", file=sys.stderr)
         return 2
     print(format_report(args.output, report))
     return 0 if report.ok else 1

@@ -31,7 +31,7 @@ from sampler.output.files import write_text
 from sampler.output.stats import FolderStats, folder_stats
 from sampler.output.stats_summary import format_summary
 from unigraph.storage import paths
-from unigraph.errors import SamplerError, one_line, require_extra
+from unigraph.errors import SamplerError, message_line, one_line, require_extra
 
 STATS_FOLDER = "stats"
 JSON_FILE = "stats.json"
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         if stats_report is not None:
             write_text(html_path, stats_report.render_html(runs))
     except SamplerError as e:
-        print(f"sample-stats: error: {e}", file=sys.stderr)
+        print(f"sample-stats: error: {message_line(e)}", file=sys.stderr)
         return 2
     except OSError as e:
         print(f"sample-stats: error: cannot write the report: {one_line(e)}", file=sys.stderr)

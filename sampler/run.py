@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import time
@@ -34,12 +35,13 @@ from sampler.output.schema import sampled_schema, schema_text
 from sampler.plan.plan import Plan, pairs_table_layout
 from sampler.plan.timing import describe_time_plan, time_plan
 from unigraph.storage import bigquery, paths
-from unigraph.errors import SamplerError
+from unigraph.errors import SamplerError, one_line
 from unigraph.columnar.batches import describe_row
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables import seed_files
 
 STATS_FILE = ".run_stats.json"  # the Beam engine's merged counts, in the staging folder
+_FULL = (errno.ENOSPC, errno.EDQUOT)  # the output's filesystem is full or over quota
 MEMORY_SHARE = 0.7  # the in-memory engine is the default when its estimate fits in this
 
 
@@ -176,6 +178,12 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                    schema_text(sampled_schema(loaded.schema, plan, job.seed_timestamp_dtype)))
         write_text(staging.staged.beside(REPORT_FILE), json.dumps(report, indent=2))
         commit(staging, shard_names)
+    except OSError as e:
+        abort(staging)
+        if e.errno in _FULL:
+            raise SamplerError(f"--output {final.folder}: no room for the output "
+                               f"({one_line(e)}); the previous output is kept") from None
+        raise
     except BaseException:
         abort(staging)
         raise

@@ -137,3 +137,73 @@ def test_the_python_api_samples_without_extras_and_names_the_tf_extra():
     assert result["records"] == 2 and result["heavy"] == []
     assert "pip install 'graph-sampler[tf]'" in result["missing"]
     assert "\n" not in result["missing"]
+
+
+# The torch path where TensorFlow is not installed, as far as Python can tell: every
+# finder is wrapped to find nothing of the TF family, so `importlib.util.find_spec`
+# answers None as for a missing package (torch probes for TensorFlow that way) and an
+# import fails. Records go through SampleDataset and a DataLoader, API subgraphs
+# through to_hetero_data. Where torch itself is missing, `import sampler.torch` is one
+# line.
+TF_FAMILY = ("tensorflow", "tensorflow_gnn", "tf_keras", "keras")
+_TORCH_WITHOUT_TF = """
+import json, sys
+HEAVY = {heavy!r}
+class _Hidden:
+    def __init__(self, finder):
+        self.finder = finder
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HEAVY:
+            return None
+        find = getattr(self.finder, "find_spec", None)
+        return find(name, path, target) if find else None
+    def __getattr__(self, name):
+        return getattr(self.finder, name)
+sys.meta_path[:] = [_Hidden(finder) for finder in sys.meta_path]
+import importlib.util
+try:
+    import tensorflow
+    hidden = False
+except ModuleNotFoundError:
+    hidden = importlib.util.find_spec("tensorflow") is None
+from torch.utils.data import DataLoader
+from sampler import api
+from sampler.torch import SampleDataset, Vocabulary, to_hetero_data
+folder, demo = sys.argv[1], sys.argv[2]
+dataset = SampleDataset(folder, vocabulary=Vocabulary.from_samples(folder), batch_size=4)
+graphs = sum(data["paper"].batch_size for data in DataLoader(dataset, batch_size=None))
+graph = api.load_graph(demo, demo + "/sampling_spec.pbtxt")
+data = to_hetero_data(graph.sample(["p01", "p02"]), vocabulary=Vocabulary.from_graph(graph))
+print(json.dumps({{"graphs": graphs, "api": data["paper"].batch_size, "hidden": hidden,
+                  "heavy": sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)}}))
+"""
+
+
+def test_the_torch_path_runs_without_tensorflow(demo_output):
+    pytest.importorskip("torch_geometric")
+    run = subprocess.run(
+        [sys.executable, "-c", _TORCH_WITHOUT_TF.format(heavy=TF_FAMILY),
+         demo_output / "memory", DEMO],
+        capture_output=True, text=True, timeout=600, env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    seeds = len(open(os.path.join(DEMO, "seeds.csv")).read().split()) - 1
+    # TensorFlow could not be found, and nothing imported it.
+    assert result == {"graphs": seeds, "api": 2, "hidden": True, "heavy": []}
+
+
+def test_sampler_torch_without_torch_is_one_line():
+    script = _WITHOUT_EXTRAS.split("module = ")[0] + """
+try:
+    import sampler.torch
+    message = None
+except Exception as e:
+    message = f"{{type(e).__name__}}: {{e}}"
+print(json.dumps({{"message": message}}))
+"""
+    run = subprocess.run([sys.executable, "-c", script.format(heavy=HEAVY)],
+                         capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    message = json.loads(run.stdout.strip().splitlines()[-1])["message"]
+    assert message.startswith("MissingExtra: sampler.torch needs torch, which is not installed")
+    assert "pip install 'graph-sampler[torch]'" in message and "\n" not in message

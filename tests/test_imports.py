@@ -132,7 +132,7 @@ LAYERS = [
     ("sampler.store",),
     ("sampler.beam", "sampler.memory"),
     ("sampler.run", "sampler.api"),
-    ("sampler.training",),
+    ("sampler.training", "sampler.torch"),
     ("pipelines",),
 ]
 

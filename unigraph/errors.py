@@ -33,6 +33,21 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+MESSAGE_LIMIT = 600  # characters of one error line: a value quoted from the input is cut
+
+
+def message_line(error, limit: int = MESSAGE_LIMIT) -> str:
+    """An error as the one line a command prints: line breaks and other control
+    characters quoted from the input (a CSV header holding a quoted newline, a binary
+    id) are escaped, never printed, and a very long message is cut."""
+    text = str(error)
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    if len(text) > limit:
+        text = text[:limit - 4] + " ..."
+    return text
+
+
 def text_format_message(error, source: str) -> str:
     """A protobuf text-format ParseError as `<source>: line L column C: <what>`.
 

@@ -149,7 +149,9 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
                                 job.chunk_edges,
                                 lambda codes: fingerprints_of(edge_set.target)[codes])
         if edge_set.target == edge_set.source:  # the leakage check compares targets with ends
-            built.target_fingerprints = fingerprints_of(edge_set.source)[built.target_ids]
+            # (an edge table without rows builds an empty bucket whose ids are not codes)
+            built.target_fingerprints = (fingerprints_of(edge_set.source)[built.target_ids]
+                                         if len(built.target_ids) else np.zeros(0, np.uint64))
         del coded
         release_free_memory()
         return built

@@ -30,6 +30,7 @@ from sampler.graph_tensor import wire
 from sampler.output.folder import SampleFolder, SamplesError, iter_records
 from sampler.output.names import SEED_ID_FEATURE
 from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.errors import SamplerError, one_line
 from unigraph.schema import NUMPY_DTYPES
 
 
@@ -51,24 +52,27 @@ class Condition:
         return f"context/{self.name} {shown!r}"
 
 
-def seed_condition(schema: gs.GraphSchema, seed_id: str) -> Condition:
-    return parse_condition(schema, f"{SEED_ID_FEATURE}={seed_id}")
+def seed_condition(schema: gs.GraphSchema, seed_id: str,
+                   source: str = "the samples' schema") -> Condition:
+    return parse_condition(schema, f"{SEED_ID_FEATURE}={seed_id}", source)
 
 
-def parse_condition(schema: gs.GraphSchema, text: str) -> Condition:
-    """`KEY=VALUE` for a context feature KEY of the schema; SamplesError if it has none."""
+def parse_condition(schema: gs.GraphSchema, text: str,
+                    source: str = "the samples' schema") -> Condition:
+    """`KEY=VALUE` for a context feature KEY of the schema; SamplesError if it has none
+    (`source` names the schema, e.g. its path)."""
     name, sep, raw = text.partition("=")
     if not sep or not name:
         raise SamplesError(f"--context {text!r}: expected KEY=VALUE")
     features = schema.context.features
     if name not in features:
         known = ", ".join(sorted(features)) or "none"
-        raise SamplesError(f"--context {text!r}: the samples' schema has no context feature "
+        raise SamplesError(f"--context {text!r}: {source} has no context feature "
                            f"'{name}' (it has: {known})")
     dtype = NUMPY_DTYPES.get(features[name].dtype)
     if dtype is None:
-        raise SamplesError(f"--context {text!r}: context feature '{name}' has a dtype "
-                           f"tf.train.Example cannot hold")
+        raise SamplesError(f"--context {text!r}: context feature '{name}' of {source} has a "
+                           f"dtype tf.train.Example cannot hold")
     if dtype.kind == "O":
         value = raw.encode("utf-8")
         return Condition(name, value, b"\x0a" + wire.varint(len(value)) + value)
@@ -118,7 +122,10 @@ def find_records(samples: SampleFolder, conditions: list[Condition],
 
 def matches(record: bytes, conditions: list[Condition], where: str) -> bool:
     """Whether the record's context features hold every condition's value."""
-    spans = wire.feature_spans(record)
+    try:
+        spans = wire.feature_spans(record)
+    except SamplerError as e:  # a damaged record: say which one
+        raise SamplerError(f"{where}: {one_line(e)}") from None
     for condition in conditions:
         span = spans.get(condition.key)
         if span is None:

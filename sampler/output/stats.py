@@ -32,6 +32,7 @@ import os
 from typing import Callable, Iterator, Optional
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
@@ -464,7 +465,11 @@ def _decode_joined(kind: str, payloads: list, odd: list, key: str):
         found = next(found for found, _ in odd if found != kind)
         raise SamplerError(f"tf.Example key '{key}': expected {kind}, found {found}")
     if kind == wire.BYTES:
-        items = list(example_pb2.BytesList.FromString(data).value) if data else []
+        try:
+            items = list(example_pb2.BytesList.FromString(data).value) if data else []
+        except DecodeError:
+            raise SamplerError(f"tf.Example key '{key}': a bytes_list that does not "
+                               f"parse") from None
         return items + [item for values in others for item in values]
     if kind == wire.FLOAT:
         if len(data) % 4:
@@ -613,7 +618,11 @@ def folder_stats(folder: str, *, workers: int | None = None, keep_seed_ids: bool
     number of shards; folders under PARALLEL_MIN_BYTES are read in-process). The
     numbers are the same for any count."""
     samples = open_samples(folder)
-    layout = Layout.of(samples.schema)
+    try:
+        layout = Layout.of(samples.schema)
+    except SamplesError as e:
+        raise SamplesError(f"{samples.schema_path}: {e}".replace(": graph schema:", ":")) \
+            from None
     report = read_run_report(samples.folder)
     tallies = _shard_tallies(samples, layout, _worker_count(samples, workers), keep_seed_ids,
                              progress)

@@ -146,7 +146,7 @@ def test_counts_must_match_the_run_report(tmp_path, toy, capsys):
 @pytest.mark.parametrize("damage, message", [
     ("no schema", "no graph_schema.pbtxt"),
     ("missing shard", "1 of 2 shards missing, first: "),
-    ("no #id in schema", "graph schema: node set 'author' has no '#id' feature"),
+    ("no #id in schema", "graph_schema.pbtxt: node set 'author' has no '#id' feature"),
 ])
 def test_unreadable_folder_exits_2(tmp_path, toy, capsys, damage, message):
     files = _write(tmp_path, toy) and sorted(tmp_path.glob("samples-*"))

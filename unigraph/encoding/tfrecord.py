@@ -24,8 +24,8 @@ Compression: TensorFlow writes GZIP- or ZLIB-compressed TFRecord files when
 asked (TFRecordOptions; TF-GNN passes that through), with or without a `.gz` in
 the name. `open_records` decides by the bytes, not the name: a file that starts
 with a valid record header is plain; otherwise the gzip magic (1f 8b) or a
-zlib header selects the decompressor. Beam's FileSystems already decompress a
-remote `*.gz` on open; the magic check then sees plain records.
+zlib header selects the decompressor (gs:// objects are read as stored, never
+transcoded, so the same check applies).
 """
 from __future__ import annotations
 
@@ -297,7 +297,8 @@ def read_chunks(stream, name: str, *, check_crc: bool = True,
             capacity = max(chunk_bytes, walked + walked // 8)  # the next chunk in one read
             buffer = pending.take(walked, capacity)
             chunk, bad = _checked_chunk(buffer, starts, walked, index, name, offset, check_crc)
-            yield chunk
+            if len(chunk):  # a chunk whose first record is bad holds none: readers never
+                yield chunk  # see an empty chunk, only the error
             if bad is not None:
                 raise bad
             if error is not None:

@@ -2,19 +2,9 @@
 
 A schema names its tables relative to the schema's own folder. A name may be
 `name@N` (TF-GNN's sharded form: name-00000-of-0000N ... name-0000{N-1}-of-0000N)
-or a glob. Local paths and `gs://` paths go through Beam's FileSystems, imported
-lazily because it pulls in much of apache_beam.
-
-GCS emulator: when the environment variable STORAGE_EMULATOR_HOST is set (e.g.
-`http://127.0.0.1:9023`, the google-cloud-storage client's own switch for an
-emulator), gs:// paths go to that emulator, anonymously. Beam 2.77's gcsio
-builds its storage client through `auth.get_service_credentials`, which knows
-nothing about emulators: without Google credentials on the machine it retries
-`google.auth.default()` with backoff for about 20 s per process (logging a
-traceback per retry) before it falls back to the anonymous client, which then
-honours STORAGE_EMULATOR_HOST. So, only while STORAGE_EMULATOR_HOST is set,
-`_filesystems()` records "no credentials" in Beam's per-process credential
-cache first; the anonymous client is what an emulator wants anyway.
+or a glob. Local paths are the os module's;
+gs:// paths go to `unigraph.storage.gcs` (google-cloud-storage with bounded retries
+and one-line errors naming the object); STORAGE_EMULATOR_HOST points it at an emulator.
 """
 from __future__ import annotations
 
@@ -24,6 +14,7 @@ import re
 import shutil
 
 from unigraph.errors import TableError
+from unigraph.storage import gcs
 
 _SHARD_SPEC = re.compile(r"^(?P<prefix>.*)@(?P<count>\d+)(?P<suffix>(\.[A-Za-z0-9]+)*)$")
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -69,51 +60,24 @@ def shard_names(pattern: str) -> list[str] | None:
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 
 
-def _skip_gcs_credentials_for_emulator() -> None:
-    """Tells Beam's gcsio to connect anonymously when a GCS emulator is configured.
-
-    Uses Beam's private credential cache (apache_beam.internal.gcp.auth); if a
-    future Beam renames it, this does nothing and gcsio merely starts slower.
-    """
-    if not os.environ.get(EMULATOR_ENV):
-        return
-    try:
-        from apache_beam.internal.gcp import auth
-    except ImportError:  # Beam without the [gcp] extra: no gs:// anyway
-        return
-    cache = getattr(auth, "_Credentials", None)
-    if cache is None or not hasattr(cache, "_credentials_init"):
-        return
-    with cache._credentials_lock:
-        cache._credentials = None
-        cache._credentials_init = True
-
-
-def _filesystems():
-    from apache_beam.io.filesystems import FileSystems  # heavy: import on use
-
-    _skip_gcs_credentials_for_emulator()
-    return FileSystems
-
-
 def exists(path: str) -> bool:
     if not is_remote(path):
         return os.path.exists(path)
-    return _filesystems().exists(path)
+    return gcs.exists(path)
 
 
 def size(path: str) -> int:
     """A file's size in bytes."""
     if not is_remote(path):
         return os.path.getsize(path)
-    return _filesystems().match([path])[0].metadata_list[0].size_in_bytes
+    return gcs.size(path)
 
 
 def delete(path: str) -> None:
     if not is_remote(path):
         os.remove(path)
     else:
-        _filesystems().delete([path])
+        gcs.delete(path)
 
 
 def delete_if_exists(path: str) -> None:
@@ -131,10 +95,8 @@ def rename(source: str, destination: str) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(destination)), exist_ok=True)
         os.replace(source, destination)
         return
-    fs = _filesystems()
-    if fs.exists(destination):
-        fs.delete([destination])
-    fs.rename([source], [destination])
+    gcs.copy(source, destination)  # replaces destination whole
+    gcs.delete(source)
 
 
 def make_folder(folder: str) -> None:
@@ -156,8 +118,7 @@ def list_folder(folder: str) -> list[str]:
     if not is_remote(folder):
         return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
     prefix = folder.rstrip("/") + "/"
-    matched = _filesystems().match([prefix + "**"])[0].metadata_list
-    return sorted({m.path[len(prefix):].split("/", 1)[0] for m in matched})
+    return sorted({p[len(prefix):].split("/", 1)[0] for p in gcs.list_names(prefix)})
 
 
 def delete_tree(folder: str) -> None:
@@ -166,10 +127,8 @@ def delete_tree(folder: str) -> None:
         if os.path.isdir(folder):
             shutil.rmtree(folder)
         return
-    prefix = folder.rstrip("/") + "/"
-    matched = [m.path for m in _filesystems().match([prefix + "**"])[0].metadata_list]
-    if matched:
-        _filesystems().delete(matched)
+    for path in gcs.list_names(folder.rstrip("/") + "/"):
+        gcs.delete(path)
 
 
 def absolute(path: str) -> str:
@@ -190,8 +149,7 @@ def is_within(path: str, folder: str) -> bool:
 def _glob_files(pattern: str) -> list[str]:
     if not is_remote(pattern):
         return sorted(p for p in _glob.glob(pattern) if os.path.isfile(p))
-    result = _filesystems().match([pattern])[0]
-    return sorted(m.path for m in result.metadata_list)
+    return gcs.match(pattern)
 
 
 def expand(name: str, base_dir: str, *, what: str) -> list[str]:
@@ -224,8 +182,7 @@ def open_binary(path: str, mode: str = "rb"):
     """A file object for a local or remote path."""
     if not is_remote(path):
         return open(path, mode)
-    fs = _filesystems()
-    return fs.open(path) if "r" in mode else fs.create(path)
+    return gcs.open_read(path) if "r" in mode else gcs.open_write(path)
 
 
 def file_format(path: str) -> str:

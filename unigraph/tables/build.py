@@ -36,9 +36,12 @@ class ColumnMap:
         return list(dict.fromkeys(names + list(self.features.values())))
 
 
-def _listing(names: Iterable[str]) -> str:
+def _listing(names: Iterable[str], limit: int = 12) -> str:
+    """Column names for a message, quoted, each and the list cut short."""
     names = list(names)
-    return ", ".join(f"'{n}'" for n in names) if names else "none"
+    shown = [repr(n if len(n) <= 40 else n[:37] + "...") for n in names[:limit]]
+    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
+    return ", ".join(shown) + more if names else "none"
 
 
 def resolve_columns(layout: TableLayout, names: Iterable[str], where: str) -> ColumnMap:

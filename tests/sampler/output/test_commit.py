@@ -54,11 +54,22 @@ def test_abort_leaves_the_previous_output(tmp_path):
 
 
 def test_a_live_run_holds_the_folder(tmp_path):
-    (tmp_path / commit.LOCK_FILE).write_text(json.dumps(
-        {"pid": os.getppid(), "host": socket.gethostname(), "started": "now"}))
+    held = commit.begin(parse_output(str(tmp_path)))  # a run in progress (flock held)
     with pytest.raises(SamplerError, match=r"another `sample` run \(pid \d+ on .*\) is writing"):
         commit.begin(parse_output(str(tmp_path)))
     assert (tmp_path / commit.LOCK_FILE).exists()  # not ours to remove
+    commit.abort(held)
+    assert not (tmp_path / commit.LOCK_FILE).exists()
+    commit.abort(commit.begin(parse_output(str(tmp_path))))  # free again
+
+
+def test_a_lock_file_nobody_holds_is_stale_whatever_pid_it_names(tmp_path):
+    """After kill -9 the pid may be reused; the flock, not the pid, says who runs."""
+    (tmp_path / commit.LOCK_FILE).write_text(json.dumps(
+        {"pid": os.getppid(), "host": socket.gethostname(), "started": "then"}))
+    messages = []
+    commit.abort(commit.begin(parse_output(str(tmp_path)), log=messages.append))
+    assert any("ended without cleaning up" in m for m in messages)
 
 
 def test_a_dead_run_is_cleaned_up_a_foreign_host_is_not_guessed(tmp_path):

@@ -1,0 +1,216 @@
+"""Train a PyTorch Geometric GNN on the subgraphs `sample` wrote (no TensorFlow).
+
+    python examples/train_pyg.py --samples out/ --label labels
+    python examples/train_pyg.py --samples out/ --label labels --baseline mlp
+    python examples/train_pyg.py --samples out/link --label label      # link samples
+
+The folder's records are read with `sampler.torch.SampleDataset` (one HeteroData per
+record, reverse edges added so messages reach the seed), batched by PyG's DataLoader
+(`Batch`: each record's seed is its node 0, at `ptr[:-1]`), and trained with a
+heterogeneous GraphSAGE (`to_hetero`), or `--baseline mlp` on the seed's own features.
+A share of the seeds (a pair's two ids for link samples) is held out by a hash of their
+ids; node samples report held-out accuracy against the majority class, link samples
+held-out ROC AUC against 0.5. Needs the [torch] extra. docs/torch.md walks through it.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+
+import numpy as np
+import torch
+import torch_geometric.transforms as T
+from torch_geometric.loader import DataLoader
+from torch_geometric.nn import SAGEConv, to_hetero
+
+from sampler.output.names import LINK_READOUT_EDGE_SETS
+from sampler.torch import SampleDataset, Vocabulary
+
+
+def held_out(keys: list[str], fraction: float) -> np.ndarray:
+    """True for the keys of the held-out part: a fixed hash of each, not file order."""
+    buckets = [int.from_bytes(hashlib.blake2b(k.encode(), digest_size=8).digest(), "little")
+               % 10_000 for k in keys]
+    return np.array(buckets) < round(fraction * 10_000)
+
+
+def load(folder: str, label: str):
+    """(records as HeteroData with reverse edges, whether they are link samples, the
+    key of each record for the held-out split)."""
+    dataset = SampleDataset(folder, label=label, vocabulary=Vocabulary())
+    link = all(name in dataset.schema.edge_sets for name in LINK_READOUT_EDGE_SETS)
+    add_reverse = T.ToUndirected()
+    records = [add_reverse(data) for data in dataset]
+    keys = [f"{d.source_id}\x1f{d.target_id}" if link else d.seed_id for d in records]
+    return records, link, keys
+
+
+def standardize(records, train_mask: np.ndarray) -> None:
+    """Node features to mean 0, variance 1 by the training part; a node set without
+    features gets a constant 1 (its nodes are told apart by their edges only)."""
+    types = records[0].node_types
+    for node_type in types:
+        if "x" not in records[0][node_type]:
+            for data in records:
+                data[node_type].x = torch.ones(data[node_type].num_nodes, 1)
+            continue
+        seen = torch.cat([d[node_type].x for d, t in zip(records, train_mask) if t])
+        mean, std = seen.mean(0), seen.std(0).clamp_min(1e-6)
+        for data in records:
+            data[node_type].x = (data[node_type].x - mean) / std
+
+
+class SAGE(torch.nn.Module):
+    def __init__(self, hidden: int, out: int):
+        super().__init__()
+        self.conv1 = SAGEConv((-1, -1), hidden)
+        self.conv2 = SAGEConv((-1, -1), hidden)
+        self.out = torch.nn.Linear(hidden, out)
+
+    def forward(self, x, edge_index):
+        x = self.conv1(x, edge_index).relu()
+        x = self.conv2(x, edge_index).relu()
+        return self.out(x)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, hidden: int, out: int):
+        super().__init__()
+        self.layers = torch.nn.Sequential(torch.nn.LazyLinear(hidden), torch.nn.ReLU(),
+                                          torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+                                          torch.nn.Linear(hidden, out))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def seed_set_of(data, link: bool) -> str:
+    if link:
+        return next(t for t in data.edge_types if "edge_label_index" in data[t])[0]
+    return next(t for t in data.node_types if "batch_size" in data[t])
+
+
+def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The probability that a positive outscores a negative (ties count half)."""
+    order = np.argsort(scores, kind="stable")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    # Average ranks over ties.
+    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
+    ranks[order] = np.repeat(first + (counts + 1) / 2, counts)
+    positives = labels == 1
+    n_pos, n_neg = positives.sum(), (~positives).sum()
+    return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def train(folder: str, label: str, *, baseline: str | None = None, epochs: int = 10,
+          hidden: int = 32, batch_size: int = 32, learning_rate: float = 0.01,
+          weight_decay: float = 0.0, validation_fraction: float = 0.25, seed: int = 0,
+          log=print) -> dict:
+    torch.manual_seed(seed)
+    records, link, keys = load(folder, label)
+    test = held_out(keys, validation_fraction)
+    standardize(records, ~test)
+    seed_set = seed_set_of(records[0], link)
+    train_part = [r for r, t in zip(records, test) if not t]
+    test_part = [r for r, t in zip(records, test) if t]
+    if link:
+        link_type = next(t for t in records[0].edge_types if "edge_label_index" in records[0][t])
+        labels = torch.cat([r[link_type].edge_label for r in records])
+        out_dim = hidden
+    else:
+        labels = torch.cat([r[seed_set].y[:1] for r in records])
+        out_dim = int(labels.max()) + 1
+    log(f"{len(train_part)} subgraphs for training, {len(test_part)} held out; "
+        f"{'link samples' if link else f'{out_dim} classes'}; model "
+        f"{baseline or 'gnn (to_hetero GraphSAGE)'}")
+
+    if baseline == "mlp":
+        model = MLP(hidden, out_dim)
+    else:
+        # Message passing runs over the edge sets; the pairs' edge type holds labels only.
+        node_types, edge_types = records[0].metadata()
+        edge_types = [t for t in edge_types if "edge_index" in records[0][t]]
+        model = to_hetero(SAGE(hidden, out_dim), (node_types, edge_types), aggr="mean")
+    project = torch.nn.Linear(hidden, hidden) if link else None
+
+    def forward(batch):
+        """Logits per subgraph (link: one score per pair)."""
+        if baseline == "mlp":
+            states = model(batch[seed_set].x)
+        else:
+            states = model(batch.x_dict, batch.edge_index_dict)[seed_set]
+        if link:
+            ends = batch[link_type].edge_label_index
+            source, target = project(states[ends[0]]), project(states[ends[1]])
+            return (source * target).sum(-1)
+        return states[batch[seed_set].ptr[:-1]]
+
+    def target_of(batch):
+        if link:
+            return batch[link_type].edge_label.float()
+        return batch[seed_set].y[batch[seed_set].ptr[:-1]]
+
+    loss_fn = (torch.nn.BCEWithLogitsLoss() if link else torch.nn.CrossEntropyLoss())
+    loader = DataLoader(train_part, batch_size=batch_size, shuffle=True,
+                        generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():  # lazy layers take their shapes from a first batch
+        forward(next(iter(loader)))
+    parameters = list(model.parameters()) + (list(project.parameters()) if project else [])
+    optimizer = torch.optim.AdamW(parameters, lr=learning_rate, weight_decay=weight_decay)
+    for epoch in range(epochs):
+        model.train()
+        total = 0.0
+        for batch in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(forward(batch), target_of(batch))
+            loss.backward()
+            optimizer.step()
+            total += float(loss.detach()) * batch.num_graphs
+        log(f"epoch {epoch + 1}/{epochs}: loss {total / len(train_part):.4f}")
+
+    model.eval()
+    outputs, targets = [], []
+    with torch.no_grad():
+        for batch in DataLoader(test_part, batch_size=256):
+            outputs.append(forward(batch))
+            targets.append(target_of(batch))
+    output, target = torch.cat(outputs), torch.cat(targets)
+    if link:
+        result = {"auc": roc_auc(output.numpy(), target.numpy().astype(int)), "chance": 0.5}
+        log(f"held-out ({baseline or 'gnn'}): ROC AUC {result['auc']:.4f} on "
+            f"{len(test_part)} pairs; chance 0.5")
+    else:
+        counts = np.bincount(target.numpy(), minlength=out_dim)
+        result = {"accuracy": float((output.argmax(-1) == target).float().mean()),
+                  "chance": float(counts.max() / counts.sum())}
+        log(f"held-out ({baseline or 'gnn'}): accuracy {result['accuracy']:.4f} on "
+            f"{len(test_part)} subgraphs; chance (majority class) {result['chance']:.4f}")
+    result.update(train_count=len(train_part), held_out_count=len(test_part))
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", required=True, help="a `sample` output folder")
+    parser.add_argument("--label", required=True,
+                        help="the seed node set's (or `_readout`'s) integer label feature")
+    parser.add_argument("--baseline", choices=["mlp"], help="the seed's own features only")
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--hidden", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--learning-rate", type=float, default=0.01)
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's")
+    parser.add_argument("--validation-fraction", type=float, default=0.25)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    train(args.samples, args.label, baseline=args.baseline, epochs=args.epochs,
+          hidden=args.hidden, batch_size=args.batch_size, learning_rate=args.learning_rate,
+          weight_decay=args.weight_decay,
+          validation_fraction=args.validation_fraction, seed=args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,345 @@
+"""Subgraphs (decoded records, or the Python API's) as PyTorch Geometric `HeteroData`.
+
+One subgraph, or a batch of them merged into one disjoint graph, laid out as PyG's own
+loaders lay out theirs (docs/torch.md):
+
+  node sets    `data[set]`: `num_nodes`; `n_id` (the `#id`s through a Vocabulary, or the
+               ids themselves when they are integers); features as `x` (the dense
+               numeric ones concatenated, float32) or each under its own name; `batch`
+               (which subgraph a node is of) for a batch.
+  edge sets    `data[source, name, target].edge_index` (2 x E, int64) and features as
+               `edge_attr` or by name.
+  node seeds   (`NeighborLoader`) the seeds first in their node set, in subgraph order:
+               `data[seed set].batch_size` and `.input_id`; a label (`label=`) as `.y`.
+  link seeds   (`LinkNeighborLoader`) `data[link_edge_type].edge_label_index` (the
+               pairs' two nodes), `.edge_label`, `.input_id`.
+  context      graph-level attributes (`seed_id`, `seed_timestamp`, ...); the pairs'
+               other `_readout` features too.
+
+The `_readout` node set and edge sets are TF-GNN's way to say what the above says; they
+are not copied. Strings other than `#id` and ragged features have no tensor form and
+are left out (the GraphTensor keeps them).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from sampler.graph_tensor.model import GraphTensor
+from sampler.graph_tensor.readout_structure import READOUT_NODE_SET, READOUT_PREFIX
+from sampler.output.names import ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET
+from sampler.torch.vocabulary import Vocabulary, integer_ids
+from unigraph.columnar.ragged import Ragged
+from unigraph.errors import SamplerError, require_extra
+
+torch = require_extra("torch", "torch", "sampler.torch")
+HeteroData = require_extra("torch_geometric.data", "torch", "sampler.torch").HeteroData
+
+FEATURE_MODES = ("x", "names")
+LINK_LABEL = "label"  # a link sample's label on `_readout`, as `sample --negatives` writes it
+# What PyG itself names on a store: a feature of this name cannot go there by name.
+RESERVED = frozenset({"x", "y", "edge_index", "edge_attr", "n_id", "e_id", "batch", "ptr",
+                      "num_nodes", "batch_size", "input_id", "edge_label",
+                      "edge_label_index"})
+
+EdgeType = tuple[str, str, str]
+_BATCH = "\0batch"  # the merge's subgraph index per node, beside the features
+
+
+@dataclasses.dataclass
+class _Nodes:
+    sizes: np.ndarray          # per subgraph
+    features: dict             # name -> array over the merged nodes (dense, and #id)
+
+    @property
+    def count(self) -> int:
+        return int(self.sizes.sum())
+
+
+@dataclasses.dataclass
+class _Edges:
+    source_set: str
+    target_set: str
+    source: np.ndarray
+    target: np.ndarray
+    features: dict
+
+
+def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
+                   features: str = "x", label: Optional[str] = None,
+                   link_edge_type: Optional[EdgeType] = None,
+                   input_id: Optional[Union[int, Sequence[int], np.ndarray]] = None
+                   ) -> "HeteroData":
+    """A `HeteroData` of one subgraph (a numpy GraphTensor: `parse_example` of a record,
+    an item of `Graph.sample`) or of a batch: a list of them, or a `Subgraphs` of the
+    Python API, merged into one disjoint graph with seeds first (module docstring).
+
+    vocabulary: maps string `#id`s to `n_id` codes (required unless the ids are
+        integers, which are then `n_id` as they are).
+    features: "x" (dense numeric node features concatenated into `x`, edge ones into
+        `edge_attr`, float32) or "names" (each under its own name, its own dtype).
+    label: a feature of the seed node set (becomes `y` of its nodes) or of `_readout`
+        (a graph-level `y`, one per subgraph), left out of `x`; link samples default to
+        `_readout`'s `label`, which becomes `edge_label`.
+    link_edge_type: where link samples put `edge_label_index` (default
+        (S, "link", S) for the paired node set S).
+    input_id: each subgraph's index in the input (default: a `Subgraphs`' row
+        positions, else 0 .. n-1).
+    """
+    if features not in FEATURE_MODES:
+        raise SamplerError(f"features={features!r}: give one of {', '.join(FEATURE_MODES)}")
+    graphs, default_ids, batched = _graphs_of(subgraphs)
+    if not graphs:
+        raise SamplerError("to_hetero_data: no subgraph to convert")
+    input_ids = (default_ids if input_id is None
+                 else np.asarray(input_id, dtype=np.int64).reshape(-1))
+    if len(input_ids) != len(graphs):
+        raise SamplerError(f"input_id: {len(input_ids)} ids for {len(graphs)} subgraphs")
+    nodes, edges, context = _merge(graphs, batched)
+    data = HeteroData()
+    graph_level: dict = {}
+    readout = nodes.pop(READOUT_NODE_SET, None)
+    readout_features = readout.features if readout is not None else {}
+    readout_features.pop(_BATCH, None)
+    readouts = {name: edges.pop(name) for name in list(edges)
+                if name == READOUT_NODE_SET or name.startswith(READOUT_PREFIX)}
+
+    if READOUT_EDGE_SET in readouts:
+        seed_set = readouts[READOUT_EDGE_SET].source_set
+        seeds = _read_out(readouts[READOUT_EDGE_SET])
+        _seeds_first(seed_set, seeds, nodes, edges)
+        node_label, graph_label = _node_label(label, seed_set, nodes, readout_features)
+        store = data[seed_set]
+        store.batch_size = len(seeds)
+        store.input_id = torch.from_numpy(input_ids)
+        if node_label is not None:
+            store.y = torch.from_numpy(node_label)
+        if graph_label is not None:
+            graph_level["y"] = graph_label
+    elif all(name in readouts for name in LINK_READOUT_EDGE_SETS):
+        pair_set = readouts[LINK_READOUT_EDGE_SETS[0]].source_set
+        ends = np.stack([_read_out(readouts[name]) for name in LINK_READOUT_EDGE_SETS])
+        edge_type = tuple(link_edge_type) if link_edge_type else (pair_set, "link", pair_set)
+        if len(edge_type) != 3 or edge_type[0] != pair_set or edge_type[2] != pair_set:
+            raise SamplerError(f"link_edge_type {edge_type}: give (source set, relation, "
+                               f"target set), both sets '{pair_set}' (the pairs' node set)")
+        store = data[edge_type]
+        store.edge_label_index = torch.from_numpy(ends)
+        store.input_id = torch.from_numpy(input_ids)
+        name = label if label is not None else (LINK_LABEL if LINK_LABEL in readout_features
+                                                else None)
+        if name is not None:
+            if name not in readout_features:
+                raise SamplerError(f"label {name!r}: link samples read their label from "
+                                   f"node set '{READOUT_NODE_SET}', which has "
+                                   f"{_listed(readout_features)}")
+            store.edge_label = torch.from_numpy(_flat_label(readout_features.pop(name)))
+    elif label is not None:
+        raise SamplerError(f"label {label!r}: the subgraphs have no '{READOUT_EDGE_SET}' or "
+                           f"link readout to say whose label it is")
+    for name, values in readout_features.items():
+        graph_level[name] = values
+
+    for set_name, node_set in nodes.items():
+        store = data[set_name]
+        store.num_nodes = node_set.count
+        ids = node_set.features.pop(ID_FEATURE, None)
+        if ids is not None:
+            store.n_id = torch.from_numpy(_node_codes(set_name, ids, vocabulary))
+        _put_features(store, node_set.features, features, "x", f"node set '{set_name}'")
+        if batched:
+            store.batch = torch.from_numpy(node_set.features.pop(_BATCH))
+        node_set.features.pop(_BATCH, None)
+    for set_name, edge_set in edges.items():
+        store = data[edge_set.source_set, set_name, edge_set.target_set]
+        store.edge_index = torch.from_numpy(np.stack([edge_set.source, edge_set.target]))
+        _put_features(store, edge_set.features, features, "edge_attr",
+                      f"edge set '{set_name}'")
+    for name, values in list(context.items()) + list(graph_level.items()):
+        data[name] = _graph_value(values, batched)
+    return data
+
+
+def _graphs_of(subgraphs) -> tuple[list[GraphTensor], np.ndarray, bool]:
+    """(the subgraphs, their default input ids, whether it is a batch)."""
+    if isinstance(subgraphs, GraphTensor):
+        return [subgraphs], np.zeros(1, np.int64), False
+    positions = getattr(subgraphs, "positions", None)  # sampler.api.Subgraphs
+    graphs = list(subgraphs)
+    for graph in graphs:
+        if not isinstance(graph, GraphTensor):
+            raise SamplerError(f"to_hetero_data takes GraphTensors (sampler.graph_tensor), "
+                               f"got {type(graph).__name__}")
+    ids = (np.asarray(positions, np.int64) if positions is not None
+           else np.arange(len(graphs), dtype=np.int64))
+    return graphs, ids, True
+
+
+def _dense(value) -> bool:
+    return not isinstance(value, Ragged) and value.dtype.kind in "biuf"
+
+
+def _merge(graphs: list[GraphTensor], batched: bool = True):
+    """The subgraphs as one graph: node sets and edge sets concatenated, edge indices
+    moved past the nodes of the subgraphs before them. Only what has a tensor form, in
+    fresh arrays (the tensors share them). `batched`: note each node's subgraph."""
+    if len(graphs) == 1:
+        return _copied(graphs[0], batched)
+    first = graphs[0]
+    try:
+        nodes = {}
+        for name, node_set in first.node_sets.items():
+            sizes = np.array([g.node_sets[name].total_size for g in graphs], np.int64)
+            kept = {f: np.concatenate([g.node_sets[name].features[f] for g in graphs])
+                    for f, value in node_set.features.items() if _kept(f, value)}
+            kept[_BATCH] = np.repeat(np.arange(len(graphs), dtype=np.int64), sizes)
+            nodes[name] = _Nodes(sizes, kept)
+        starts = {name: np.cumsum(n.sizes) - n.sizes for name, n in nodes.items()}
+        edges = {}
+        for name, edge_set in first.edge_sets.items():
+            parts = [g.edge_sets[name] for g in graphs]
+            counts = np.array([p.total_size for p in parts], np.int64)
+            source, target = edge_set.adjacency.source_name, edge_set.adjacency.target_name
+            edges[name] = _Edges(
+                source, target,
+                np.concatenate([p.adjacency.source for p in parts])
+                + np.repeat(starts[source], counts),
+                np.concatenate([p.adjacency.target for p in parts])
+                + np.repeat(starts[target], counts),
+                {f: np.concatenate([p.features[f] for p in parts])
+                 for f, value in edge_set.features.items() if _dense(value)})
+        context = {name: np.concatenate([g.context.features[name] for g in graphs])
+                   for name, value in first.context.features.items()
+                   if not isinstance(value, Ragged)}
+    except KeyError as e:
+        raise SamplerError(f"subgraphs of different schemas cannot be merged: one lacks "
+                           f"{e}") from None
+    return nodes, edges, _context(context)
+
+
+def _copied(graph: GraphTensor, batched: bool):
+    """`_merge` of one subgraph: copies, nothing to move (a record's common case)."""
+    nodes = {}
+    for name, node_set in graph.node_sets.items():
+        kept = {f: np.array(value) for f, value in node_set.features.items()
+                if _kept(f, value)}
+        if batched:
+            kept[_BATCH] = np.zeros(node_set.total_size, np.int64)
+        nodes[name] = _Nodes(np.array(node_set.sizes), kept)
+    edges = {name: _Edges(edge_set.adjacency.source_name, edge_set.adjacency.target_name,
+                          np.array(edge_set.adjacency.source),
+                          np.array(edge_set.adjacency.target),
+                          {f: np.array(value) for f, value in edge_set.features.items()
+                           if _dense(value)})
+             for name, edge_set in graph.edge_sets.items()}
+    context = {name: np.array(value) for name, value in graph.context.features.items()
+               if not isinstance(value, Ragged)}
+    return nodes, edges, _context(context)
+
+
+def _kept(name: str, value) -> bool:
+    """Node features with a tensor form, and the ids."""
+    return _dense(value) or (name == ID_FEATURE and not isinstance(value, Ragged))
+
+
+def _context(features: dict) -> dict:
+    return {name: [_text(v) for v in values] if values.dtype.kind == "O" else values
+            for name, values in features.items()}
+
+
+def _read_out(edge_set: _Edges) -> np.ndarray:
+    """The nodes a readout edge set reads, in `_readout` node (= subgraph) order."""
+    return edge_set.source[np.argsort(edge_set.target, kind="stable")]
+
+
+def _seeds_first(seed_set: str, seeds: np.ndarray, nodes: dict, edges: dict) -> None:
+    """Puts the seeds at the front of their node set, in subgraph order (as PyG's
+    NeighborLoader does), the other nodes after them in their order."""
+    node_set = nodes[seed_set]
+    rest = np.ones(node_set.count, bool)
+    rest[seeds] = False
+    order = np.concatenate([seeds, np.flatnonzero(rest)])
+    if np.array_equal(order, np.arange(node_set.count)):
+        return  # one subgraph: its seed is node 0 already
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    node_set.features = {name: value[order] for name, value in node_set.features.items()}
+    for edge_set in edges.values():
+        if edge_set.source_set == seed_set:
+            edge_set.source = position[edge_set.source]
+        if edge_set.target_set == seed_set:
+            edge_set.target = position[edge_set.target]
+
+
+def _node_label(label: Optional[str], seed_set: str, nodes: dict, readout: dict):
+    """(`y` of the seed set's nodes, or a graph-level `y`), whichever holds `label`."""
+    if label is None:
+        return None, None
+    if label in readout:
+        return None, _flat_label(readout.pop(label))
+    features = nodes[seed_set].features
+    if label in features and label != ID_FEATURE and not label.startswith("\0"):
+        return _flat_label(features.pop(label)), None
+    raise SamplerError(f"label {label!r}: no such dense feature on node set '{seed_set}' "
+                       f"(it has {_listed(features)}) or on '{READOUT_NODE_SET}' (it has "
+                       f"{_listed(readout)})")
+
+
+def _flat_label(values: np.ndarray) -> np.ndarray:
+    """A label of shape [n] or [n, 1] as [n]."""
+    return values.reshape(len(values)) if values.ndim == 2 and values.shape[1] == 1 \
+        else values
+
+
+def _listed(features: dict) -> str:
+    names = sorted(n for n in features if n != ID_FEATURE and not n.startswith("\0"))
+    return ", ".join(names) or "no dense feature"
+
+
+def _node_codes(set_name: str, ids: np.ndarray, vocabulary: Optional[Vocabulary]):
+    if vocabulary is not None:
+        return vocabulary.index(set_name, ids)
+    codes = integer_ids(ids)
+    if codes is None:
+        shown = ids[0].decode(errors="replace") if len(ids) else ""
+        raise SamplerError(f"node set '{set_name}': its ids are strings ({shown!r}); pass "
+                           f"vocabulary=Vocabulary.from_samples(folder), "
+                           f"Vocabulary.from_graph(graph) or Vocabulary() to map them to n_id")
+    return codes
+
+
+def _put_features(store, features: dict, mode: str, concatenated: str, where: str) -> None:
+    dense = {name: value for name, value in sorted(features.items())
+             if not name.startswith("\0")}
+    if not dense:
+        return
+    if mode == "names":
+        for name, value in dense.items():
+            if name in RESERVED and name != concatenated:
+                raise SamplerError(f"{where} feature '{name}': PyG reserves that name; use "
+                                   f"features='x'")
+            store[name] = torch.from_numpy(value)
+        return
+    columns = [value.reshape(len(value), -1) for value in dense.values()]
+    if len(columns) == 1 and columns[0].dtype == np.float32:
+        matrix = columns[0]  # already a fresh array of the merge
+    else:
+        matrix = np.concatenate([c.astype(np.float32, copy=False) for c in columns], axis=1)
+    store[concatenated] = torch.from_numpy(np.ascontiguousarray(matrix))
+
+
+def _text(value: bytes):
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value
+
+
+def _graph_value(values, batched: bool):
+    """A per-subgraph value as a graph-level attribute: strings as str (a batch: a list
+    of them), numbers as a tensor with one row per subgraph."""
+    if isinstance(values, list):
+        return values if batched else values[0]
+    return torch.from_numpy(np.ascontiguousarray(values))

@@ -1,0 +1,124 @@
+"""`SampleDataset`: a `sample` output folder as a PyTorch `IterableDataset` of HeteroData.
+
+Records are decoded by the project's own codec (`sampler.graph_tensor.parse_example`,
+no TensorFlow) and converted by `to_hetero_data`. With `torch.utils.data.DataLoader`
+workers, each worker reads whole shards, shard i going to worker i mod workers, so
+every record is read exactly once per pass whatever the number of workers (a worker
+with no shard yields nothing). Shards are files, local or gs://.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import numpy as np
+
+from sampler.graph_tensor.codec import parse_example
+from sampler.output.folder import iter_records, open_samples
+from sampler.torch.convert import EdgeType, to_hetero_data, torch
+from sampler.torch.vocabulary import Vocabulary
+from unigraph.errors import SamplerError
+
+# A record's `input_id`: its shard's index times this, plus its position in the shard.
+SHARD_STRIDE = 2 ** 32
+
+
+class SampleDataset(torch.utils.data.IterableDataset):
+    """The subgraphs of an output folder (local or gs://) as `HeteroData` (docs/torch.md).
+
+    batch_size=None yields one HeteroData per record: batch them with PyG's
+    `torch_geometric.loader.DataLoader` (or `collate_fn=Batch.from_data_list`). A
+    batch_size yields batches merged as `to_hetero_data` merges a list (seeds first,
+    `batch_size` set); give the DataLoader `batch_size=None` then. Each worker makes
+    its own batches from its own shards.
+
+    `vocabulary`, `features`, `label`, `link_edge_type`: as `to_hetero_data`; a growing
+    Vocabulary only without DataLoader workers (workers could not agree on its codes).
+    `shuffle`: shard order and records within a buffer of `shuffle_buffer`, anew for
+    each epoch (`set_epoch`), from `seed`. `input_id` of a record: its shard's index
+    times 2**32 plus its position in the shard.
+    """
+
+    def __init__(self, folder: str, *, batch_size: Optional[int] = None,
+                 vocabulary: Optional[Vocabulary] = None, features: str = "x",
+                 label: Optional[str] = None, link_edge_type: Optional[EdgeType] = None,
+                 shuffle: bool = False, shuffle_buffer: int = 1024, seed: int = 0,
+                 drop_last: bool = False):
+        if batch_size is not None and batch_size < 1:
+            raise SamplerError(f"batch_size {batch_size}: give at least 1, or None")
+        self.samples = open_samples(folder)
+        self.batch_size = batch_size
+        self.vocabulary = vocabulary
+        self.options = dict(vocabulary=vocabulary, features=features, label=label,
+                            link_edge_type=link_edge_type)
+        self.shuffle, self.shuffle_buffer, self.seed = shuffle, max(1, shuffle_buffer), seed
+        self.drop_last = drop_last
+        self.epoch = 0
+
+    @property
+    def schema(self):
+        """The subgraphs' GraphSchema (the folder's graph_schema.pbtxt)."""
+        return self.samples.schema
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return self.samples.files
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch whose shuffle the next pass uses (call it before each epoch, as with
+        DistributedSampler; workers get a copy of the dataset when a pass starts)."""
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator:
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        if workers > 1 and self.vocabulary is not None and not self.vocabulary.fixed:
+            raise SamplerError("a growing Vocabulary cannot be shared by DataLoader workers: "
+                               "use Vocabulary.from_samples(folder) or "
+                               "Vocabulary.from_graph(graph)")
+        shards = np.arange(len(self.files))
+        rng = np.random.default_rng([self.seed, self.epoch, worker])
+        if self.shuffle:  # the same shard order in every worker: the split stays a split
+            shards = np.random.default_rng([self.seed, self.epoch]).permutation(shards)
+        mine = shards[worker::workers].tolist()
+        records = self._records(mine)
+        if self.shuffle:
+            records = _shuffled(records, self.shuffle_buffer, rng)
+        if self.batch_size is None:
+            for input_id, graph in records:
+                yield to_hetero_data(graph, input_id=input_id, **self.options)
+            return
+        batch: list = []
+        for item in records:
+            batch.append(item)
+            if len(batch) == self.batch_size:
+                yield self._batch(batch)
+                batch = []
+        if batch and not self.drop_last:
+            yield self._batch(batch)
+
+    def _records(self, shards: list[int]):
+        for shard in shards:
+            for position, record in enumerate(iter_records(self.files[shard])):
+                yield shard * SHARD_STRIDE + position, parse_example(self.schema, record)
+
+    def _batch(self, items: list):
+        return to_hetero_data([graph for _, graph in items],
+                              input_id=[input_id for input_id, _ in items], **self.options)
+
+    def __repr__(self) -> str:
+        return (f"SampleDataset({self.samples.folder!r}, {len(self.files)} shards, "
+                f"batch_size={self.batch_size})")
+
+
+def _shuffled(items, buffer_size: int, rng: np.random.Generator):
+    """A shuffle buffer: each item leaves from a random place of the buffer."""
+    buffer: list = []
+    for item in items:
+        if len(buffer) < buffer_size:
+            buffer.append(item)
+            continue
+        i = int(rng.integers(len(buffer)))
+        buffer[i], item = item, buffer[i]
+        yield item
+    rng.shuffle(buffer)
+    yield from buffer

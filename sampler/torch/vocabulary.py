@@ -1,0 +1,147 @@
+"""Node ids (the records' `#id` strings) as the integers PyG calls `n_id`.
+
+A `Vocabulary` gives every id of a node set a dense int64 code, 0 .. n-1, so `n_id`
+can index an embedding table or a feature matrix, and maps codes back to ids
+(`ids`). Two kinds:
+
+  fixed    built from every id up front (`from_graph`: the Python API's loaded graph;
+           `from_samples`: one pass over an output folder; or a mapping given):
+           codes are positions in the node set's sorted ids, the same in every
+           process, so DataLoader workers agree. An id it does not hold is an error.
+  growing  `Vocabulary()`: an unseen id takes the next code, in the order ids are
+           met. Codes depend on reading order, so one process only.
+
+Numpy only: this module does not import torch.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Optional
+
+import numpy as np
+
+from unigraph.errors import SamplerError
+
+
+def _as_bytes(ids) -> np.ndarray:
+    """Ids (bytes, str or integers) as an 'S' array, each as the records hold it."""
+    array = np.asarray(ids)
+    if array.dtype.kind == "S":
+        return array
+    if array.dtype.kind in "iu":
+        return array.astype("S")
+    if array.dtype.kind == "O" and all(type(i) is bytes for i in array.reshape(-1).tolist()):
+        return array.astype("S")  # the decoder's ids: one C-level conversion
+    out = [i.encode() if isinstance(i, str) else bytes(i) if isinstance(i, (bytes, np.bytes_))
+           else str(i).encode() for i in array.reshape(-1).tolist()]
+    return np.array(out, dtype="S") if out else np.zeros(0, "S1")
+
+
+class Vocabulary:
+    """Per node set, ids <-> dense int64 codes (module docstring). `Vocabulary()` grows;
+    `Vocabulary({node_set: ids})` is fixed: it refuses node sets it does not name, unless
+    `grow=True` lets those grow."""
+
+    def __init__(self, ids: Optional[Mapping[str, Iterable]] = None, *,
+                 grow: Optional[bool] = None):
+        self._fixed = {name: np.unique(_as_bytes(list(values) if not isinstance(values, np.ndarray)
+                                                 else values))
+                       for name, values in (ids or {}).items()}
+        self._grow = ids is None if grow is None else grow
+        self._codes: dict[str, dict[bytes, int]] = {}
+        self._seen: dict[str, list[bytes]] = {}
+
+    @classmethod
+    def from_graph(cls, graph) -> "Vocabulary":
+        """Every node of every node set a `sampler.api.Graph` samples (fixed: the codes
+        are positions in `graph.node_ids(node_set)`)."""
+        names = [n for n in graph.output_schema.node_sets if not n.startswith("_")]
+        return cls({name: graph.node_ids(name) for name in names}, grow=False)
+
+    @classmethod
+    def from_samples(cls, folder: str) -> "Vocabulary":
+        """Every id the records of a `sample` output folder hold (one pass over its
+        `#id` features, local or gs://); fixed."""
+        from sampler.graph_tensor import wire
+        from sampler.graph_tensor.keys import node_key
+        from sampler.output.folder import iter_records, open_samples
+        from sampler.output.names import ID_FEATURE
+
+        samples = open_samples(folder)
+        keys = {node_key(name, ID_FEATURE): name for name, node_set in
+                samples.schema.node_sets.items() if ID_FEATURE in node_set.features}
+        found: dict[str, list] = {name: [] for name in keys.values()}
+        for path in samples.files:
+            for record in iter_records(path):
+                raw = wire.split_example(record)
+                for key, name in keys.items():
+                    if key in raw:
+                        found[name].extend(wire.decode_feature(raw[key], key)[1])
+        return cls({name: np.array(values, dtype="S") if values else np.zeros(0, "S1")
+                    for name, values in found.items()}, grow=False)
+
+    @property
+    def fixed(self) -> bool:
+        """Whether every code is known up front (so worker processes agree on them)."""
+        return not self._grow
+
+    def node_sets(self) -> list[str]:
+        return sorted(set(self._fixed) | set(self._seen))
+
+    def size(self, node_set: str) -> int:
+        """The number of codes of a node set (an embedding table's rows)."""
+        if node_set in self._fixed:
+            return len(self._fixed[node_set])
+        return len(self._seen.get(node_set, ()))
+
+    def index(self, node_set: str, ids) -> np.ndarray:
+        """The codes of these ids (int64); a growing vocabulary adds unseen ones."""
+        ids = _as_bytes(ids)
+        if node_set in self._fixed:
+            known = self._fixed[node_set]
+            codes = np.searchsorted(known, ids)
+            found = codes < len(known)
+            found[found] = known[codes[found]] == ids[found]
+            if not found.all():
+                raise SamplerError(f"node set '{node_set}': id "
+                                   f"{ids[~found][0].decode(errors='replace')!r} is not in the "
+                                   f"vocabulary ({len(known):,} ids)")
+            return codes.astype(np.int64)
+        if not self._grow:
+            raise SamplerError(f"node set '{node_set}' is not in the vocabulary (it has "
+                               f"{', '.join(self.node_sets()) or 'no node set'})")
+        codes = self._codes.setdefault(node_set, {})
+        seen = self._seen.setdefault(node_set, [])
+        out = np.empty(len(ids), np.int64)
+        for i, key in enumerate(ids.tolist()):
+            code = codes.get(key)
+            if code is None:
+                code = codes[key] = len(seen)
+                seen.append(key)
+            out[i] = code
+        return out
+
+    def ids(self, node_set: str, codes) -> np.ndarray:
+        """The ids (bytes, an 'S' array) of these codes: `ids(set, data[set].n_id)`."""
+        codes = np.asarray(codes, dtype=np.int64)
+        if node_set in self._fixed:
+            return self._fixed[node_set][codes]
+        seen = self._seen.get(node_set, [])
+        return np.array([seen[c] for c in codes.tolist()], dtype="S") if len(codes) \
+            else np.zeros(0, "S1")
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{n}: {self.size(n):,}" for n in self.node_sets())
+        return f"Vocabulary({'fixed' if self.fixed else 'growing'}; {sizes})"
+
+
+def integer_ids(ids) -> Optional[np.ndarray]:
+    """The ids as int64 when every one is a canonical decimal integer ('12', '-3'; not
+    '012' or '+3', which would not read back as the same id), else None."""
+    array = _as_bytes(ids)
+    if not len(array):
+        return np.zeros(0, np.int64)
+    try:
+        values = array.astype(np.int64)
+    except (ValueError, OverflowError):
+        return None
+    return values if np.array_equal(values.astype("S"), array) else None
