@@ -45,3 +45,11 @@ def test_signatures_are_inspected_once_per_class(monkeypatch):
     assert looks == []
     get_dofn_specs(beam.Map(len).fn)  # Beam's own DoFns still look every time
     assert looks
+
+
+def test_output_types_are_any_without_inference(monkeypatch):
+    from apache_beam.typehints import trivial_inference
+
+    monkeypatch.setattr(trivial_inference, "infer_return_type",
+                        lambda *a, **k: (_ for _ in ()).throw(AssertionError("inferred")))
+    assert _Twice().infer_output_type(int) is beam.typehints.Any
