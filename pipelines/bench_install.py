@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from pipelines.provenance import write_json
+
 
 def _du(path: str) -> int:
     total = 0
@@ -87,9 +89,7 @@ def main(argv=None) -> int:
         "rows": rows,
     }
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(document, f, indent=1)
-            f.write("\n")
+        write_json(document, args.json)
     return 0
 
 

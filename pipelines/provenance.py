@@ -3,6 +3,7 @@ machine, its load, and the command that regenerates the figure (docs/performance
 is written from these files by pipelines.perf_page; nothing there is typed by hand)."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shlex
@@ -23,3 +24,10 @@ def provenance(program: str, argv: list[str] | None = None) -> dict:
     return {"date": time.strftime("%Y-%m-%d"), "machine": machine(),
             "load_average": round(os.getloadavg()[0], 1),
             "command": shlex.join([program, *args])}
+
+
+def write_json(document: dict, path: str) -> None:
+    """A measurement's JSON as docs/benchmarks keeps it (indented, one final newline)."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(document, f, indent=1)
+        f.write("\n")

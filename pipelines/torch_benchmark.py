@@ -25,7 +25,7 @@ import statistics
 import sys
 import time
 
-from pipelines.provenance import provenance
+from pipelines.provenance import provenance, write_json
 from sampler.graph_tensor.codec import parse_example
 from sampler.output.folder import iter_records, open_samples
 
@@ -118,9 +118,7 @@ def main(argv=None) -> int:
     }
     print(json.dumps(document, indent=1))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(document, f, indent=1)
-            f.write("\n")
+        write_json(document, args.json)
     return 0
 
 
