@@ -43,12 +43,27 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(values) and bool(np.all(values[1:] >= values[:-1])):  # sorted already: no sort
         first = np.r_[True, values[1:] != values[:-1]]
         return values[first], np.cumsum(first) - 1
-    order = np.argsort(values, kind="stable")
+    order = argsort(values)
     ordered = values[order]
     first = np.r_[True, ordered[1:] != ordered[:-1]] if len(values) else np.zeros(0, bool)
     inverse = np.empty(len(values), np.int64)
     inverse[order] = np.cumsum(first) - 1
     return ordered[first], inverse
+
+
+def argsort(values: np.ndarray) -> np.ndarray:
+    """np.argsort(values, kind="stable"), faster for non-negative integers: each value is
+    packed with its index into one int64 and those are sorted, which numpy does with SIMD
+    (250K int64: 7 ms sorted, 19 ms argsorted, 37 ms argsorted stably, here). Values too
+    wide to pack with their index are argsorted stably."""
+    n = len(values)
+    if values.dtype.kind in "iu" and n > 1:
+        low, high = int(values.min()), int(values.max())
+        index_bits = (n - 1).bit_length()
+        if low >= 0 and high < 1 << (63 - index_bits):
+            packed = np.sort((values.astype(np.int64) << index_bits) | np.arange(n))
+            return packed & ((1 << index_bits) - 1)
+    return np.argsort(values, kind="stable")
 
 
 def _unique_inverse_bytes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
