@@ -84,8 +84,9 @@ def api(data: dict, source: str) -> str:
                          f"{m['subgraphs_per_s'] / offline['subgraphs_per_s']:.2f}x",
                          number(m["edges_per_cpu_s"] / 1e6, 2),
                          number(m["subgraphs_per_cpu_s"])])
-        parts += [f"Scale {data['scale']}, every seed in batches of {data['batch_size']}, "
-                  f"one core; median of {data['repeat']} interleaved round(s).",
+        parts += [f"Scale {data['scale']}, {number(offline['subgraphs'])} seeds in batches of "
+                  f"{data['batch_size']}, one core; median of {data['repeat']} interleaved "
+                  f"round(s).",
                   table(["", "subgraphs/s", "vs offline", "M sampled edges / CPU-s",
                          "subgraphs / CPU-s"], rows)]
     if "latency" in data:
@@ -102,8 +103,10 @@ def api(data: dict, source: str) -> str:
         parts += [f"One batch of {data['batch_size']} random seeds, once the graph is loaded "
                   f"(scale {data['scale']}: {number(latency['graph_mb'])} MB in memory, "
                   f"loaded in {number(latency['load_s'], 1)} s)"
-                  + (f", {latency['batches']} batches, one thread unless said:"
-                     if "batches" in latency else ":"),
+                  + (f", {latency['batches']} batches, one thread unless said. Wall time "
+                     f"counts waiting for a core where other jobs share the machine (see the "
+                     f"load average below), and a second thread helps only where a core is "
+                     f"free:" if "batches" in latency else ":"),
                   table(["returned as", "median ms", "p95 ms"]
                         + (["median CPU ms"] if with_cpu else []), rows)]
     if "dgl" in data:
