@@ -24,12 +24,14 @@ TensorFlow is imported only by `to_tf_dataset`; PyTorch by `sampler.torch`.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
+import functools
 import logging
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional, Union, overload
+from typing import Any, Callable, Optional, Union, overload
 
 import numpy as np
 
@@ -349,19 +351,23 @@ class Graph:
     def batches(self, seeds: Optional[Ids] = None, batch_size: int = 512, *,
                 shuffle: bool = True, epochs: Optional[int] = 1, seed: int = DEFAULT_SEED,
                 cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
-                drop_last: bool = False, first_epoch: int = 0) -> Iterator[Subgraphs]:
+                drop_last: bool = False, first_epoch: int = 0,
+                prefetch: int = 0) -> Iterator[Subgraphs]:
         """Batches of subgraphs for training: every seed once per epoch (default: every
         node of the seed set), in an order shuffled anew each epoch (reproducibly, from
         `seed` and the epoch), each epoch's draws those of `sample(..., epoch=e)`.
-        `epochs=None` runs on forever; `first_epoch` resumes at a later epoch."""
+        `epochs=None` runs on forever; `first_epoch` resumes at a later epoch.
+        `prefetch=N` samples up to N batches ahead in a background thread while the
+        caller works on the current one (same batches, same order)."""
         if self.link:
             raise SamplerError("the spec seeds with pairs: use pair_batches(sources, targets)")
         ids = self.node_ids() if seeds is None else np.asarray(seeds)
         times = None if cutoffs is None else np.asarray(cutoffs)
-        for epoch, rows in _epochs(len(ids), batch_size, shuffle, epochs, seed, drop_last,
-                                   first_epoch):
-            yield self.sample(ids[rows], seed=seed, epoch=epoch,
-                              cutoffs=None if times is None else times[rows])
+        calls = (functools.partial(self.sample, ids[rows], seed=seed, epoch=epoch,
+                                   cutoffs=None if times is None else times[rows])
+                 for epoch, rows in _epochs(len(ids), batch_size, shuffle, epochs, seed,
+                                            drop_last, first_epoch))
+        return _ahead(calls, _prefetch_depth(prefetch))
 
     def pair_batches(self, sources: Ids, targets: Ids, batch_size: int = 512, *,
                      shuffle: bool = True, epochs: Optional[int] = 1,
@@ -369,8 +375,8 @@ class Graph:
                      cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
                      features: Optional[dict[str, Any]] = None, drop_last: bool = False,
                      first_epoch: int = 0,
-                     known_positives: Optional[tuple[Ids, Ids]] = None
-                     ) -> Iterator[Subgraphs]:
+                     known_positives: Optional[tuple[Ids, Ids]] = None,
+                     prefetch: int = 0) -> Iterator[Subgraphs]:
         """`batches` for link specs: the pairs (and their negatives, drawn anew each epoch).
         Known positives of every batch: `known_positives`, by default every pair given
         (as the CLI's whole pairs table is)."""
@@ -381,14 +387,15 @@ class Graph:
             raise SamplerError(f"pairs: {len(sources)} sources but {len(targets)} targets")
         times = None if cutoffs is None else np.asarray(cutoffs)
         columns = {k: np.asarray(v) for k, v in (features or {}).items()}
-        for epoch, rows in _epochs(len(sources), batch_size, shuffle, epochs, seed, drop_last,
-                                   first_epoch):
-            yield self.sample_pairs(
-                sources[rows], targets[rows], seed=seed, epoch=epoch,
-                cutoffs=None if times is None else times[rows],
-                features={k: v[rows] for k, v in columns.items()} or None,
-                known_positives=(known_positives or (sources, targets)) if self._plan.negatives
-                else None)
+        calls = (functools.partial(
+            self.sample_pairs, sources[rows], targets[rows], seed=seed, epoch=epoch,
+            cutoffs=None if times is None else times[rows],
+            features={k: v[rows] for k, v in columns.items()} or None,
+            known_positives=(known_positives or (sources, targets)) if self._plan.negatives
+            else None)
+                 for epoch, rows in _epochs(len(sources), batch_size, shuffle, epochs, seed,
+                                            drop_last, first_epoch))
+        return _ahead(calls, _prefetch_depth(prefetch))
 
     # --- internals -------------------------------------------------------------
 
@@ -564,6 +571,34 @@ def to_tf_dataset(graph: Graph, seeds: Optional[Ids] = None, *, batch_size: int 
     spec = tfgnn.create_graph_spec_from_schema_pb(
         tfgnn.GraphSchema.FromString(graph.output_schema.SerializeToString()))
     return dataset.map(lambda serialized: tfgnn.parse_example(spec, serialized))
+
+
+def _prefetch_depth(prefetch) -> int:
+    if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
+        raise SamplerError(f"prefetch must be a whole number of 0 or more, got {prefetch!r}")
+    return prefetch
+
+
+def _ahead(calls: Iterator[Callable[[], Subgraphs]], depth: int) -> Iterator[Subgraphs]:
+    """Each call's result, in order; with depth > 0 up to `depth` calls run ahead in a
+    background thread while the caller holds the current result. Closing the iterator
+    early cancels what has not started and waits for what has."""
+    if depth == 0:
+        for call in calls:
+            yield call()
+        return
+    with ThreadPoolExecutor(1, "sampler-prefetch") as pool:
+        pending: collections.deque = collections.deque()
+        try:
+            for call in calls:
+                pending.append(pool.submit(call))
+                if len(pending) > depth:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def _epochs(n: int, batch_size: int, shuffle: bool, epochs: Optional[int], seed: int,

@@ -74,7 +74,8 @@ class OnlineSource:
             generate, output_signature=tf.TensorSpec(shape=[], dtype=tf.string))
 
     def _sample(self, seeds: api.SeedRows, epoch: int, shuffle: bool):
-        common = dict(shuffle=shuffle, epochs=1, first_epoch=epoch, seed=self.seed)
+        # prefetch: the next batch is sampled while TensorFlow trains on this one.
+        common = dict(shuffle=shuffle, epochs=1, first_epoch=epoch, seed=self.seed, prefetch=1)
         if seeds.ids is not None:
             batches = self.graph.batches(seeds.ids, ONLINE_BATCH, cutoffs=seeds.cutoffs,
                                          **common)

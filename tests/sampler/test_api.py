@@ -10,6 +10,7 @@ errors, logging, TensorFlow datasets, graph stores.
 import collections
 import logging
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -235,6 +236,23 @@ def test_threads_sample_the_same_subgraphs(demo, monkeypatch):
     for bad in (0, 1.5, True):
         with pytest.raises(api.SamplerError, match="threads must be a whole number"):
             api.load_graph(DEMO, DEMO_SPEC, threads=bad)
+
+
+def test_prefetched_batches_are_the_same_batches(demo):
+    plain = [b.to_examples() for b in demo.batches(batch_size=3, epochs=2, seed=2)]
+    ahead = demo.batches(batch_size=3, epochs=2, seed=2, prefetch=2)
+    assert [b.to_examples() for b in ahead] == plain
+    early = demo.batches(batch_size=3, epochs=None, seed=2, prefetch=3)
+    assert next(early).to_examples() == plain[0]
+    early.close()  # an endless iterator left early stops its thread
+    assert not any(t.name.startswith("sampler-prefetch") and t.is_alive()
+                   for t in threading.enumerate())
+    failing = demo.batches(["p01", ""], batch_size=1, shuffle=False, prefetch=1)  # "": bad
+    assert len(next(failing)) == 1
+    with pytest.raises(api.SamplerError, match="seeds row 0: .*empty"):
+        next(failing)  # a batch's error reaches the caller at that batch
+    with pytest.raises(api.SamplerError, match="prefetch must be a whole number"):
+        demo.batches(prefetch=-1)
 
 
 @pytest.mark.parametrize("call, message", [
