@@ -40,6 +40,7 @@ from sampler.core.node_table import build_node_table
 from sampler.core.temporal import effective_times, lowest_time
 from sampler.job.resources import release_free_memory
 from sampler.job.sizing import table_rows
+from sampler.store.edges import BUCKET_EDGES, write_edge_set
 from sampler.store.layout import CANONICAL, TIMED, adjacency_arrays, feature_arrays, set_folder
 from unigraph.storage import paths
 from unigraph.columnar.batches import EdgeBatch, NodeBatch
@@ -86,6 +87,12 @@ class _Writer:
         self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
                                 "dtype": np.dtype(dtype).str, "shape": list(shape)}
 
+    def register(self, relative: str, dtype, shape: tuple) -> None:
+        """A file written by someone else (sampler.store.edges) listed like the others."""
+        path = os.path.join(self.folder, relative)
+        self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
+                                "dtype": np.dtype(dtype).str, "shape": list(shape)}
+
     def read(self, relative: str) -> np.ndarray:
         return np.load(os.path.join(self.folder, relative), mmap_mode="r", allow_pickle=False)
 
@@ -103,10 +110,12 @@ def file_crc32(path: str) -> int:
 
 
 def prepare_store(loaded: LoadedSchema, output: str, *, chunk_edges: int,
-                  log: Callable[[str], None] = lambda line: None) -> dict:
+                  log: Callable[[str], None] = lambda line: None,
+                  bucket_edges: int = BUCKET_EDGES) -> dict:
     """Builds the store of `loaded`'s graph at `output` (a local folder that is absent,
     empty or an earlier store, which is replaced only once the new one is whole);
-    returns its manifest."""
+    returns its manifest. `bucket_edges` bounds the build's memory (sampler.store.edges)
+    and changes no byte of the store."""
     if paths.is_remote(output):
         raise SamplerError(f"--output {output}: a graph store is written to a local folder "
                            f"(it is memory-mapped); copy it where it is needed afterwards")
@@ -124,7 +133,7 @@ def prepare_store(loaded: LoadedSchema, output: str, *, chunk_edges: int,
     try:
         with open(os.path.join(staging, STAGING_MARK), "w") as f:
             json.dump({"building": target, "pid": os.getpid(), "host": socket.gethostname()}, f)
-        manifest = _build(loaded, _Writer(staging), chunk_edges, log)
+        manifest = _build(loaded, _Writer(staging), chunk_edges, bucket_edges, log)
         with open(os.path.join(staging, MANIFEST_NAME + ".tmp"), "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1, sort_keys=True)
             f.flush()
@@ -152,7 +161,8 @@ def _commit(staging: str, target: str) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, log) -> dict:
+def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, bucket_edges: int, log
+           ) -> dict:
     schema = loaded.schema
     node_sets = sorted(schema.node_sets)
     edge_sets = sorted(n for n in schema.edge_sets if not is_link_readout("edge set", n))
@@ -232,47 +242,35 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, log) -> dict:
         edges_meta[name] = meta
         source_names = out.read(f"{nodes_meta[edge_set.source]['dir']}/names.npy")
         target_names = out.read(f"{nodes_meta[edge_set.target]['dir']}/names.npy")
-        # Ids become codes batch by batch: the table's byte-string ids are never all held.
-        batch = concat_edge_batches(name, [
-            EdgeBatch(name, np.searchsorted(source_names, b.sources),
-                      np.searchsorted(target_names, b.targets), b.rows, b.weights, b.features,
-                      b.timestamps)
-            for b in read_set(loaded, "edges", name,
-                              timestamp=TimeColumn(edge_column, dtype) if edge_column else None)])
-        sources, targets = batch.sources, batch.targets
-        edge_times = batch.timestamps
-        rows, weights, features = batch.rows, batch.weights, batch.features
-        meta["edges"] = len(rows)
-        del batch, source_names, target_names
         source_fingerprints = out.read(f"{nodes_meta[edge_set.source]['dir']}/fingerprints.npy")
         target_fingerprints = out.read(f"{nodes_meta[edge_set.target]['dir']}/fingerprints.npy")
-        layouts = [(CANONICAL, None)]
-        if timed:
-            target_times = None
-            if target_column:
-                target_times = _times_by_code(out, nodes_meta[edge_set.target], dtype)[targets]
-            layouts.append((TIMED, effective_times(edge_times, target_times, dtype)))
-            del target_times
-        del edge_times
-        while layouts:
-            layout, times = layouts.pop(0)
-            coded = EdgeBatch(name, sources, targets, rows, weights, features, times)
-            built = build_adjacency(name, [coded], source_fingerprints.__getitem__, chunk_edges,
-                                    target_fingerprints.__getitem__)
-            if edge_set.target == edge_set.source:  # as load_graph: the leakage check's
-                built.target_fingerprints = source_fingerprints[built.target_ids]
-            del coded, times
-            per_row, per_edge, description = adjacency_arrays(built)
-            del built
-            if layout == CANONICAL:
-                for key, array in per_row.items():
-                    out.write(f"{meta['dir']}/{key}.npy", array)
-            for key, array in per_edge.items():
-                out.write(f"{meta['dir']}/{layout}/{key}.npy", array)
-            meta["layouts"][layout] = description
-            del per_row, per_edge
-            release_free_memory()
-        del sources, targets, rows, weights, features, layouts
+
+        def coded_batches():
+            # Ids become codes batch by batch: the table's byte-string ids are never all held.
+            for b in read_set(loaded, "edges", name,
+                              timestamp=TimeColumn(edge_column, dtype) if edge_column else None):
+                yield EdgeBatch(name, np.searchsorted(source_names, b.sources),
+                                np.searchsorted(target_names, b.targets), b.rows, b.weights,
+                                b.features, b.timestamps)
+
+        target_meta = nodes_meta[edge_set.target]
+        written = write_edge_set(
+            out, meta["dir"], name, coded_batches(), n_sources=len(source_names),
+            n_targets=len(target_names), source_fingerprints=source_fingerprints,
+            target_fingerprints=target_fingerprints,
+            same_set=edge_set.target == edge_set.source,
+            target_times=(lambda: _times_by_code(out, target_meta, dtype)) if target_column
+            else None,
+            effective_times=lambda edge_times, target_times: effective_times(
+                edge_times, target_times, dtype),
+            chunk_edges=chunk_edges, bucket_edges=bucket_edges, timed=timed)
+        if written is not None:
+            meta["edges"], meta["layouts"] = written["edges"], written["layouts"]
+        else:  # ragged or string edge features, or no edges: the whole table at once
+            _write_whole_edge_set(out, meta, name, edge_set, concat_edge_batches(
+                name, list(coded_batches())), source_fingerprints, target_fingerprints,
+                target_meta if target_column else None, dtype, timed, chunk_edges)
+        del source_names, target_names, source_fingerprints, target_fingerprints
         release_free_memory()
         log(f"edge set '{name}': {meta['edges']} edges"
             f"{' (canonical and timed)' if timed else ''}")
@@ -285,6 +283,45 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, log) -> dict:
         "tables": {key: facts_dict(f) for key, f in tables.items()},
         "nodes": nodes_meta, "edges": edges_meta, "files": out.files,
     }
+
+
+def _write_whole_edge_set(out: _Writer, meta: dict, name: str, edge_set, batch: EdgeBatch,
+                          source_fingerprints, target_fingerprints, target_meta, dtype: str,
+                          timed: bool, chunk_edges: int) -> None:
+    """An edge set's layouts built from its whole table in memory (core.adjacency on one
+    batch, as load_graph): for tables whose edge features are ragged or byte strings,
+    which sampler.store.edges cannot spill as fixed-width columns."""
+    sources, targets = batch.sources, batch.targets
+    edge_times = batch.timestamps
+    rows, weights, features = batch.rows, batch.weights, batch.features
+    meta["edges"] = len(rows)
+    del batch
+    layouts = [(CANONICAL, None)]
+    if timed:
+        target_times = None
+        if target_meta is not None:
+            target_times = _times_by_code(out, target_meta, dtype)[targets]
+        layouts.append((TIMED, effective_times(edge_times, target_times, dtype)))
+        del target_times
+    del edge_times
+    while layouts:
+        layout, times = layouts.pop(0)
+        coded = EdgeBatch(name, sources, targets, rows, weights, features, times)
+        built = build_adjacency(name, [coded], source_fingerprints.__getitem__, chunk_edges,
+                                target_fingerprints.__getitem__)
+        if edge_set.target == edge_set.source:  # as load_graph: the leakage check's
+            built.target_fingerprints = source_fingerprints[built.target_ids]
+        del coded, times
+        per_row, per_edge, description = adjacency_arrays(built)
+        del built
+        if layout == CANONICAL:
+            for key, array in per_row.items():
+                out.write(f"{meta['dir']}/{key}.npy", array)
+        for key, array in per_edge.items():
+            out.write(f"{meta['dir']}/{layout}/{key}.npy", array)
+        meta["layouts"][layout] = description
+        del per_row, per_edge
+        release_free_memory()
 
 
 def _write_node_table(out: _Writer, meta: dict, name: str, batches, locations) -> None:
