@@ -3,18 +3,21 @@
     prepare_store(loaded, "mag-store/", chunk_edges=CHUNK_EDGES)
 
 Steps (each array is written as soon as it is built, then dropped):
-  1. each node table, alone: its rows sorted by id (core.node_table), features and
-     timestamps written; its ids kept on disk until the names are known;
+  1. each node table, alone: its rows sorted by id (core.node_table), dense features
+     streamed through a scratch file into id order, timestamps written; its ids kept
+     on disk until the names are known;
   2. each edge table, batch by batch: the distinct ids of its two ends;
   3. per node set, its names (sorted distinct ids of its table and of every edge set
      that names it) and their fingerprints; the node tables' ids become codes;
-  4. each edge table again, alone, its ids coded batch by batch: its canonical CSR and,
-     when it has
-     timestamps (or its target node set has), its timed CSR (core.adjacency, exactly
-     as sampler.memory.graph.load_graph builds them).
-So memory holds at most one table (one edge set's rows and the sort that builds its
-CSR) plus the names and fingerprints of the node sets it names, never the whole
-graph: the bound docs/store.md states and pipelines/store_benchmark.py measures.
+  4. each edge table again, its ids coded batch by batch, written in buckets of source
+     codes (sampler.store.edges): its canonical CSR and, when it has timestamps (or its
+     target node set has), its timed CSR, byte for byte what core.adjacency builds for
+     the whole table (as sampler.memory.graph.load_graph does).
+So memory holds one node table's ids and non-dense columns, or one bucket of edges
+(about `bucket_edges`, sorted) plus arrays of its two node sets' sizes; never an
+edge set whole, nor the graph: the bound docs/store.md states and
+pipelines/store_benchmark.py measures. (Edge sets with ragged or string features are
+the exception: built whole, `_write_whole_edge_set`.)
 
 The store is written into a staging folder beside the target, marked as a build in
 progress, and takes the target's name only once its manifest (written last) is
@@ -73,17 +76,20 @@ class _Writer:
         self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
                                 "dtype": array.dtype.str, "shape": list(array.shape)}
 
-    def write_blocks(self, relative: str, dtype, shape: tuple, block, rows: int = 1 << 16
+    def write_blocks(self, relative: str, dtype, shape: tuple, block, rows: int = 1 << 14
                      ) -> None:
         """An array written block by block (`block(lo, hi)` gives rows lo:hi), never held
-        whole."""
+        whole: np.save's bytes, appended with plain writes (a mapping's written pages
+        would count in the process's resident memory until it is closed)."""
         path = os.path.join(self.folder, relative)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        array = np.lib.format.open_memmap(path, "w+", dtype, shape)
-        for lo in range(0, shape[0], rows):
-            array[lo:lo + rows] = block(lo, min(lo + rows, shape[0]))
-        array.flush()
-        del array
+        with open(path, "wb") as f:
+            np.lib.format.write_array_header_1_0(f, {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                "fortran_order": False, "shape": tuple(shape)})
+            for lo in range(0, shape[0], rows):
+                f.write(np.ascontiguousarray(block(lo, min(lo + rows, shape[0])),
+                                             dtype=dtype).tobytes())
         self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
                                 "dtype": np.dtype(dtype).str, "shape": list(shape)}
 
@@ -367,17 +373,27 @@ def _write_node_table(out: _Writer, meta: dict, name: str, batches, locations) -
             else:
                 dtype, inner = shapes[feature]
                 scratch[feature].flush()
-                unsorted = np.memmap(scratch[feature].name, dtype, "r",
-                                     shape=(len(order),) + inner)
                 out.write_blocks(f"{prefix}.values.npy", dtype, (len(order),) + inner,
-                                 lambda lo, hi: unsorted[order[lo:hi]])
-                del unsorted
+                                 lambda lo, hi, path=scratch[feature].name, dtype=dtype,
+                                 shape=(len(order),) + inner:
+                                 _gather(path, dtype, shape, order[lo:hi]))
                 description = {"ragged": 0}
             meta["features"][feature] = description | {"prefix": f"feature{i}"}
     finally:
         for f in scratch.values():
             f.close()
             os.remove(f.name)
+
+
+def _gather(path: str, dtype, shape: tuple, positions: np.ndarray) -> np.ndarray:
+    """Rows at `positions` of a scratch file of `shape`, through a mapping that lives for
+    this block only (the pages it touched leave the process's resident memory with it;
+    they stay in the page cache)."""
+    mapped = np.memmap(path, dtype, "r", shape=shape)
+    try:
+        return np.array(mapped[positions])
+    finally:
+        del mapped
 
 
 def _facts(loaded: LoadedSchema, kind: str, name: str) -> TableFacts:
