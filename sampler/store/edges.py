@@ -38,37 +38,51 @@ BLOCK_EDGES = 1 << 20    # edges per block when copying scratch columns into buc
 
 
 class _Columns:
-    """Fixed-width columns appended to scratch files under one prefix."""
+    """Fixed-width columns appended to scratch files under one prefix. `keep_open`:
+    one open file per column for the object's life (the table's spill); otherwise each
+    append opens and closes them (a bucket: there may be more buckets than the process
+    may hold files open)."""
 
-    def __init__(self, prefix: str):
-        self.prefix = prefix
-        self.files: dict[str, object] = {}
+    def __init__(self, prefix: str, keep_open: bool = True):
+        self.prefix, self.keep_open = prefix, keep_open
+        self.paths: dict[str, str] = {}
+        self.open_files: dict[str, object] = {}
         self.kinds: dict[str, tuple[np.dtype, tuple]] = {}
         self.length = 0
 
     def append(self, columns: dict[str, np.ndarray]) -> None:
         for key, values in columns.items():
             values = np.ascontiguousarray(values)
-            if key not in self.files:
-                self.files[key] = open(f"{self.prefix}.{len(self.files)}", "w+b")
+            if key not in self.paths:
+                self.paths[key] = f"{self.prefix}.{len(self.paths)}"
                 self.kinds[key] = (values.dtype, values.shape[1:])
-            self.files[key].write(values.tobytes())
+            if self.keep_open:
+                if key not in self.open_files:
+                    self.open_files[key] = open(self.paths[key], "wb")
+                self.open_files[key].write(values.tobytes())
+            else:
+                with open(self.paths[key], "ab") as f:
+                    f.write(values.tobytes())
         self.length += len(next(iter(columns.values()))) if columns else 0
 
     def read(self, key: str, lo: int, hi: int) -> np.ndarray:
         """Rows lo:hi of a column (a read into memory, not a mapping)."""
         dtype, inner = self.kinds[key]
         width = dtype.itemsize * int(np.prod(inner, dtype=np.int64))
-        f = self.files[key]
-        f.flush()
-        f.seek(lo * width)
-        return np.frombuffer(f.read((hi - lo) * width), dtype).reshape((hi - lo,) + inner)
+        if key in self.open_files:
+            self.open_files[key].flush()
+        with open(self.paths[key], "rb") as f:
+            f.seek(lo * width)
+            return np.frombuffer(f.read((hi - lo) * width), dtype).reshape((hi - lo,) + inner)
 
     def close(self) -> None:
-        for f in self.files.values():
+        """Deletes the files (idempotent)."""
+        for f in self.open_files.values():
             f.close()
-            os.remove(f.name)
-        self.files = {}
+        for path in self.paths.values():
+            if os.path.exists(path):
+                os.remove(path)
+        self.open_files, self.paths = {}, {}
 
 
 def bucket_of_sources(degrees: np.ndarray, bucket_edges: int) -> np.ndarray:
@@ -140,7 +154,7 @@ def _partition(scratch: _Columns, bucket_of: np.ndarray, keys: list[str], prefix
             block = {key: scratch.read(key, lo, hi)[order] for key in keys}
             for b, a, z in zip(ids.tolist(), starts.tolist(), ends.tolist()):
                 if b not in buckets:
-                    buckets[b] = _Columns(f"{prefix}.b{b}")
+                    buckets[b] = _Columns(f"{prefix}.b{b}", keep_open=False)
                 buckets[b].append({key: values[a:z] for key, values in block.items()})
             del block, order, which
     except BaseException:
