@@ -154,19 +154,19 @@ def store(data: dict, source: str) -> str:
                     "sampling CPU-s, store", "store under a cap"], rows)]
     parts += [provenance_line(run, source) + (f" {run['note']}." if run.get("note") else "")
               for run in data["runs"]]
-    builds = [[str(b["scale"]), number(b.get("wall_s"), 1), number(b["peak_rss_mb"]),
-               number(b["graph_in_memory_mb"], 1),
-               f"{b['peak_rss_mb'] / b['graph_in_memory_mb']:.2f}",
-               number(b["store_mb"]), number(b["tables_mb"]), number(b.get("load_average"), 1)]
+    builds = [[str(b["scale"]), b.get("variant", ""), number(b.get("wall_s"), 1),
+               number(b.get("user_cpu_s"), 1), number(b["peak_rss_mb"]), number(b["graph_in_memory_mb"], 1),
+               f"{b['peak_rss_mb'] / b['graph_in_memory_mb']:.2f}", number(b["store_mb"]),
+               number(b["tables_mb"]), number(b.get("load_average"), 1)]
               for b in data.get("builds", [])]
     if builds:
         parts += ["Building a store (`unigraph-convert --format store`): peak RSS of the "
                   "building process against the graph's in-memory size:",
-                  table(["scale", "wall s", "peak RSS MB", "graph in memory MB",
+                  table(["scale", "build", "wall s", "user CPU s", "peak RSS MB",
+                         "graph in memory MB",
                          "peak / graph", "store MB", "tables MB", "load average"], builds)]
-        parts += [f"*{b['scale']}: `{b['command']}`.*" + (f" {b['note']}." if b.get("note")
-                                                          else "")
-                  for b in data["builds"] if b.get("command")]
+        if data.get("builds_about"):
+            parts.append(f"*{data['builds_about']}.*")
     return "\n\n".join(parts)
 
 

@@ -127,7 +127,9 @@ def write_edge_set(out, folder: str, name: str, batches: Iterable[EdgeBatch], *,
                 columns["timestamps"] = batch.timestamps
             columns.update({f"feature:{f}": v for f, v in batch.features.items()})
             scratch.append(columns)
-            degrees += np.bincount(batch.sources, minlength=n_sources)
+            # O(batch), not O(node set) per batch: a big node set read in many batches.
+            codes, counts = np.unique(batch.sources, return_counts=True)
+            degrees[codes] += counts
             target_seen[batch.targets] = True
         if scratch.length == 0:
             return None
