@@ -155,7 +155,8 @@ def store(data: dict, source: str) -> str:
     parts += [provenance_line(run, source) + (f" {run['note']}." if run.get("note") else "")
               for run in data["runs"]]
     builds = [[str(b["scale"]), b.get("variant", ""), number(b.get("wall_s"), 1),
-               number(b.get("user_cpu_s"), 1), number(b["peak_rss_mb"]), number(b["graph_in_memory_mb"], 1),
+               number(b.get("user_cpu_s"), 1), number(b["peak_rss_mb"]),
+               number(b["graph_in_memory_mb"], 1),
                f"{b['peak_rss_mb'] / b['graph_in_memory_mb']:.2f}", number(b["store_mb"]),
                number(b["tables_mb"]), number(b.get("load_average"), 1)]
               for b in data.get("builds", [])]
