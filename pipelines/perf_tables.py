@@ -146,7 +146,7 @@ def install(data: dict, source: str) -> str:
 
 def store(data: dict, source: str) -> str:
     """`benchmark --store --json`: the job from tables and from a graph store, and under
-    a memory cap."""
+    a memory cap; and the build's peak memory."""
     rows = []
     for run in data["runs"]:
         m = run["median"]
@@ -156,21 +156,31 @@ def store(data: dict, source: str) -> str:
                      number(m["tables"]["startup_s"], 1), number(m["store"]["startup_s"], 1),
                      number(m["tables"]["wall_s"], 1), number(m["store"]["wall_s"], 1),
                      f"{m['tables']['wall_s'] / m['store']['wall_s']:.2f}x",
+                     number(m["tables"].get("sampling_cpu_s"), 1),
+                     number(m["store"].get("sampling_cpu_s"), 1),
                      f"{number(capped.get('cap_mb'))} MB: {number(capped.get('wall_s'), 1)} s"
-                     if capped else "n/a"])
+                     if capped.get("wall_s") else "n/a"])
     parts = [data["about"],
              table(["scale", "graph in memory MB", "tables MB", "store MB",
                     "start-up s, tables", "start-up s, store", "job s, tables",
-                    "job s, store", "speed-up", "store under a cap"], rows)]
+                    "job s, store", "speed-up", "sampling CPU-s, tables",
+                    "sampling CPU-s, store", "store under a cap"], rows)]
     parts += [provenance_line(run, source) + (f" {run['note']}." if run.get("note") else "")
               for run in data["runs"]]
-    builds = [[str(b["scale"]), number(b.get("wall_s"), 1), number(b["peak_rss_mb"]),
-               number(b["graph_in_memory_mb"], 1), number(b["store_mb"]), number(b["tables_mb"])]
+    builds = [[str(b["scale"]), b.get("variant", ""), number(b.get("wall_s"), 1),
+               number(b.get("user_cpu_s"), 1), number(b["peak_rss_mb"]),
+               number(b["graph_in_memory_mb"], 1),
+               f"{b['peak_rss_mb'] / b['graph_in_memory_mb']:.2f}", number(b["store_mb"]),
+               number(b["tables_mb"]), number(b.get("load_average"), 1)]
               for b in data.get("builds", [])]
     if builds:
-        parts += ["Building a store (`unigraph-convert --format store`), one table at a time:",
-                  table(["scale", "wall s", "peak RSS MB", "graph in memory MB", "store MB",
-                         "tables MB"], builds)]
+        parts += ["Building a store (`unigraph-convert --format store`): peak RSS of the "
+                  "building process against the graph's in-memory size:",
+                  table(["scale", "build", "wall s", "user CPU s", "peak RSS MB",
+                         "graph in memory MB",
+                         "peak / graph", "store MB", "tables MB", "load average"], builds)]
+        if data.get("builds_about"):
+            parts.append(f"*{data['builds_about']}.*")
     return "\n\n".join(parts)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -50,20 +51,27 @@ def prepare(folder: str, store: str, log) -> dict:
             "peak_rss_mb": round(stats.peak_rss_bytes / 2**20, 1)}
 
 
-def startup_seconds(cmd: list[str]) -> float:
-    """Seconds from start until `sample` says its graph is loaded (then it is stopped)."""
+def startup_seconds(cmd: list[str]) -> tuple[float, float]:
+    """(seconds, CPU seconds) from start until `sample` says its graph is loaded (then it
+    is stopped): the CPU a job spends before sampling, so that the rest of a whole job's
+    CPU is its sampling."""
     cmd = [c for c in cmd if c != "--quiet"]  # the line is part of the progress it hides
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             cwd=REPO_ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
     try:
         for line in proc.stdout:
             if "graph loaded" in line:
-                return round(time.perf_counter() - started, 3)
-        raise RuntimeError(f"no 'graph loaded' line from {' '.join(cmd)}")
+                seconds = round(time.perf_counter() - started, 3)
+                break
+        else:
+            raise RuntimeError(f"no 'graph loaded' line from {' '.join(cmd)}")
     finally:
         proc.kill()
         proc.wait()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 3)
 
 
 def run_store_benchmark(args, folder: str, spec: str, seeds: str, run_once, sample_command,
@@ -78,18 +86,28 @@ def run_store_benchmark(args, folder: str, spec: str, seeds: str, run_once, samp
                 "store": lambda out: sample_command(store, spec, seeds, out,
                                                     ["--engine", "memory"])}
     startup = {name: [] for name in commands}
+    startup_cpu = {name: [] for name in commands}
     runs = {name: [] for name in commands}
+    load_averages = []  # the 1-minute load average after each run: the machine is shared
     for i in range(args.repeat):
         for name, command in commands.items():  # interleaved
-            startup[name].append(startup_seconds(command(os.path.join(runs_dir, "startup"))))
+            seconds, cpu = startup_seconds(command(os.path.join(runs_dir, "startup")))
+            startup[name].append(seconds)
+            startup_cpu[name].append(cpu)
             run = run_once(command(os.path.join(runs_dir, name)), os.path.join(runs_dir, name))
             runs[name].append(run)
-            log(f"{name} run {i + 1}/{args.repeat}: wall {run['wall_s']:.1f} s, start-up "
-                f"{startup[name][-1]:.2f} s, peak RSS {run['peak_rss_mb']:,.0f} MB")
+            load_averages.append(round(os.getloadavg()[0], 1))
+            log(f"{name} run {i + 1}/{args.repeat}: wall {run['wall_s']:.1f} s, CPU "
+                f"{run['cpu_s']:.1f} s, start-up {seconds:.2f} s ({cpu:.1f} CPU-s), peak RSS "
+                f"{run['peak_rss_mb']:,.0f} MB, load average {load_averages[-1]}")
     median = {name: {"wall_s": statistics.median(r["wall_s"] for r in rs),
                      "cpu_s": statistics.median(r["cpu_s"] for r in rs),
                      "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs),
-                     "startup_s": statistics.median(startup[name])}
+                     "startup_s": statistics.median(startup[name]),
+                     "startup_cpu_s": statistics.median(startup_cpu[name]),
+                     # The whole job's CPU less its start-up's, run by run (same round).
+                     "sampling_cpu_s": round(statistics.median(
+                         r["cpu_s"] - c for r, c in zip(rs, startup_cpu[name])), 2)}
               for name, rs in runs.items()}
     graph_mb = runs["tables"][0]["graph_in_memory_mb"]
     capped = {"skipped": unavailable()}
@@ -126,7 +144,8 @@ def run_store_benchmark(args, folder: str, spec: str, seeds: str, run_once, samp
         "store_mb": round(folder_bytes(store) / 2**20, 1),
         "build": build, "median": median,
         "store_speedup": round(median["tables"]["wall_s"] / median["store"]["wall_s"], 2),
-        "runs": runs, "startup_runs": startup, "capped": capped,
+        "runs": runs, "startup_runs": startup, "startup_cpu_runs": startup_cpu,
+        "load_averages": load_averages, "capped": capped,
     }
 
 

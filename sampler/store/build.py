@@ -3,18 +3,21 @@
     prepare_store(loaded, "mag-store/", chunk_edges=CHUNK_EDGES)
 
 Steps (each array is written as soon as it is built, then dropped):
-  1. each node table, alone: its rows sorted by id (core.node_table), features and
-     timestamps written; its ids kept on disk until the names are known;
+  1. each node table, alone: its rows sorted by id (core.node_table), dense features
+     streamed through a scratch file into id order, timestamps written; its ids kept
+     on disk until the names are known;
   2. each edge table, batch by batch: the distinct ids of its two ends;
   3. per node set, its names (sorted distinct ids of its table and of every edge set
      that names it) and their fingerprints; the node tables' ids become codes;
-  4. each edge table again, alone, its ids coded batch by batch: its canonical CSR and,
-     when it has
-     timestamps (or its target node set has), its timed CSR (core.adjacency, exactly
-     as sampler.memory.graph.load_graph builds them).
-So memory holds at most one table (one edge set's rows and the sort that builds its
-CSR) plus the names and fingerprints of the node sets it names, never the whole
-graph: the bound docs/store.md states and pipelines/store_benchmark.py measures.
+  4. each edge table again, its ids coded batch by batch, written in buckets of source
+     codes (sampler.store.edges): its canonical CSR and, when it has timestamps (or its
+     target node set has), its timed CSR, byte for byte what core.adjacency builds for
+     the whole table (as sampler.memory.graph.load_graph does).
+So memory holds one node table's ids and non-dense columns, or one bucket of edges
+(about `bucket_edges`, sorted) plus arrays of its two node sets' sizes; never an
+edge set whole, nor the graph: the bound docs/store.md states and
+pipelines/store_benchmark.py measures. (Edge sets with ragged or string features are
+the exception: built whole, `_write_whole_edge_set`.)
 
 The store is written into a staging folder beside the target, marked as a build in
 progress, and takes the target's name only once its manifest (written last) is
@@ -40,6 +43,7 @@ from sampler.core.node_table import build_node_table
 from sampler.core.temporal import effective_times, lowest_time
 from sampler.job.resources import release_free_memory
 from sampler.job.sizing import table_rows
+from sampler.store.edges import BUCKET_EDGES, write_edge_set
 from sampler.store.layout import CANONICAL, TIMED, adjacency_arrays, feature_arrays, set_folder
 from unigraph.storage import paths
 from unigraph.columnar.batches import EdgeBatch, NodeBatch
@@ -72,17 +76,26 @@ class _Writer:
         self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
                                 "dtype": array.dtype.str, "shape": list(array.shape)}
 
-    def write_blocks(self, relative: str, dtype, shape: tuple, block, rows: int = 1 << 16
+    def write_blocks(self, relative: str, dtype, shape: tuple, block, rows: int = 1 << 14
                      ) -> None:
         """An array written block by block (`block(lo, hi)` gives rows lo:hi), never held
-        whole."""
+        whole: np.save's bytes, appended with plain writes (a mapping's written pages
+        would count in the process's resident memory until it is closed)."""
         path = os.path.join(self.folder, relative)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        array = np.lib.format.open_memmap(path, "w+", dtype, shape)
-        for lo in range(0, shape[0], rows):
-            array[lo:lo + rows] = block(lo, min(lo + rows, shape[0]))
-        array.flush()
-        del array
+        with open(path, "wb") as f:
+            np.lib.format.write_array_header_1_0(f, {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                "fortran_order": False, "shape": tuple(shape)})
+            for lo in range(0, shape[0], rows):
+                f.write(np.ascontiguousarray(block(lo, min(lo + rows, shape[0])),
+                                             dtype=dtype).tobytes())
+        self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
+                                "dtype": np.dtype(dtype).str, "shape": list(shape)}
+
+    def register(self, relative: str, dtype, shape: tuple) -> None:
+        """A file written by someone else (sampler.store.edges) listed like the others."""
+        path = os.path.join(self.folder, relative)
         self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
                                 "dtype": np.dtype(dtype).str, "shape": list(shape)}
 
@@ -103,10 +116,12 @@ def file_crc32(path: str) -> int:
 
 
 def prepare_store(loaded: LoadedSchema, output: str, *, chunk_edges: int,
-                  log: Callable[[str], None] = lambda line: None) -> dict:
+                  log: Callable[[str], None] = lambda line: None,
+                  bucket_edges: int = BUCKET_EDGES) -> dict:
     """Builds the store of `loaded`'s graph at `output` (a local folder that is absent,
     empty or an earlier store, which is replaced only once the new one is whole);
-    returns its manifest."""
+    returns its manifest. `bucket_edges` bounds the build's memory (sampler.store.edges)
+    and changes no byte of the store."""
     if paths.is_remote(output):
         raise SamplerError(f"--output {output}: a graph store is written to a local folder "
                            f"(it is memory-mapped); copy it where it is needed afterwards")
@@ -124,7 +139,7 @@ def prepare_store(loaded: LoadedSchema, output: str, *, chunk_edges: int,
     try:
         with open(os.path.join(staging, STAGING_MARK), "w") as f:
             json.dump({"building": target, "pid": os.getpid(), "host": socket.gethostname()}, f)
-        manifest = _build(loaded, _Writer(staging), chunk_edges, log)
+        manifest = _build(loaded, _Writer(staging), chunk_edges, bucket_edges, log)
         with open(os.path.join(staging, MANIFEST_NAME + ".tmp"), "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1, sort_keys=True)
             f.flush()
@@ -152,7 +167,8 @@ def _commit(staging: str, target: str) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, log) -> dict:
+def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, bucket_edges: int, log
+           ) -> dict:
     schema = loaded.schema
     node_sets = sorted(schema.node_sets)
     edge_sets = sorted(n for n in schema.edge_sets if not is_link_readout("edge set", n))
@@ -232,47 +248,35 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, log) -> dict:
         edges_meta[name] = meta
         source_names = out.read(f"{nodes_meta[edge_set.source]['dir']}/names.npy")
         target_names = out.read(f"{nodes_meta[edge_set.target]['dir']}/names.npy")
-        # Ids become codes batch by batch: the table's byte-string ids are never all held.
-        batch = concat_edge_batches(name, [
-            EdgeBatch(name, np.searchsorted(source_names, b.sources),
-                      np.searchsorted(target_names, b.targets), b.rows, b.weights, b.features,
-                      b.timestamps)
-            for b in read_set(loaded, "edges", name,
-                              timestamp=TimeColumn(edge_column, dtype) if edge_column else None)])
-        sources, targets = batch.sources, batch.targets
-        edge_times = batch.timestamps
-        rows, weights, features = batch.rows, batch.weights, batch.features
-        meta["edges"] = len(rows)
-        del batch, source_names, target_names
         source_fingerprints = out.read(f"{nodes_meta[edge_set.source]['dir']}/fingerprints.npy")
         target_fingerprints = out.read(f"{nodes_meta[edge_set.target]['dir']}/fingerprints.npy")
-        layouts = [(CANONICAL, None)]
-        if timed:
-            target_times = None
-            if target_column:
-                target_times = _times_by_code(out, nodes_meta[edge_set.target], dtype)[targets]
-            layouts.append((TIMED, effective_times(edge_times, target_times, dtype)))
-            del target_times
-        del edge_times
-        while layouts:
-            layout, times = layouts.pop(0)
-            coded = EdgeBatch(name, sources, targets, rows, weights, features, times)
-            built = build_adjacency(name, [coded], source_fingerprints.__getitem__, chunk_edges,
-                                    target_fingerprints.__getitem__)
-            if edge_set.target == edge_set.source:  # as load_graph: the leakage check's
-                built.target_fingerprints = source_fingerprints[built.target_ids]
-            del coded, times
-            per_row, per_edge, description = adjacency_arrays(built)
-            del built
-            if layout == CANONICAL:
-                for key, array in per_row.items():
-                    out.write(f"{meta['dir']}/{key}.npy", array)
-            for key, array in per_edge.items():
-                out.write(f"{meta['dir']}/{layout}/{key}.npy", array)
-            meta["layouts"][layout] = description
-            del per_row, per_edge
-            release_free_memory()
-        del sources, targets, rows, weights, features, layouts
+
+        def coded_batches():
+            # Ids become codes batch by batch: the table's byte-string ids are never all held.
+            for b in read_set(loaded, "edges", name,
+                              timestamp=TimeColumn(edge_column, dtype) if edge_column else None):
+                yield EdgeBatch(name, np.searchsorted(source_names, b.sources),
+                                np.searchsorted(target_names, b.targets), b.rows, b.weights,
+                                b.features, b.timestamps)
+
+        target_meta = nodes_meta[edge_set.target]
+        written = write_edge_set(
+            out, meta["dir"], name, coded_batches(), n_sources=len(source_names),
+            n_targets=len(target_names), source_fingerprints=source_fingerprints,
+            target_fingerprints=target_fingerprints,
+            same_set=edge_set.target == edge_set.source,
+            target_times=(lambda: _times_by_code(out, target_meta, dtype)) if target_column
+            else None,
+            effective_times=lambda edge_times, target_times: effective_times(
+                edge_times, target_times, dtype),
+            chunk_edges=chunk_edges, bucket_edges=bucket_edges, timed=timed)
+        if written is not None:
+            meta["edges"], meta["layouts"] = written["edges"], written["layouts"]
+        else:  # ragged or string edge features, or no edges: the whole table at once
+            _write_whole_edge_set(out, meta, name, edge_set, concat_edge_batches(
+                name, list(coded_batches())), source_fingerprints, target_fingerprints,
+                target_meta if target_column else None, dtype, timed, chunk_edges)
+        del source_names, target_names, source_fingerprints, target_fingerprints
         release_free_memory()
         log(f"edge set '{name}': {meta['edges']} edges"
             f"{' (canonical and timed)' if timed else ''}")
@@ -285,6 +289,45 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, log) -> dict:
         "tables": {key: facts_dict(f) for key, f in tables.items()},
         "nodes": nodes_meta, "edges": edges_meta, "files": out.files,
     }
+
+
+def _write_whole_edge_set(out: _Writer, meta: dict, name: str, edge_set, batch: EdgeBatch,
+                          source_fingerprints, target_fingerprints, target_meta, dtype: str,
+                          timed: bool, chunk_edges: int) -> None:
+    """An edge set's layouts built from its whole table in memory (core.adjacency on one
+    batch, as load_graph): for tables whose edge features are ragged or byte strings,
+    which sampler.store.edges cannot spill as fixed-width columns."""
+    sources, targets = batch.sources, batch.targets
+    edge_times = batch.timestamps
+    rows, weights, features = batch.rows, batch.weights, batch.features
+    meta["edges"] = len(rows)
+    del batch
+    layouts = [(CANONICAL, None)]
+    if timed:
+        target_times = None
+        if target_meta is not None:
+            target_times = _times_by_code(out, target_meta, dtype)[targets]
+        layouts.append((TIMED, effective_times(edge_times, target_times, dtype)))
+        del target_times
+    del edge_times
+    while layouts:
+        layout, times = layouts.pop(0)
+        coded = EdgeBatch(name, sources, targets, rows, weights, features, times)
+        built = build_adjacency(name, [coded], source_fingerprints.__getitem__, chunk_edges,
+                                target_fingerprints.__getitem__)
+        if edge_set.target == edge_set.source:  # as load_graph: the leakage check's
+            built.target_fingerprints = source_fingerprints[built.target_ids]
+        del coded, times
+        per_row, per_edge, description = adjacency_arrays(built)
+        del built
+        if layout == CANONICAL:
+            for key, array in per_row.items():
+                out.write(f"{meta['dir']}/{key}.npy", array)
+        for key, array in per_edge.items():
+            out.write(f"{meta['dir']}/{layout}/{key}.npy", array)
+        meta["layouts"][layout] = description
+        del per_row, per_edge
+        release_free_memory()
 
 
 def _write_node_table(out: _Writer, meta: dict, name: str, batches, locations) -> None:
@@ -330,17 +373,27 @@ def _write_node_table(out: _Writer, meta: dict, name: str, batches, locations) -
             else:
                 dtype, inner = shapes[feature]
                 scratch[feature].flush()
-                unsorted = np.memmap(scratch[feature].name, dtype, "r",
-                                     shape=(len(order),) + inner)
                 out.write_blocks(f"{prefix}.values.npy", dtype, (len(order),) + inner,
-                                 lambda lo, hi: unsorted[order[lo:hi]])
-                del unsorted
+                                 lambda lo, hi, path=scratch[feature].name, dtype=dtype,
+                                 shape=(len(order),) + inner:
+                                 _gather(path, dtype, shape, order[lo:hi]))
                 description = {"ragged": 0}
             meta["features"][feature] = description | {"prefix": f"feature{i}"}
     finally:
         for f in scratch.values():
             f.close()
             os.remove(f.name)
+
+
+def _gather(path: str, dtype, shape: tuple, positions: np.ndarray) -> np.ndarray:
+    """Rows at `positions` of a scratch file of `shape`, through a mapping that lives for
+    this block only (the pages it touched leave the process's resident memory with it;
+    they stay in the page cache)."""
+    mapped = np.memmap(path, dtype, "r", shape=shape)
+    try:
+        return np.array(mapped[positions])
+    finally:
+        del mapped
 
 
 def _facts(loaded: LoadedSchema, kind: str, name: str) -> TableFacts:

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from pipelines import convert, sample
-from sampler.store import build
+from sampler.store import build, edges
 from sampler.store.mapped import verify_store
 from unigraph.errors import SamplerError, SchemaError
 from unigraph.schema import load_schema
@@ -126,6 +126,7 @@ def test_an_interrupted_build_leaves_nothing(tmp_path, monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(build, "build_adjacency", fail)
+    monkeypatch.setattr(edges, "build_adjacency", fail)  # mid-way through the buckets
     with pytest.raises(KeyboardInterrupt):
         convert.prepare(EXAMPLE, str(target), log=lambda line: None)
     assert os.listdir(tmp_path) == []
