@@ -17,7 +17,8 @@ is sampling, once the graph is in memory.
             subgraph as its tf.Example bytes, what offline writes). Sampled edges/s
             count the edges of the subgraphs (per seed: nothing merged).
   latency   one batch of 512 random seeds, 30 times: milliseconds per batch (median,
-            p95), as arrays, as GraphTensors and as bytes.
+            p95, and the median in CPU time), as arrays, as GraphTensors and as bytes;
+            then as arrays again with load_graph(threads=2).
   dgl       (with --dgl-python: an interpreter with DGL installed, e.g. torch 2.2.1 and
             dgl 2.1.0) DGL's C++ `sample_neighbors` through the same spec on the same
             tables (pipelines/dgl_benchmark.py): merged frontiers of 512 seeds, and one
@@ -41,6 +42,7 @@ from pipelines.provenance import provenance
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 512
 LATENCY_BATCHES = 30
+THREADS = 2  # the latency's threaded pass
 
 
 def _seed_ids(seeds_path: str) -> np.ndarray:
@@ -122,23 +124,40 @@ def measure_latency(graph: str, spec: str, seeds: str) -> dict:
     ids = _seed_ids(seeds)
     chooser = np.random.default_rng(0)
     times = {"arrays": [], "graphs": [], "examples": []}
+    cpu = {kind: [] for kind in times}  # the same spans in CPU seconds: what load inflates less
     for i in range(LATENCY_BATCHES):
-        batch_ids = ids[chooser.choice(len(ids), BATCH, replace=False)]
-        started = time.perf_counter()
+        batch_ids = ids[chooser.choice(len(ids), min(BATCH, len(ids)), replace=False)]
+        started, started_cpu = time.perf_counter(), time.process_time()
         batch = loaded.sample(batch_ids, seed=i)
-        sampled = time.perf_counter()
+        sampled, sampled_cpu = time.perf_counter(), time.process_time()
         list(batch)
-        built = time.perf_counter()
+        built, built_cpu = time.perf_counter(), time.process_time()
         again = loaded.sample(batch_ids, seed=i)
-        resampled = time.perf_counter()
+        resampled, resampled_cpu = time.perf_counter(), time.process_time()
         again.to_examples()
-        encoded = time.perf_counter()
+        encoded, encoded_cpu = time.perf_counter(), time.process_time()
         times["arrays"].append(sampled - started)
         times["graphs"].append(built - started)
         times["examples"].append(encoded - resampled + (sampled - started))
+        cpu["arrays"].append(sampled_cpu - started_cpu)
+        cpu["graphs"].append(built_cpu - started_cpu)
+        cpu["examples"].append(encoded_cpu - resampled_cpu + (sampled_cpu - started_cpu))
+    # The same batches as arrays with load_graph(threads=2) (set on the graph loaded, so as
+    # not to load it twice): what a second core buys, where it is free.
+    loaded._threads = THREADS
+    chooser = np.random.default_rng(0)
+    times["arrays_threads"], cpu["arrays_threads"] = [], []
+    for i in range(LATENCY_BATCHES):
+        batch_ids = ids[chooser.choice(len(ids), min(BATCH, len(ids)), replace=False)]
+        started, started_cpu = time.perf_counter(), time.process_time()
+        loaded.sample(batch_ids, seed=i)
+        times["arrays_threads"].append(time.perf_counter() - started)
+        cpu["arrays_threads"].append(time.process_time() - started_cpu)
     return {"load_s": round(load_s, 2), "graph_mb": round(loaded.nbytes / 1e6, 1),
+            "batches": LATENCY_BATCHES, "threads": THREADS,
             **{kind: {"median_ms": round(1e3 * statistics.median(values), 1),
-                      "p95_ms": round(1e3 * float(np.percentile(values, 95)), 1)}
+                      "p95_ms": round(1e3 * float(np.percentile(values, 95)), 1),
+                      "median_cpu_ms": round(1e3 * statistics.median(cpu[kind]), 1)}
                for kind, values in times.items()}}
 
 

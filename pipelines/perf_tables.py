@@ -90,12 +90,22 @@ def api(data: dict, source: str) -> str:
                          "subgraphs / CPU-s"], rows)]
     if "latency" in data:
         latency = data["latency"]
+        with_cpu = "median_cpu_ms" in latency["arrays"]
         rows = [[kind, number(latency[kind]["median_ms"], 1), number(latency[kind]["p95_ms"], 1)]
+                + ([number(latency[kind]["median_cpu_ms"], 1)] if with_cpu else [])
                 for kind in ("arrays", "graphs", "examples")]
+        if "arrays_threads" in latency:
+            threaded = latency["arrays_threads"]
+            rows.append([f"arrays, `load_graph(threads={latency['threads']})`",
+                         number(threaded["median_ms"], 1), number(threaded["p95_ms"], 1)]
+                        + ([number(threaded["median_cpu_ms"], 1)] if with_cpu else []))
         parts += [f"One batch of {data['batch_size']} random seeds, once the graph is loaded "
                   f"(scale {data['scale']}: {number(latency['graph_mb'])} MB in memory, "
-                  f"loaded in {number(latency['load_s'], 1)} s):",
-                  table(["returned as", "median ms", "p95 ms"], rows)]
+                  f"loaded in {number(latency['load_s'], 1)} s)"
+                  + (f", {latency['batches']} batches, one thread unless said:"
+                     if "batches" in latency else ":"),
+                  table(["returned as", "median ms", "p95 ms"]
+                        + (["median CPU ms"] if with_cpu else []), rows)]
     if "dgl" in data:
         dgl = data["dgl"]
         ours = median["online"]["arrays"]

@@ -7,6 +7,8 @@ inverse codes) by one sort, or by no sort when the values are codes of a known r
 """
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,12 +45,79 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if len(values) and bool(np.all(values[1:] >= values[:-1])):  # sorted already: no sort
         first = np.r_[True, values[1:] != values[:-1]]
         return values[first], np.cumsum(first) - 1
-    order = np.argsort(values, kind="stable")
+    order = argsort(values)
     ordered = values[order]
     first = np.r_[True, ordered[1:] != ordered[:-1]] if len(values) else np.zeros(0, bool)
     inverse = np.empty(len(values), np.int64)
     inverse[order] = np.cumsum(first) - 1
     return ordered[first], inverse
+
+
+class SortedIndex:
+    """Where values are in a sorted array of distinct values: `positions(values)` is
+    each value's index there, -1 where it is absent. Integer codes (the in-memory
+    engine's ids) that fill their range densely are looked up by one gather from a
+    code -> position array, built on first use; a sorted array that is 0..n-1 (a node
+    set's table, its codes) needs no array at all. Anything else (byte-string ids,
+    sparse codes, a memory-mapped graph store's arrays, which must not grow the
+    process's own memory) is binary-searched. 50K sorted codes among 1.9M (a batch's
+    lookups at OGBN-MAG size): searched 8.4 ms, gathered 0.16 ms here."""
+
+    def __init__(self, ordered: np.ndarray):
+        self.ordered = ordered
+        self._by_code: np.ndarray | None = None
+        self._identity = False
+        codes = (ordered.dtype.kind in "iu" and len(ordered) > 0 and int(ordered[0]) >= 0)
+        # Distinct and sorted from 0 to n-1: the codes are their own positions.
+        self._identity = codes and int(ordered[-1]) == len(ordered) - 1
+        self._dense = self._identity or (codes and int(ordered[-1]) < 4 * len(ordered) + 1024
+                                         and not _mapped(ordered))
+
+    def positions(self, values: np.ndarray) -> np.ndarray:
+        ordered = self.ordered
+        if len(ordered) == 0:
+            return np.full(len(values), -1, np.int64)
+        if self._dense and values.dtype.kind in "iu":
+            if self._identity:
+                table_size = len(ordered)
+            else:
+                if self._by_code is None:  # threads may race here: each builds the same
+                    by_code = np.full(int(ordered[-1]) + 1, -1, np.int64)
+                    by_code[ordered] = np.arange(len(ordered))
+                    self._by_code = by_code
+                table_size = len(self._by_code)
+            inside = (values >= 0) & (values < table_size)
+            if not inside.all():
+                found = np.full(len(values), -1, np.int64)
+                found[inside] = self.positions(values[inside])
+                return found
+            return values.astype(np.int64) if self._identity else self._by_code[values]
+        pos = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+        return np.where(ordered[pos] == values, pos, -1).astype(np.int64)
+
+
+def _mapped(array: np.ndarray) -> bool:
+    """Whether the array's memory is a mapped file (np.memmap, or a view of an mmap)."""
+    while array is not None:
+        if isinstance(array, (np.memmap, mmap.mmap)):
+            return True
+        array = getattr(array, "base", None)
+    return False
+
+
+def argsort(values: np.ndarray) -> np.ndarray:
+    """np.argsort(values, kind="stable"), faster for non-negative integers: each value is
+    packed with its index into one int64 and those are sorted, which numpy does with SIMD
+    (250K int64: 7 ms sorted, 19 ms argsorted, 37 ms argsorted stably, here). Values too
+    wide to pack with their index are argsorted stably."""
+    n = len(values)
+    if values.dtype.kind in "iu" and n > 1:
+        low, high = int(values.min()), int(values.max())
+        index_bits = (n - 1).bit_length()
+        if low >= 0 and high < 1 << (63 - index_bits):
+            packed = np.sort((values.astype(np.int64) << index_bits) | np.arange(n))
+            return packed & ((1 << index_bits) - 1)
+    return np.argsort(values, kind="stable")
 
 
 def _unique_inverse_bytes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

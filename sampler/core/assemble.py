@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from sampler.core.arrays import unique
+from sampler.core.arrays import argsort, unique, unique_inverse
 from sampler.core.pieces import EdgePiece, NodeFeatures, PairPiece, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS
 from sampler.plan.plan import LABEL, Plan, label_dtype, pairs_table_layout
@@ -178,24 +178,34 @@ class ShardAssembler:
                                 np.zeros(0, "S1"), len(sample_ids),
                                 seed_ids if s == self.plan.seed_set else None,
                                 target_ids if s == self.plan.seed_set else None)
+        # Each edge's sample rank, and (from its target set's layout) its target's index
+        # among all the set's nodes of the shard, -1 if that node was left out.
+        edge_ranks = [np.searchsorted(sample_ids, p.sample_ids)[p.sample_codes]
+                      for p in edge_pieces]
+        target_index: list[np.ndarray | None] = [None] * len(edge_pieces)
         nodes = {}
         for s in self.plan.node_sets():
             arriving = [(np.arange(len(sample_ids)), keys[s].codes_of(seed_ids))] \
                 if s == self.plan.seed_set else []
             if s == self.plan.seed_set and target_ids is not None:
                 arriving.append((np.arange(len(sample_ids)), keys[s].codes_of(target_ids)))
-            arriving += [(np.searchsorted(sample_ids, p.sample_ids)[p.sample_codes],
-                          keys[s].codes_of(p.target_ids)[p.target_codes])
-                         for p in edge_pieces if ends[p.edge_set][1] == s]
-            nodes[s], missing = self._node_layout(
+            into = [i for i, p in enumerate(edge_pieces) if ends[p.edge_set][1] == s]
+            arriving += [(edge_ranks[i], keys[s].codes_of(edge_pieces[i].target_ids)[
+                edge_pieces[i].target_codes]) for i in into]
+            nodes[s], missing, index = self._node_layout(
                 s, keys[s], arriving, [p for p in feature_pieces if p.node_set == s])
+            ends_at = np.cumsum([len(r) for r, _ in arriving])
+            for i, end in zip(into, ends_at[len(arriving) - len(into):]):
+                target_index[i] = index[end - len(edge_pieces[i]):end]
             if missing:
                 stats.nodes_missing[s] = missing
         edges = {}
         for e in self.plan.edge_sets():
+            of_set = [i for i, p in enumerate(edge_pieces) if p.edge_set == e]
             edges[e], dropped, examples = self._edge_layout(
-                e, [p for p in edge_pieces if p.edge_set == e], sample_ids,
-                keys[ends[e][0]], keys[ends[e][1]], nodes[ends[e][0]], nodes[ends[e][1]])
+                e, [edge_pieces[i] for i in of_set], [edge_ranks[i] for i in of_set],
+                [target_index[i] for i in of_set], sample_ids, keys[ends[e][0]],
+                keys[ends[e][1]], nodes[ends[e][0]], nodes[ends[e][1]])
             if dropped:
                 stats.dangling_edges[e] = dropped
                 stats.dangling_examples += examples
@@ -245,14 +255,18 @@ class ShardAssembler:
 
     def _node_layout(self, node_set: str, keys: "_NodeKeys",
                      arriving: list[tuple[np.ndarray, np.ndarray]],
-                     feature_pieces: list[NodeFeatures]) -> tuple[_Layout, int]:
+                     feature_pieces: list[NodeFeatures]) -> tuple[_Layout, int, np.ndarray]:
         """The set's nodes of every sample: its seed (if any) and the targets of its edges
-        into the set, each once, in canonical order (by key: rank, seed first, then id)."""
+        into the set, each once, in canonical order (by key: rank, seed first, then id);
+        how many were left out (absent from the set's table); and for each arriving
+        (rank, code), its node's index in the layout (-1 if left out), so that edges
+        find their targets without a search."""
         wanted = self.node_features[node_set]
         if arriving:
-            node_keys = unique(np.concatenate([keys.key(r, c) for r, c in arriving]))
+            node_keys, arrival_index = unique_inverse(
+                np.concatenate([keys.key(r, c) for r, c in arriving]))
         else:
-            node_keys = np.zeros(0, np.int64)
+            node_keys, arrival_index = np.zeros(0, np.int64), np.zeros(0, np.int64)
         ranks, codes = keys.split(node_keys)
         features, missing = {}, 0
         if self.has_table[node_set]:
@@ -267,35 +281,41 @@ class ShardAssembler:
             if missing:
                 node_keys, ranks, codes, rows = (node_keys[found], ranks[found], codes[found],
                                                  rows[found])
+                kept_index = np.where(found, np.cumsum(found) - 1, -1)
+                arrival_index = kept_index[arrival_index]
             features = table.features if table is not None else {
                 k: empty_feature(f) for k, f in wanted.items()}
             return _Layout(_offsets(ranks, keys.num_samples), features, rows,
-                           ids=self._named(node_set, keys.ids[codes]), keys=node_keys), missing
+                           ids=self._named(node_set, keys.ids[codes]), keys=node_keys), \
+                missing, arrival_index
         return _Layout(_offsets(ranks, keys.num_samples), {},
-                       ids=self._named(node_set, keys.ids[codes]), keys=node_keys), missing
+                       ids=self._named(node_set, keys.ids[codes]), keys=node_keys), missing, \
+            arrival_index
 
-    def _edge_layout(self, edge_set: str, pieces: list[EdgePiece], sample_ids: np.ndarray,
+    def _edge_layout(self, edge_set: str, pieces: list[EdgePiece], piece_ranks: list[np.ndarray],
+                     piece_target_index: list[np.ndarray], sample_ids: np.ndarray,
                      source_keys: "_NodeKeys", target_keys: "_NodeKeys",
                      sources_layout: _Layout, targets_layout: _Layout
                      ) -> tuple[_Layout, int, list[tuple[str, str, str, int]]]:
         """The set's edges of every sample; how many were dropped for an absent endpoint,
-        and the first few of them."""
+        and the first few of them. Per piece: each edge's sample rank and its target's
+        index in `targets_layout` (from the node layout, -1 if left out)."""
         wanted = self.edge_features[edge_set]
         if not pieces:
             empty = np.zeros(0, np.int64)
             return _Layout(np.zeros(len(sample_ids) + 1, np.int64),
                            {k: empty_feature(f) for k, f in wanted.items()},
                            sources=empty, targets=empty), 0, []
-        ranks = np.concatenate([np.searchsorted(sample_ids, p.sample_ids)[p.sample_codes]
-                                for p in pieces])
+        ranks = np.concatenate(piece_ranks)
         source_codes = np.concatenate([source_keys.codes_of(p.source_ids)[p.source_codes]
                                        for p in pieces])
         target_codes = np.concatenate([target_keys.codes_of(p.target_ids)[p.target_codes]
                                        for p in pieces])
         positions = np.concatenate([p.positions for p in pieces])
         features = {k: concat([p.features[k] for p in pieces]) for k in wanted}
-        sources = _local_indices(sources_layout, source_keys.key(ranks, source_codes), ranks)
-        targets = _local_indices(targets_layout, target_keys.key(ranks, target_codes), ranks)
+        sources = _source_indices(sources_layout, source_keys, ranks, source_codes)
+        target_index = np.concatenate(piece_target_index)
+        targets = np.where(target_index >= 0, target_index - targets_layout.offsets[ranks], -1)
         # One sort into canonical order: (sample, source index, target index, position);
         # for one source and target, adjacency position orders like the table row. An
         # edge sampled twice in one sample (by two ops) lands next to its copy and is
@@ -331,7 +351,7 @@ def _of_samples(piece: EdgePiece, sample_ids: np.ndarray) -> EdgePiece:
 def _sort_pairs(pair: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """The order that sorts by (pair, position). Equal pairs (parallel edges, or an edge
     two ops sampled) are rare, so one sort by pair, then only their runs by position."""
-    order = np.argsort(pair, kind="stable")
+    order = argsort(pair)
     ranked = pair[order]
     tie = ranked[1:] == ranked[:-1]
     if tie.any():
@@ -392,6 +412,19 @@ class _NodeKeys:
     def split(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(rank, code) of every key."""
         return keys // (3 * self.width), keys % self.width
+
+
+def _source_indices(layout: _Layout, keys: _NodeKeys, ranks: np.ndarray,
+                    codes: np.ndarray) -> np.ndarray:
+    """Index of each edge's source within its sample's node set; -1 if absent. A hop
+    draws a source's edges together, so the (rank, code) pairs come in runs: each run
+    is looked up once."""
+    if len(ranks) == 0:
+        return np.zeros(0, np.int64)
+    head = np.r_[True, (ranks[1:] != ranks[:-1]) | (codes[1:] != codes[:-1])]
+    heads = np.flatnonzero(head)
+    local = _local_indices(layout, keys.key(ranks[heads], codes[heads]), ranks[heads])
+    return local[np.cumsum(head) - 1]
 
 
 def _local_indices(layout: _Layout, keys: np.ndarray, ranks: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sampler.core.arrays import unique, unique_inverse
+from sampler.core.arrays import argsort, unique, unique_inverse
 from unigraph.columnar.batches import FeatureValues
 from unigraph.columnar.ragged import concat, take
 
@@ -114,7 +114,7 @@ class Requests:
             return self
         # One int64 key (the sample's rank, then the code) instead of a two-key lexsort.
         _, sample_rank = unique_inverse(self.samples)
-        order = np.argsort(sample_rank * max(len(self.ids), 1) + self.codes)
+        order = argsort(sample_rank * max(len(self.ids), 1) + self.codes)
         samples, codes = self.samples[order], self.codes[order]
         keep = np.r_[True, (samples[1:] != samples[:-1]) | (codes[1:] != codes[:-1])]
         return Requests(samples[keep], codes[keep], self.ids,

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pipelines import benchmark, proc_stats
+from pipelines import benchmark, perf_tables, proc_stats
 from sampler.plan.plan import build_plan
 from sampler.plan.spec import load_spec
 from unigraph.errors import SpecError
@@ -150,6 +150,29 @@ def test_tiny_benchmark_end_to_end(tmp_path, capsys):
     # Measured outputs are deleted (they are large at real scales) unless kept.
     runs = tmp_path / "runs"
     assert not any(f.is_file() for f in runs.rglob("*")) if runs.exists() else True
+
+
+def test_api_benchmark_measures_online_sampling_and_latency(tmp_path, capsys):
+    """`--api --latency` at scale 0.0005 (368 seeds: one batch, smaller than 512)."""
+    code = benchmark.main(["--scale", "0.0005", "--repeat", "1", "--cache-dir", str(tmp_path),
+                           "--api", "--latency", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    result = json.loads(captured.out.strip().splitlines()[-1])
+    assert result["benchmark"] == "api" and result["command"].startswith("benchmark")
+    offline, online = result["median"]["offline"], result["median"]["online"]
+    assert offline["subgraphs"] == 368
+    for kind in ("arrays", "graphs", "examples"):
+        assert online[kind]["subgraphs"] == 368 and online[kind]["subgraph_edges"] > 368
+    # Every pass samples the same subgraphs, so counts agree; only the times differ.
+    assert online["arrays"]["subgraph_edges"] == online["examples"]["subgraph_edges"]
+    latency = result["latency"]
+    assert latency["batches"] == 30 and latency["threads"] == 2
+    for kind in ("arrays", "graphs", "examples", "arrays_threads"):
+        assert 0 < latency[kind]["median_ms"] <= latency[kind]["p95_ms"]
+        assert latency[kind]["median_cpu_ms"] > 0
+    page = perf_tables.api(result, "benchmarks/api_tiny.json")
+    assert "`load_graph(threads=2)`" in page and "api_tiny.json" in page
 
 
 def test_tfgnn_needs_tfrecord_tables(capsys):

@@ -222,6 +222,21 @@ def test_subgraphs_keep_the_callers_order_and_report_the_missing(demo, caplog, c
     assert len(demo.sample([], seed=3)) == 0
 
 
+def test_threads_sample_the_same_subgraphs(demo, monkeypatch):
+    monkeypatch.setattr(api, "THREAD_CHUNK_MIN", 2)  # 13 seeds found: 4 chunks of <= 4
+    threaded = api.load_graph(DEMO, DEMO_SPEC, threads=4)
+    seeds = demo_seeds() + ["ghost"] + demo_seeds()[:3]
+    alone, together = demo.sample(seeds, seed=5), threaded.sample(seeds, seed=5)
+    assert len(together.assembled) == 4  # split into chunks, one per thread
+    assert together.to_examples() == alone.to_examples()
+    assert together.report == alone.report and together.missing == alone.missing
+    batches = [b.to_examples() for b in threaded.batches(batch_size=8, epochs=2, seed=1)]
+    assert batches == [b.to_examples() for b in demo.batches(batch_size=8, epochs=2, seed=1)]
+    for bad in (0, 1.5, True):
+        with pytest.raises(api.SamplerError, match="threads must be a whole number"):
+            api.load_graph(DEMO, DEMO_SPEC, threads=bad)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda g: g.sample(["p01", ""]), "seeds row 1: .*empty"),
     (lambda g: g.sample(["p01"], cutoffs=[3]), r"load_graph\(\.\.\., cutoffs=True\)"),
