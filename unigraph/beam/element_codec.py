@@ -60,6 +60,7 @@ _MASK64 = (1 << 64) - 1
 _UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
              8: np.dtype(np.uint64)}
 _PROBES = 64  # evenly spaced items checked in order before the whole array is
+_UNKNOWN = object()  # a narrowing not yet computed
 
 
 class NotEncodable(TypeError):
@@ -70,12 +71,16 @@ def _ours(cls) -> bool:
     return cls.__module__.startswith(_PACKAGES) and dataclasses.is_dataclass(cls)
 
 
-def _narrowing(array: np.ndarray):
+def _narrowing(array: np.ndarray, ordered: bool = False):
     """(narrow dtype, minimum as a Python int) for an integer array whose values fit a
-    narrower unsigned type above their minimum, else None."""
+    narrower unsigned type above their minimum, else None. `ordered`: the array is 1-d
+    and never decreases, so its ends are its minimum and maximum."""
     if array.dtype.kind not in "iu" or array.dtype.itemsize < 2 or array.size < NARROW_MIN:
         return None
-    lo, hi = int(array.min()), int(array.max())
+    if ordered:
+        lo, hi = int(array[0]), int(array[-1])
+    else:
+        lo, hi = int(array.min()), int(array.max())
     for width, narrow in _NARROW:
         if width >= array.dtype.itemsize:
             return None
@@ -89,7 +94,7 @@ def _never_decreasing(array: np.ndarray) -> bool:
     are turned away by a few probes, not a pass over all of them."""
     if array.ndim != 1 or array.dtype.kind not in "iu" or array.size < NARROW_MIN:
         return False
-    probes = array[np.linspace(0, array.size - 1, _PROBES).astype(np.intp)]
+    probes = array[::array.size // _PROBES]  # a view: nothing copied
     if (probes[1:] < probes[:-1]).any():
         return False
     return not (array[1:] < array[:-1]).any()
@@ -102,20 +107,34 @@ def _sorted_form(array: np.ndarray):
     type's Python int, steps in the unsigned type of the array's width)."""
     if not _never_decreasing(array):
         return None
-    best, best_size = None, _array_size(array, 0, False)
-    starts = np.flatnonzero(np.r_[True, array[1:] != array[:-1]])
-    if len(starts) <= array.size // 2:
+    plain = _narrowing(array, True)
+    best, best_size = None, _array_size(array, 0, False, plain)
+    changes = np.flatnonzero(array[1:] != array[:-1])  # where a run ends, less one
+    if len(changes) < array.size // 2:
+        starts = np.empty(len(changes) + 1, np.int64)
+        starts[0] = 0
+        starts[1:] = changes + 1
         values = array[starts]
-        lengths = np.diff(np.r_[starts, array.size]).astype(np.int64)
-        size = _array_size(lengths, _array_size(values, 1, True), False)
-        if size < best_size:
-            best, best_size = ("r", values, lengths), size
+        lengths = np.empty(len(starts), np.int64)
+        lengths[:-1] = starts[1:] - starts[:-1]
+        lengths[-1] = array.size - starts[-1]
+        parts = (values, lengths), (_narrowing(values, True), _narrowing(lengths))
+        size = _array_size(lengths, _array_size(values, 1, True, parts[1][0]), False,
+                           parts[1][1])
+        if size < best_size:  # runs: most steps are 0, so steps would not do better
+            return ("r", *parts)
+    # Steps only pay where they fit a narrower type than the values do; the mean step
+    # is a lower bound on the largest, so most arrays they cannot help stop here.
+    width = plain[0].itemsize if plain is not None else array.dtype.itemsize
+    mean_step = (int(array[-1]) - int(array[0])) // (array.size - 1)
+    if width == 1 or mean_step >> (8 * (width // 2)):
+        return best
     # Steps computed in the unsigned type: exact (modulo 2**bits) even across 0.
     unsigned = array.view(_UNSIGNED[array.dtype.itemsize])
-    steps = np.diff(unsigned)
-    size = _array_size(steps, 1 + 8, False)
-    if size < best_size:
-        best = ("z", int(unsigned[0]), steps)
+    steps = unsigned[1:] - unsigned[:-1]
+    narrowing = _narrowing(steps)
+    if _array_size(steps, 1 + 8, False, narrowing) < best_size:
+        best = ("z", (int(unsigned[0]), steps), (None, narrowing))
     return best
 
 
@@ -213,14 +232,16 @@ def _encode(v, out: _Writer) -> None:  # noqa: C901  one branch per kind
         out.put(data)
 
 
-def _encode_array(array: np.ndarray, out: _Writer, sorted_forms: bool) -> None:
+def _encode_array(array: np.ndarray, out: _Writer, sorted_forms: bool,
+                  narrowing=_UNKNOWN) -> None:
     """A contiguous array: in a sorted form (not for the parts of one), narrowed, or as
-    it lies in memory."""
+    it lies in memory. `narrowing`: _narrowing(array) where the caller knows it."""
     form = _sorted_form(array) if sorted_forms else None
     if form is not None:
         _encode_sorted(array, form, out)
         return
-    narrowing = _narrowing(array)
+    if narrowing is _UNKNOWN:
+        narrowing = _narrowing(array)
     if narrowing is None:
         out.array_head(b"a", array, array.dtype)
         if array.nbytes:  # the array's own memory, joined without a copy of its own
@@ -243,12 +264,13 @@ def _encode_sorted(array: np.ndarray, form, out: _Writer) -> None:
     kind = form[0]
     out.put(b"R" if kind == "r" else b"Z")
     out.text(array.dtype.str)
+    (first, second), (_, narrowing) = form[1], form[2]
     if kind == "r":  # the distinct values (increasing: no runs, maybe steps), the lengths
-        _encode_array(form[1], out, True)
-        _encode_array(form[2], out, False)
+        _encode_array(first, out, True)
+        _encode_array(second, out, False, narrowing)
     else:
-        out.put(_Q.pack(form[1]))
-        _encode_array(form[2], out, False)
+        out.put(_Q.pack(first))
+        _encode_array(second, out, False, narrowing)
 
 
 def encoded_size(value) -> int:
@@ -266,15 +288,18 @@ def _array_head_end(array: np.ndarray, dtype: np.dtype, pos: int) -> int:
     return pos + (-pos % _ALIGN if dtype.itemsize > 1 else 0)
 
 
-def _array_size(array: np.ndarray, pos: int, sorted_forms: bool) -> int:
+def _array_size(array: np.ndarray, pos: int, sorted_forms: bool, narrowing=_UNKNOWN) -> int:
     """Mirrors _encode_array."""
     form = _sorted_form(array) if sorted_forms else None
     if form is not None:
         pos = pos + 1 + _text_size(array.dtype.str)
+        (first, second), (_, second_narrowing) = form[1], form[2]
         if form[0] == "r":
-            return _array_size(form[2], _array_size(form[1], pos, True), False)
-        return _array_size(form[2], pos + 8, False)
-    narrowing = _narrowing(array)
+            return _array_size(second, _array_size(first, pos, True), False,
+                               second_narrowing)
+        return _array_size(second, pos + 8, False, second_narrowing)
+    if narrowing is _UNKNOWN:
+        narrowing = _narrowing(array)
     if narrowing is None:
         return _array_head_end(array, array.dtype, pos + 1) + array.nbytes
     narrow = narrowing[0]
