@@ -42,6 +42,7 @@ from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
                                                   TypeOptions, WorkerOptions)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
+from unigraph.beam.lean_import import with_dataflow_client
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
 
@@ -79,6 +80,7 @@ def make_pipeline(beam_args: list[str]) -> beam.Pipeline:
     if standard.runner == DASK_RUNNER:
         _dask_partitions(options)
     if _is_dataflow(standard.runner):
+        with_dataflow_client()  # unigraph.beam.lean_import left it out
         _stage_project_code(options)
     if not any(a.lstrip("-").startswith(("pipeline_type_check", "no_pipeline_type_check"))
                for a in beam_args):

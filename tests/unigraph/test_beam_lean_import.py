@@ -51,3 +51,16 @@ def test_the_full_import_is_one_variable_away():
     pytest.importorskip("pandas")
     result, _ = _probe({"SAMPLER_BEAM_FULL_IMPORT": "1"})
     assert "pandas" in result["loaded"] and "apache_beam.io.gcp.bigquery" in result["loaded"]
+
+
+def test_the_dataflow_runner_gets_its_api_client_back():
+    probe = ("import unigraph.beam\n"
+             "from apache_beam.runners.dataflow import dataflow_runner as d\n"
+             "left_out = d.dataflow_api is None\n"
+             "from unigraph.beam.lean_import import with_dataflow_client\n"
+             "with_dataflow_client()\n"
+             "print(left_out, d.dataflow_api.JobState.JOB_STATE_DONE.name)\n")
+    env = {k: v for k, v in os.environ.items() if k != "SAMPLER_BEAM_FULL_IMPORT"}
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["True", "JOB_STATE_DONE"]
