@@ -1,5 +1,9 @@
 """Stage: the features of the nodes the samples reached, Nodes/<set>.
 
+The requests are those of every op that reaches the set and, for the seed set, the
+seeds themselves (beam/seeds.py joins the seeds with ids alone): a node is sent once
+per output shard that needs it, whether it is a seed there, a reached node, or both.
+
     Nodes/<set>/Distinct: each element's requests cut to one per (output shard, node)
                         (core.node_table.lookup_requests: all the lookup reads)
     Nodes/<set>/Join:   (bucket, Requests) ⋈ (bucket, NodeTableBucket)

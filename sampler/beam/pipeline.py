@@ -96,8 +96,13 @@ class SampleSubgraphs(beam.PTransform):
             seed_input = {"table": seed_table, "requests": pairs["requests"]}
         else:
             seed_input = {"table": seed_table, "seeds": self._seed_batches(p, seed_table)}
+        # Where the seed set has a table, the seeds' features come from its lookup with
+        # the nodes the samples reach: a seed reached by another sample of its shard is
+        # sent once, and the seeds' join moves ids, not feature rows.
+        seed_lookup = plan.seed_set in node_tables
         seeds = seed_input | "Seeds" >> JoinSeeds(plan.seed_set, job.num_shards,
-                                                  job.node_buckets, job.seed_numbering_keys)
+                                                  job.node_buckets, job.seed_numbering_keys,
+                                                  with_features=not seed_lookup)
         stats, edge_pieces = [seeds["stats"]], []
         if plan.negatives:
             stats.append(negative_stats)
@@ -134,9 +139,11 @@ class SampleSubgraphs(beam.PTransform):
             stats.append(induced[STATS])
 
         # Table-less sets need no lookup: their nodes are the targets of sampled edges.
-        feature_pieces = [seeds["features"]]
+        feature_pieces = [] if seed_lookup else [seeds["features"]]
         for name, table in node_tables.items():
             arriving = [reached[op.name] for op in plan.ops if op.target_set == name]
+            if name == plan.seed_set:
+                arriving.insert(0, seeds["found"])
             if arriving:
                 feature_pieces.append(
                     {"table": table, "requests": _flatten(arriving, p, f"Nodes/{name}/Reached")}

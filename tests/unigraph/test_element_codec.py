@@ -134,3 +134,26 @@ def test_narrowing_writes_small_codes_in_fewer_bytes():
     assert len(encode(codes)) < 1000 + 100  # one byte each
     rows = np.arange(1000, dtype=np.int64) + (3 << 40)  # one file's row ids
     assert len(encode(rows)) < 2000 + 100  # two bytes each
+
+
+@settings(max_examples=60, deadline=None)
+@given(integer_arrays(), st.integers(1, 12), st.integers(0, 7))
+def test_never_decreasing_arrays_by_runs_or_steps_come_back_the_same(array, repeat, offset):
+    """Sorted, with runs of repeats or none, at any span (steps across 0 and the dtype's
+    limits): the same values and dtype, bytes that decode and re-encode the same."""
+    sorted_ = np.repeat(np.sort(array.reshape(-1)), repeat)
+    value = ("x" * offset, sorted_, [sorted_[::-1]])
+    data = encode(value, strict=True)
+    _same(value, decode(data))
+    assert encode(decode(data)) == data
+    assert encoded_size(value) == len(data)
+
+
+def test_sorted_arrays_are_written_by_runs_or_steps_in_fewer_bytes():
+    # Each sample's edges listed together: 2,000 samples of 10 edges each.
+    sample_codes = np.repeat(np.arange(2000, dtype=np.int32), 10)
+    assert len(encode(sample_codes)) < 2 * 2000 + 200  # not 2 bytes per edge
+    rows = np.arange(100_000, dtype=np.int64) * 3 + (5 << 40)  # a file's rows, every third
+    assert len(encode(rows)) < 100_000 + 200  # 1 byte per step, not 4 per row
+    unsorted = sample_codes[::-1].copy()
+    assert len(encode(unsorted)) > 2 * len(unsorted)  # as narrowing alone writes it

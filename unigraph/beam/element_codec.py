@@ -19,6 +19,13 @@ in-process FnApiRunner decodes and re-encodes each grouped value once more), so:
   many bits, and rebuilt in its own dtype with the same values: codes into small
   dictionaries, positions within a bucket and the row ids of one file are written in
   1 or 2 bytes instead of 4 or 8.
+- A one-dimensional integer array whose values never decrease (each sample's sampled
+  edges listed together, the seeds' requests by sample, a file's row ids) is written
+  by its runs where values repeat (each distinct value once, and how many times it
+  repeats: a run of 10 edges of one sample in 2 bytes, not 20), or else as its first
+  value and the steps between neighbours (row ids counting up by one in 1 byte each),
+  whichever is smaller; the parts are narrowed like any array. Rebuilt with np.repeat
+  or a cumulative sum, in the array's own dtype.
 
 The bytes are a function of the value as built: equal arrays, scalars, strings and
 tuples give equal bytes (deterministic, so ints and tuples of them are valid group
@@ -50,6 +57,12 @@ _WIDTHS = {width: narrow for width, narrow in _NARROW}
 _MASK64 = (1 << 64) - 1
 
 
+_UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
+             8: np.dtype(np.uint64)}
+_PROBES = 64  # evenly spaced items checked in order before the whole array is
+_UNKNOWN = object()  # a narrowing not yet computed
+
+
 class NotEncodable(TypeError):
     """strict encoding met a value it would have to pickle."""
 
@@ -58,18 +71,71 @@ def _ours(cls) -> bool:
     return cls.__module__.startswith(_PACKAGES) and dataclasses.is_dataclass(cls)
 
 
-def _narrowing(array: np.ndarray):
+def _narrowing(array: np.ndarray, ordered: bool = False):
     """(narrow dtype, minimum as a Python int) for an integer array whose values fit a
-    narrower unsigned type above their minimum, else None."""
+    narrower unsigned type above their minimum, else None. `ordered`: the array is 1-d
+    and never decreases, so its ends are its minimum and maximum."""
     if array.dtype.kind not in "iu" or array.dtype.itemsize < 2 or array.size < NARROW_MIN:
         return None
-    lo, hi = int(array.min()), int(array.max())
+    if ordered:
+        lo, hi = int(array[0]), int(array[-1])
+    else:
+        lo, hi = int(array.min()), int(array.max())
     for width, narrow in _NARROW:
         if width >= array.dtype.itemsize:
             return None
         if hi - lo < 1 << (8 * width):
             return narrow, lo
     return None
+
+
+def _never_decreasing(array: np.ndarray) -> bool:
+    """Whether a 1-d integer array's values never decrease; most arrays that do decrease
+    are turned away by a few probes, not a pass over all of them."""
+    if array.ndim != 1 or array.dtype.kind not in "iu" or array.size < NARROW_MIN:
+        return False
+    probes = array[::array.size // _PROBES]  # a view: nothing copied
+    if (probes[1:] < probes[:-1]).any():
+        return False
+    return not (array[1:] < array[:-1]).any()
+
+
+def _sorted_form(array: np.ndarray):
+    """For a never-decreasing integer array, the smaller of its two forms (module
+    docstring) if smaller than the array as narrowing alone writes it, else None:
+    ("r", distinct values, run lengths as int64) or ("z", first value as the unsigned
+    type's Python int, steps in the unsigned type of the array's width)."""
+    if not _never_decreasing(array):
+        return None
+    plain = _narrowing(array, True)
+    best, best_size = None, _array_size(array, 0, False, plain)
+    changes = np.flatnonzero(array[1:] != array[:-1])  # where a run ends, less one
+    if len(changes) < array.size // 2:
+        starts = np.empty(len(changes) + 1, np.int64)
+        starts[0] = 0
+        starts[1:] = changes + 1
+        values = array[starts]
+        lengths = np.empty(len(starts), np.int64)
+        lengths[:-1] = starts[1:] - starts[:-1]
+        lengths[-1] = array.size - starts[-1]
+        parts = (values, lengths), (_narrowing(values, True), _narrowing(lengths))
+        size = _array_size(lengths, _array_size(values, 1, True, parts[1][0]), False,
+                           parts[1][1])
+        if size < best_size:  # runs: most steps are 0, so steps would not do better
+            return ("r", *parts)
+    # Steps only pay where they fit a narrower type than the values do; the mean step
+    # is a lower bound on the largest, so most arrays they cannot help stop here.
+    width = plain[0].itemsize if plain is not None else array.dtype.itemsize
+    mean_step = (int(array[-1]) - int(array[0])) // (array.size - 1)
+    if width == 1 or mean_step >> (8 * (width // 2)):
+        return best
+    # Steps computed in the unsigned type: exact (modulo 2**bits) even across 0.
+    unsigned = array.view(_UNSIGNED[array.dtype.itemsize])
+    steps = unsigned[1:] - unsigned[:-1]
+    narrowing = _narrowing(steps)
+    if _array_size(steps, 1 + 8, False, narrowing) < best_size:
+        best = ("z", (int(unsigned[0]), steps), (None, narrowing))
+    return best
 
 
 class _Writer:
@@ -132,22 +198,7 @@ def _encode(v, out: _Writer) -> None:  # noqa: C901  one branch per kind
         out.put(_Q.pack(len(v)))
         out.put(v)
     elif t is np.ndarray and not v.dtype.hasobject:
-        array = np.ascontiguousarray(v)
-        narrowing = _narrowing(array)
-        if narrowing is None:
-            out.array_head(b"a", array, array.dtype)
-            if array.nbytes:  # the array's own memory, joined without a copy of its own
-                out.put(memoryview(array.reshape(-1).view(np.uint8)))
-        else:
-            narrow, lo = narrowing
-            out.put(b"n")
-            out.put(bytes((narrow.itemsize,)))
-            out.put(_Q.pack(lo & _MASK64))
-            out.array_head(b"", array, narrow)
-            # Integer casts wrap, so the difference is exact in the narrow type.
-            data = array.reshape(-1).astype(narrow)
-            data -= narrow.type(lo & ((1 << (8 * narrow.itemsize)) - 1))
-            out.put(memoryview(data.view(np.uint8)))
+        _encode_array(np.ascontiguousarray(v), out, True)
     elif isinstance(v, np.generic) and not isinstance(v, np.object_):
         out.put(b"g")
         out.text(v.dtype.str)
@@ -181,6 +232,47 @@ def _encode(v, out: _Writer) -> None:  # noqa: C901  one branch per kind
         out.put(data)
 
 
+def _encode_array(array: np.ndarray, out: _Writer, sorted_forms: bool,
+                  narrowing=_UNKNOWN) -> None:
+    """A contiguous array: in a sorted form (not for the parts of one), narrowed, or as
+    it lies in memory. `narrowing`: _narrowing(array) where the caller knows it."""
+    form = _sorted_form(array) if sorted_forms else None
+    if form is not None:
+        _encode_sorted(array, form, out)
+        return
+    if narrowing is _UNKNOWN:
+        narrowing = _narrowing(array)
+    if narrowing is None:
+        out.array_head(b"a", array, array.dtype)
+        if array.nbytes:  # the array's own memory, joined without a copy of its own
+            out.put(memoryview(array.reshape(-1).view(np.uint8)))
+    else:
+        narrow, lo = narrowing
+        out.put(b"n")
+        out.put(bytes((narrow.itemsize,)))
+        out.put(_Q.pack(lo & _MASK64))
+        out.array_head(b"", array, narrow)
+        # Integer casts wrap, so the difference is exact in the narrow type.
+        data = array.reshape(-1).astype(narrow)
+        data -= narrow.type(lo & ((1 << (8 * narrow.itemsize)) - 1))
+        out.put(memoryview(data.view(np.uint8)))
+
+
+def _encode_sorted(array: np.ndarray, form, out: _Writer) -> None:
+    """Tag, the dtype, then the form's parts: "r": values and run lengths, "z": the first
+    value (8 bytes) and the steps."""
+    kind = form[0]
+    out.put(b"R" if kind == "r" else b"Z")
+    out.text(array.dtype.str)
+    (first, second), (_, narrowing) = form[1], form[2]
+    if kind == "r":  # the distinct values (increasing: no runs, maybe steps), the lengths
+        _encode_array(first, out, True)
+        _encode_array(second, out, False, narrowing)
+    else:
+        out.put(_Q.pack(first))
+        _encode_array(second, out, False, narrowing)
+
+
 def encoded_size(value) -> int:
     """len(encode(value)), computed without encoding: a walk over the value's fields,
     no copy of any array (integer arrays are scanned for their range)."""
@@ -196,6 +288,24 @@ def _array_head_end(array: np.ndarray, dtype: np.dtype, pos: int) -> int:
     return pos + (-pos % _ALIGN if dtype.itemsize > 1 else 0)
 
 
+def _array_size(array: np.ndarray, pos: int, sorted_forms: bool, narrowing=_UNKNOWN) -> int:
+    """Mirrors _encode_array."""
+    form = _sorted_form(array) if sorted_forms else None
+    if form is not None:
+        pos = pos + 1 + _text_size(array.dtype.str)
+        (first, second), (_, second_narrowing) = form[1], form[2]
+        if form[0] == "r":
+            return _array_size(second, _array_size(first, pos, True), False,
+                               second_narrowing)
+        return _array_size(second, pos + 8, False, second_narrowing)
+    if narrowing is _UNKNOWN:
+        narrowing = _narrowing(array)
+    if narrowing is None:
+        return _array_head_end(array, array.dtype, pos + 1) + array.nbytes
+    narrow = narrowing[0]
+    return _array_head_end(array, narrow, pos + 10) + array.size * narrow.itemsize
+
+
 def _size(v, pos: int) -> int:  # noqa: C901  mirrors _encode
     t = type(v)
     if v is None or t is bool:
@@ -209,11 +319,7 @@ def _size(v, pos: int) -> int:  # noqa: C901  mirrors _encode
     if t is bytes:
         return pos + 9 + len(v)
     if t is np.ndarray and not v.dtype.hasobject:
-        narrowing = _narrowing(v)
-        if narrowing is None:
-            return _array_head_end(v, v.dtype, pos + 1) + v.nbytes
-        narrow = narrowing[0]
-        return _array_head_end(v, narrow, pos + 10) + v.size * narrow.itemsize
+        return _array_size(np.ascontiguousarray(v), pos, True)
     if isinstance(v, np.generic) and not isinstance(v, np.object_):
         return pos + 1 + _text_size(v.dtype.str) + 8 + v.dtype.itemsize
     if t is list or t is tuple:
@@ -318,6 +424,22 @@ def _decode(buffer, view, at: int):  # noqa: C901
         # lo as the dtype's value: its 64-bit two's complement, cut to the dtype (exact).
         array += np.array(lo, np.uint64).astype(dtype)
         return array.reshape(shape), at + count * narrow.itemsize
+    if tag == 0x52:  # R: a never-decreasing array by its runs
+        text, at = _read_text(view, at)
+        values, at = _decode(buffer, view, at)
+        lengths, at = _decode(buffer, view, at)
+        return np.repeat(values, lengths).astype(np.dtype(text), copy=False), at
+    if tag == 0x5A:  # Z: a never-decreasing array by its first value and steps
+        text, at = _read_text(view, at)
+        dtype = np.dtype(text)
+        first, at = _count(view, at)
+        steps, at = _decode(buffer, view, at)
+        unsigned = _UNSIGNED[dtype.itemsize]
+        array = np.empty(len(steps) + 1, unsigned)
+        array[0] = first
+        np.cumsum(steps, dtype=unsigned, out=array[1:])
+        array[1:] += unsigned.type(first)
+        return array.view(dtype), at
     if tag == 0x67:  # g
         text, at = _read_text(view, at)
         n, at = _count(view, at)
