@@ -8,6 +8,7 @@ inverse codes) by one sort, or by no sort when the values are codes of a known r
 from __future__ import annotations
 
 import mmap
+import tempfile
 
 import numpy as np
 import pyarrow as pa
@@ -57,43 +58,53 @@ class SortedIndex:
     """Where values are in a sorted array of distinct values: `positions(values)` is
     each value's index there, -1 where it is absent. Integer codes (the in-memory
     engine's ids) that fill their range densely are looked up by one gather from a
-    code -> position array, built on first use; a sorted array that is 0..n-1 (a node
-    set's table, its codes) needs no array at all. Anything else (byte-string ids,
-    sparse codes, a memory-mapped graph store's arrays, which must not grow the
-    process's own memory) is binary-searched. 50K sorted codes among 1.9M (a batch's
-    lookups at OGBN-MAG size): searched 8.4 ms, gathered 0.16 ms here."""
+    code -> position table (4 bytes per code), built on first use; a sorted array that
+    is 0..n-1 (a node set's table, its codes) needs no table at all. Over a graph
+    store's mapped arrays the table is itself a mapped temporary file, so that it is
+    page cache the kernel may evict, not the process's own memory (docs/store.md).
+    Anything else (byte-string ids, sparse codes) is binary-searched. 50K sorted codes
+    among 1.9M (a batch's lookups at OGBN-MAG size): searched 8.4 ms, gathered 0.16 ms
+    here."""
 
     def __init__(self, ordered: np.ndarray):
         self.ordered = ordered
         self._by_code: np.ndarray | None = None
-        self._identity = False
-        codes = (ordered.dtype.kind in "iu" and len(ordered) > 0 and int(ordered[0]) >= 0)
+        codes = (ordered.dtype.kind in "iu" and len(ordered) > 0 and int(ordered[0]) >= 0
+                 and len(ordered) < 2**31)
         # Distinct and sorted from 0 to n-1: the codes are their own positions.
         self._identity = codes and int(ordered[-1]) == len(ordered) - 1
-        self._dense = self._identity or (codes and int(ordered[-1]) < 4 * len(ordered) + 1024
-                                         and not _mapped(ordered))
+        self._dense = self._identity or (codes and int(ordered[-1]) < 4 * len(ordered) + 1024)
 
     def positions(self, values: np.ndarray) -> np.ndarray:
         ordered = self.ordered
         if len(ordered) == 0:
             return np.full(len(values), -1, np.int64)
         if self._dense and values.dtype.kind in "iu":
-            if self._identity:
-                table_size = len(ordered)
-            else:
-                if self._by_code is None:  # threads may race here: each builds the same
-                    by_code = np.full(int(ordered[-1]) + 1, -1, np.int64)
-                    by_code[ordered] = np.arange(len(ordered))
-                    self._by_code = by_code
-                table_size = len(self._by_code)
+            table_size = len(ordered) if self._identity else int(ordered[-1]) + 1
             inside = (values >= 0) & (values < table_size)
             if not inside.all():
                 found = np.full(len(values), -1, np.int64)
                 found[inside] = self.positions(values[inside])
                 return found
-            return values.astype(np.int64) if self._identity else self._by_code[values]
+            if self._identity:
+                return values.astype(np.int64)
+            return self._table()[values].astype(np.int64)
         pos = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
         return np.where(ordered[pos] == values, pos, -1).astype(np.int64)
+
+    def _table(self) -> np.ndarray:
+        if self._by_code is None:  # threads may race here: each builds the same table
+            size = int(self.ordered[-1]) + 1
+            if _mapped(self.ordered):
+                with tempfile.TemporaryFile(prefix="sampler-index-") as backing:
+                    backing.truncate(4 * size)  # the mapping outlives the closed file
+                    by_code = np.memmap(backing, np.int32, "r+", shape=(size,))
+                by_code[:] = -1
+            else:
+                by_code = np.full(size, -1, np.int32)
+            by_code[self.ordered] = np.arange(len(self.ordered), dtype=np.int32)
+            self._by_code = by_code
+        return self._by_code
 
 
 def _mapped(array: np.ndarray) -> bool:

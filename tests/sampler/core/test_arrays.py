@@ -55,7 +55,7 @@ def test_sorted_index_finds_what_a_search_finds(ordered, values, as_bytes):
         np.testing.assert_array_equal(index.positions(values), expected)
 
 
-def test_sorted_index_gathers_codes_and_searches_mapped_arrays(tmp_path):
+def test_sorted_index_gathers_codes_and_maps_its_table_beside_mapped_arrays(tmp_path):
     codes = np.array([0, 2, 3, 7], np.int64)
     dense = SortedIndex(codes)
     assert dense.positions(np.array([7, 1, 0, 9])).tolist() == [3, -1, 0, -1]
@@ -67,4 +67,6 @@ def test_sorted_index_gathers_codes_and_searches_mapped_arrays(tmp_path):
     np.save(path, codes)
     mapped = SortedIndex(np.load(path, mmap_mode="r"))
     assert mapped.positions(np.array([7, 1])).tolist() == [3, -1]
-    assert mapped._by_code is None  # a graph store's arrays add no memory of their own
+    # Over a graph store's arrays the table is page cache (a mapped temporary file).
+    assert isinstance(mapped._by_code, np.memmap)
+    assert not isinstance(dense._by_code, np.memmap)
