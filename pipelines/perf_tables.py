@@ -92,14 +92,13 @@ def api(data: dict, source: str) -> str:
     if "latency" in data:
         latency = data["latency"]
         with_cpu = "median_cpu_ms" in latency["arrays"]
-        rows = [[kind, number(latency[kind]["median_ms"], 1), number(latency[kind]["p95_ms"], 1)]
-                + ([number(latency[kind]["median_cpu_ms"], 1)] if with_cpu else [])
-                for kind in ("arrays", "graphs", "examples")]
+        labels = {kind: kind for kind in ("arrays", "graphs", "examples")}
         if "arrays_threads" in latency:
-            threaded = latency["arrays_threads"]
-            rows.append([f"arrays, `load_graph(threads={latency['threads']})`",
-                         number(threaded["median_ms"], 1), number(threaded["p95_ms"], 1)]
-                        + ([number(threaded["median_cpu_ms"], 1)] if with_cpu else []))
+            labels["arrays_threads"] = f"arrays, `load_graph(threads={latency['threads']})`"
+        rows = [[label, number(latency[kind]["median_ms"], 1),
+                 number(latency[kind]["p95_ms"], 1)]
+                + ([number(latency[kind]["median_cpu_ms"], 1)] if with_cpu else [])
+                for kind, label in labels.items()]
         parts += [f"One batch of {data['batch_size']} random seeds, once the graph is loaded "
                   f"(scale {data['scale']}: {number(latency['graph_mb'])} MB in memory, "
                   f"loaded in {number(latency['load_s'], 1)} s)"

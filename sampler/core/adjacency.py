@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from sampler.core import rng
-from sampler.core.arrays import SortedIndex
+from sampler.core.arrays import index_beside
 from sampler.core.long_rows import LongRows, long_row_layout
 from sampler.core.pieces import encode_ids
 from unigraph.columnar.batches import EdgeBatch, FeatureValues
@@ -62,12 +62,7 @@ class AdjacencyBucket:
 
     def rows_of(self, node_ids: np.ndarray) -> np.ndarray:
         """CSR row of each node id, -1 where the node has no edges here."""
-        # The lookup is made on first use and kept beside the fields, not as one: the
-        # Beam element codec ships a bucket's fields only.
-        index = self.__dict__.get("_source_index")
-        if index is None or index.ordered is not self.sources:
-            index = self.__dict__["_source_index"] = SortedIndex(self.sources)
-        return index.positions(node_ids)
+        return index_beside(self, "_source_index", self.sources).positions(node_ids)
 
 
 def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarray,

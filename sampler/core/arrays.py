@@ -107,6 +107,16 @@ class SortedIndex:
         return self._by_code
 
 
+def index_beside(holder, key: str, ordered: np.ndarray) -> SortedIndex:
+    """The SortedIndex of `ordered`, made on first use and kept in `holder.__dict__`
+    under `key`, beside the holder's dataclass fields rather than as one (the Beam
+    element codec ships fields only); made again if `ordered` was replaced."""
+    index = holder.__dict__.get(key)
+    if index is None or index.ordered is not ordered:
+        index = holder.__dict__[key] = SortedIndex(ordered)
+    return index
+
+
 def _mapped(array: np.ndarray) -> bool:
     """Whether the array's memory is a mapped file (np.memmap, or a view of an mmap)."""
     while array is not None:

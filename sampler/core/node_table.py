@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sampler.core.arrays import SortedIndex, unique, unique_codes
+from sampler.core.arrays import index_beside, unique, unique_codes
 from sampler.core.buckets import sample_buckets, split_by_bucket
 from sampler.core.pieces import NodeFeatures, Requests
 from unigraph.columnar.batches import FeatureValues, NodeBatch, describe_row
@@ -28,12 +28,7 @@ class NodeTableBucket:
 
     def positions_of(self, node_ids: np.ndarray) -> np.ndarray:
         """Position of each id in this bucket, -1 where it is absent."""
-        # The lookup is made on first use and kept beside the fields, not as one: the
-        # Beam element codec ships a table's fields only.
-        index = self.__dict__.get("_index")
-        if index is None or index.ordered is not self.ids:
-            index = self.__dict__["_index"] = SortedIndex(self.ids)
-        return index.positions(node_ids)
+        return index_beside(self, "_index", self.ids).positions(node_ids)
 
 
 def build_node_table(node_set: str, batches: Sequence[NodeBatch],

@@ -73,8 +73,7 @@ class _Writer:
         array = np.ascontiguousarray(array)
         with open(path, "wb") as f:
             np.save(f, array, allow_pickle=False)
-        self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
-                                "dtype": array.dtype.str, "shape": list(array.shape)}
+        self.register(relative, array.dtype, array.shape)
 
     def write_blocks(self, relative: str, dtype, shape: tuple, block, rows: int = 1 << 14
                      ) -> None:
@@ -90,11 +89,11 @@ class _Writer:
             for lo in range(0, shape[0], rows):
                 f.write(np.ascontiguousarray(block(lo, min(lo + rows, shape[0])),
                                              dtype=dtype).tobytes())
-        self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
-                                "dtype": np.dtype(dtype).str, "shape": list(shape)}
+        self.register(relative, dtype, shape)
 
     def register(self, relative: str, dtype, shape: tuple) -> None:
-        """A file written by someone else (sampler.store.edges) listed like the others."""
+        """A written file listed in the manifest (size, checksum, dtype, shape); also for
+        files sampler.store.edges writes."""
         path = os.path.join(self.folder, relative)
         self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
                                 "dtype": np.dtype(dtype).str, "shape": list(shape)}

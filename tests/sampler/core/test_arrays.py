@@ -1,4 +1,6 @@
 """The core's sorting primitives give what their numpy spellings give, for any input."""
+import dataclasses
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as hs
@@ -70,3 +72,15 @@ def test_sorted_index_gathers_codes_and_maps_its_table_beside_mapped_arrays(tmp_
     # Over a graph store's arrays the table is page cache (a mapped temporary file).
     assert isinstance(mapped._by_code, np.memmap)
     assert not isinstance(dense._by_code, np.memmap)
+
+
+def test_index_beside_is_kept_off_the_fields_and_follows_a_replaced_array():
+    from sampler.core.node_table import NodeTableBucket
+
+    table = NodeTableBucket("paper", np.array([1, 4, 5]), {})
+    assert table.positions_of(np.array([5, 2])).tolist() == [2, -1]
+    first = table.__dict__["_index"]
+    assert table.positions_of(np.array([1])).tolist() == [0] and table.__dict__["_index"] is first
+    table.ids = np.array([2, 5])  # replaced: the lookup is made again
+    assert table.positions_of(np.array([5, 2])).tolist() == [1, 0]
+    assert "_index" not in {f.name for f in dataclasses.fields(table)}
