@@ -18,7 +18,9 @@ is sampling, once the graph is in memory.
             count the edges of the subgraphs (per seed: nothing merged).
   latency   one batch of 512 random seeds, 30 times: milliseconds per batch (median,
             p95, and the median in CPU time), as arrays, as GraphTensors and as bytes;
-            then as arrays again with load_graph(threads=2).
+            then as arrays again with load_graph(threads=2). On an AMD Zen 4 (where the
+            sampler has numpy sort with AVX2, sampler/numpy_cpu.py), the arrays once
+            more in a process with numpy's AVX-512 code (SAMPLER_NUMPY_AVX512=1).
   dgl       (with --dgl-python: an interpreter with DGL installed, e.g. torch 2.2.1 and
             dgl 2.1.0) DGL's C++ `sample_neighbors` through the same spec on the same
             tables (pipelines/dgl_benchmark.py): merged frontiers of 512 seeds, and one
@@ -38,6 +40,7 @@ import time
 import numpy as np
 
 from pipelines.provenance import provenance
+from sampler import numpy_cpu
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 512
@@ -114,8 +117,9 @@ def measure_online(graph: str, spec: str, seeds: str) -> dict:
     return result
 
 
-def measure_latency(graph: str, spec: str, seeds: str) -> dict:
-    """Milliseconds for one batch of 512 random seeds, once the graph is loaded."""
+def measure_latency(graph: str, spec: str, seeds: str, arrays_only: bool = False) -> dict:
+    """Milliseconds for one batch of 512 random seeds, once the graph is loaded (with
+    `arrays_only`, the first of the passes alone)."""
     from sampler import api
 
     loaded_at = time.perf_counter()
@@ -126,6 +130,13 @@ def measure_latency(graph: str, spec: str, seeds: str) -> dict:
     times = {"arrays": [], "graphs": [], "examples": []}
     cpu = {kind: [] for kind in times}  # the same spans in CPU seconds: what load inflates less
     for i in range(LATENCY_BATCHES):
+        if arrays_only:
+            batch_ids = ids[chooser.choice(len(ids), min(BATCH, len(ids)), replace=False)]
+            started, started_cpu = time.perf_counter(), time.process_time()
+            loaded.sample(batch_ids, seed=i)
+            times["arrays"].append(time.perf_counter() - started)
+            cpu["arrays"].append(time.process_time() - started_cpu)
+            continue
         batch_ids = ids[chooser.choice(len(ids), min(BATCH, len(ids)), replace=False)]
         started, started_cpu = time.perf_counter(), time.process_time()
         batch = loaded.sample(batch_ids, seed=i)
@@ -142,12 +153,14 @@ def measure_latency(graph: str, spec: str, seeds: str) -> dict:
         cpu["arrays"].append(sampled_cpu - started_cpu)
         cpu["graphs"].append(built_cpu - started_cpu)
         cpu["examples"].append(encoded_cpu - resampled_cpu + (sampled_cpu - started_cpu))
+    if arrays_only:
+        del times["graphs"], times["examples"]
     # The same batches as arrays with load_graph(threads=2) (set on the graph loaded, so as
     # not to load it twice): what a second core buys, where it is free.
     loaded._threads = THREADS
     chooser = np.random.default_rng(0)
     times["arrays_threads"], cpu["arrays_threads"] = [], []
-    for i in range(LATENCY_BATCHES):
+    for i in range(0 if arrays_only else LATENCY_BATCHES):
         batch_ids = ids[chooser.choice(len(ids), min(BATCH, len(ids)), replace=False)]
         started, started_cpu = time.perf_counter(), time.process_time()
         loaded.sample(batch_ids, seed=i)
@@ -158,14 +171,15 @@ def measure_latency(graph: str, spec: str, seeds: str) -> dict:
             **{kind: {"median_ms": round(1e3 * statistics.median(values), 1),
                       "p95_ms": round(1e3 * float(np.percentile(values, 95)), 1),
                       "median_cpu_ms": round(1e3 * statistics.median(cpu[kind]), 1)}
-               for kind, values in times.items()}}
+               for kind, values in times.items() if values}}
 
 
-def _run(kind: str, args: argparse.Namespace, extra: list[str]) -> dict:
+def _run(kind: str, args: argparse.Namespace, extra: list[str],
+         env: dict[str, str] | None = None) -> dict:
     command = [sys.executable, "-m", "pipelines.api_benchmark", kind, "--graph", args.graph,
                "--spec", args.spec, "--seeds", args.seeds, *extra]
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT,
-                          env=dict(os.environ, OMP_NUM_THREADS="1"))
+                          env=env or dict(os.environ, OMP_NUM_THREADS="1"))
     if done.returncode != 0:
         raise RuntimeError(f"{kind} failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -205,6 +219,9 @@ def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:
         for kind in ("arrays", "graphs", "examples")}
     if args.latency:
         result["latency"] = _run("latency", ns, [])
+        if numpy_cpu.applies_here():  # the same batches with the sort numpy would pick
+            avx512 = _run("latency", ns, ["--arrays-only"], env=_numpy_avx512_env())
+            result["latency"]["arrays_avx512"] = avx512["arrays"]
         log(f"latency, batch of {BATCH}: {json.dumps(result['latency'])}")
     if args.dgl_python:
         done = subprocess.run([args.dgl_python, os.path.join(REPO_ROOT, "pipelines",
@@ -223,6 +240,12 @@ def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:
     return 0
 
 
+def _numpy_avx512_env() -> dict[str, str]:
+    """This environment for a process whose numpy keeps its AVX-512 code."""
+    env = {k: v for k, v in os.environ.items() if k not in numpy_cpu.NUMPY_VARIABLES}
+    return dict(env, OMP_NUM_THREADS="1", **{numpy_cpu.OPT_OUT: "1"})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipelines.api_benchmark")
     parser.add_argument("kind", choices=("offline", "online", "latency"))
@@ -230,13 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", required=True)
     parser.add_argument("--seeds", required=True)
     parser.add_argument("--output")
+    parser.add_argument("--arrays-only", action="store_true",
+                        help="latency: the batches as arrays, nothing else")
     args = parser.parse_args(argv)
     if args.kind == "offline":
         result = measure_offline(args.graph, args.spec, args.seeds, args.output)
     elif args.kind == "online":
         result = measure_online(args.graph, args.spec, args.seeds)
     else:
-        result = measure_latency(args.graph, args.spec, args.seeds)
+        result = measure_latency(args.graph, args.spec, args.seeds, args.arrays_only)
     print(json.dumps(result))
     return 0
 

@@ -95,6 +95,8 @@ def api(data: dict, source: str) -> str:
         labels = {kind: kind for kind in ("arrays", "graphs", "examples")}
         if "arrays_threads" in latency:
             labels["arrays_threads"] = f"arrays, `load_graph(threads={latency['threads']})`"
+        if "arrays_avx512" in latency:
+            labels["arrays_avx512"] = "arrays, numpy's AVX-512 sort (`SAMPLER_NUMPY_AVX512=1`)"
         rows = [[label, number(latency[kind]["median_ms"], 1),
                  number(latency[kind]["p95_ms"], 1)]
                 + ([number(latency[kind]["median_cpu_ms"], 1)] if with_cpu else [])

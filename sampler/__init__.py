@@ -25,3 +25,8 @@ processes over shards); sampler.run picks one and drives a job end to end. Aroun
 sampler.graph_tensor (the numpy GraphTensor core and its codec) and
 sampler.training (tf.data input and a small GNN on the output).
 """
+
+# Before anything imports numpy: its AVX2 sorts on AMD Zen 4 (sampler/numpy_cpu.py).
+from sampler.numpy_cpu import prefer_avx2_sort as _prefer_avx2_sort
+
+_prefer_avx2_sort()

@@ -49,6 +49,7 @@ from sampler.job.options import link_plan, load_and_check
 from sampler.memory.batch import (Samples, negative_draw_groups, node_samples, pair_samples,
                                   sample_batch, with_negatives)
 from sampler.memory.graph import GraphInMemory, load_graph as load_into_memory
+from sampler.numpy_cpu import sort_hint
 from sampler.output.encoder import encode_shard
 from sampler.output.reference import shard_graphs
 from sampler.output.schema import sampled_schema
@@ -534,6 +535,9 @@ def _load_graph(graph, spec, data_path, timestamp_column, cutoffs, edge_aggregat
     loaded_graph = Graph(loaded, plan, time, memory, chunk_edges, bigquery_project, threads)
     log.info("graph loaded: %s (%s)", loaded_graph,
              "a graph store, mapped" if loaded.store is not None else "tables read")
+    hint = sort_hint()
+    if hint is not None:
+        log.info(hint)
     return loaded_graph
 
 

@@ -15,10 +15,22 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
+# Integers within a range this many times their count are counted rather than sorted:
+# 250K int64 among 1.1M, counted 1.1 ms, sorted 3.3 ms; 50K among 1.1M, 1.5 against 0.7.
+COUNT_RANGE_FACTOR = 8
+
+
 def unique(values: np.ndarray) -> np.ndarray:
-    """The distinct values, sorted (as np.unique)."""
+    """The distinct values, sorted (as np.unique): integers of a small range (codes)
+    counted, anything else sorted."""
     if len(values) < 2:
         return np.asarray(values).copy()
+    if values.dtype.kind in "iu":
+        low, high = int(values.min()), int(values.max())
+        if high - low < COUNT_RANGE_FACTOR * len(values) + 1024:
+            seen = np.zeros(high - low + 1, bool)
+            seen[values - low] = True
+            return np.flatnonzero(seen).astype(values.dtype) + values.dtype.type(low)
     ordered = np.sort(values)
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
 
@@ -54,6 +66,12 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[first], inverse
 
 
+# A dictionary built for one batch, whose codes are looked up many times more often
+# than it holds ids, may have a lookup table this many times its size: 250K codes into
+# 220K among 1.1M, the table built and gathered 1.5 ms, binary-searched 44 ms.
+LOOKUP_TABLE_FACTOR = 64
+
+
 class SortedIndex:
     """Where values are in a sorted array of distinct values: `positions(values)` is
     each value's index there, -1 where it is absent. Integer codes (the in-memory
@@ -66,14 +84,18 @@ class SortedIndex:
     among 1.9M (a batch's lookups at OGBN-MAG size): searched 8.4 ms, gathered 0.16 ms
     here."""
 
-    def __init__(self, ordered: np.ndarray):
+    def __init__(self, ordered: np.ndarray, table_factor: int = 4):
+        """`table_factor`: codes up to this many times their count (plus 1024) are
+        looked up in a table; a caller that looks up far more values than `ordered`
+        holds, and drops the index soon, may allow a sparser table."""
         self.ordered = ordered
         self._by_code: np.ndarray | None = None
         codes = (ordered.dtype.kind in "iu" and len(ordered) > 0 and int(ordered[0]) >= 0
                  and len(ordered) < 2**31)
         # Distinct and sorted from 0 to n-1: the codes are their own positions.
         self._identity = codes and int(ordered[-1]) == len(ordered) - 1
-        self._dense = self._identity or (codes and int(ordered[-1]) < 4 * len(ordered) + 1024)
+        self._dense = self._identity or (
+            codes and int(ordered[-1]) < table_factor * len(ordered) + 1024)
 
     def positions(self, values: np.ndarray) -> np.ndarray:
         ordered = self.ordered

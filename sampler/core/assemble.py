@@ -20,7 +20,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from sampler.core.arrays import argsort, unique, unique_inverse
+from sampler.core.arrays import (LOOKUP_TABLE_FACTOR, SortedIndex, argsort, unique,
+                                  unique_inverse)
 from sampler.core.pieces import EdgePiece, NodeFeatures, PairPiece, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS
 from sampler.plan.plan import LABEL, Plan, label_dtype, pairs_table_layout
@@ -283,6 +284,8 @@ class ShardAssembler:
                                                  rows[found])
                 kept_index = np.where(found, np.cumsum(found) - 1, -1)
                 arrival_index = kept_index[arrival_index]
+            if table is not None and table.rows is not None:
+                rows = table.rows[rows]  # the piece points into a whole node table
             features = table.features if table is not None else {
                 k: empty_feature(f) for k, f in wanted.items()}
             return _Layout(_offsets(ranks, keys.num_samples), features, rows,
@@ -390,6 +393,9 @@ class _NodeKeys:
     def __init__(self, ids: np.ndarray, num_samples: int, seed_ids: np.ndarray | None,
                  target_ids: np.ndarray | None = None):
         self.ids = ids
+        # Integer ids (the in-memory engine's codes) are looked up in a table: a shard's
+        # dictionary is looked up once per edge, far more often than it holds ids.
+        self._index = SortedIndex(ids, table_factor=LOOKUP_TABLE_FACTOR)
         self.num_samples = num_samples
         self.width = np.int64(max(len(ids), 1))
         self.seed_codes = self.codes_of(seed_ids) if seed_ids is not None else None
@@ -397,6 +403,8 @@ class _NodeKeys:
 
     def codes_of(self, ids: np.ndarray) -> np.ndarray:
         """Codes of ids that are in the dictionary (all are, by construction)."""
+        if ids.dtype.kind in "iu":
+            return self._index.positions(ids)
         return np.searchsorted(self.ids, ids).astype(np.int64)
 
     def key(self, ranks: np.ndarray, codes: np.ndarray) -> np.ndarray:

@@ -62,10 +62,12 @@ def ids_only_table(node_set: str, id_arrays: Sequence[np.ndarray]) -> NodeTableB
     return NodeTableBucket(node_set, ids, {})
 
 
-def features_by_shard(table: NodeTableBucket, requests: Requests,
-                      num_shards: int) -> tuple[list[tuple[int, NodeFeatures]], np.ndarray]:
+def features_by_shard(table: NodeTableBucket, requests: Requests, num_shards: int,
+                      gather: bool = True) -> tuple[list[tuple[int, NodeFeatures]], np.ndarray]:
     """The features each output shard needs, every node once per shard; and the
-    distinct requested ids that are absent from the table."""
+    distinct requested ids that are absent from the table. `gather=False`: the pieces
+    point into the table (NodeFeatures.rows) instead of copying its rows, for a caller
+    that keeps the table until the shard is encoded (the in-memory engine, sampler.api)."""
     shards = sample_buckets(requests.samples, num_shards)
     positions_of_ids = table.positions_of(requests.ids)  # one search per distinct id
     result = []
@@ -74,9 +76,11 @@ def features_by_shard(table: NodeTableBucket, requests: Requests,
         codes = codes[positions_of_ids[codes] >= 0]
         if not len(codes):
             continue  # every node this shard wants is absent: nothing to send
-        result.append((shard, NodeFeatures(
-            table.node_set, requests.ids[codes],
-            {k: take(v, positions_of_ids[codes]) for k, v in table.features.items()})))
+        rows = positions_of_ids[codes]
+        result.append((shard, NodeFeatures(table.node_set, requests.ids[codes],
+                                           table.features, rows) if not gather else
+                       NodeFeatures(table.node_set, requests.ids[codes],
+                                    {k: take(v, rows) for k, v in table.features.items()})))
     used = unique_codes(requests.codes, len(requests.ids))
     return result, requests.ids[used[positions_of_ids[used] < 0]]
 

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sampler.core.arrays import argsort, unique, unique_inverse
+from sampler.core.arrays import LOOKUP_TABLE_FACTOR, SortedIndex, argsort, unique, unique_inverse
 from unigraph.columnar.batches import FeatureValues
 from unigraph.columnar.ragged import concat, take
 
@@ -52,7 +52,12 @@ def merge(dictionaries: Sequence[np.ndarray], codes: Sequence[np.ndarray]
           ) -> tuple[np.ndarray, np.ndarray]:
     """One dictionary for several (dictionary, codes) parts, and all codes concatenated."""
     merged = unique(np.concatenate(dictionaries)) if dictionaries else _EMPTY_IDS
-    remapped = [np.searchsorted(merged, d).astype(np.int32)[c] for d, c in zip(dictionaries, codes)]
+    if merged.dtype.kind in "iu":  # codes (the in-memory engine): a table, not a search
+        index = SortedIndex(merged, table_factor=LOOKUP_TABLE_FACTOR)
+        remapped = [index.positions(d).astype(np.int32)[c] for d, c in zip(dictionaries, codes)]
+    else:
+        remapped = [np.searchsorted(merged, d).astype(np.int32)[c]
+                    for d, c in zip(dictionaries, codes)]
     return merged, (np.concatenate(remapped) if remapped else np.zeros(0, np.int32))
 
 
@@ -252,22 +257,41 @@ class PairPiece:
 class NodeFeatures:
     """Features of distinct nodes of one node set, sent once to each output shard that
     holds a sample reaching them (not once per sample: the copies into every subgraph
-    happen when the shard is encoded, so Beam moves each node's features once)."""
+    happen when the shard is encoded, so Beam moves each node's features once).
+
+    With `rows`, the features are not copied at all: node i's are row rows[i] of
+    `features`, a whole node table (the in-memory engine, where the table is at hand
+    when the shard is encoded, so each feature row is read once, into its record)."""
 
     node_set: str
     ids: np.ndarray      # 'S', distinct
     features: dict[str, FeatureValues]
+    rows: np.ndarray | None = None  # int64 row of `features` per id; None: row i is node i
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def take(self, positions: np.ndarray) -> "NodeFeatures":
+        if self.rows is not None:
+            return NodeFeatures(self.node_set, self.ids[positions], self.features,
+                                self.rows[positions])
         return NodeFeatures(self.node_set, self.ids[positions],
                             {k: take(v, positions) for k, v in self.features.items()})
+
+    def gathered(self) -> "NodeFeatures":
+        """The same nodes with their own copy of their feature rows."""
+        if self.rows is None:
+            return self
+        return NodeFeatures(self.node_set, self.ids,
+                            {k: take(v, self.rows) for k, v in self.features.items()})
 
     @staticmethod
     def concat(parts: list["NodeFeatures"]) -> "NodeFeatures":
         if len(parts) == 1:  # no copy of what may be a whole batch's feature rows
             return parts[0]
+        if all(p.rows is not None and p.features is parts[0].features for p in parts):
+            return NodeFeatures(parts[0].node_set, np.concatenate([p.ids for p in parts]),
+                                parts[0].features, np.concatenate([p.rows for p in parts]))
+        parts = [p.gathered() for p in parts]
         return NodeFeatures(parts[0].node_set, np.concatenate([p.ids for p in parts]),
                             {k: concat([p.features[k] for p in parts]) for k in parts[0].features})

@@ -133,7 +133,8 @@ def sample_batch(graph: GraphInMemory, plan: Plan, schema: gs.GraphSchema, seed:
         arriving += [reached[op.name] for op in plan.ops if op.target_set == name]
         if arriving:
             features += [piece for _, piece in
-                         features_by_shard(table, Requests.concat(arriving), 1)[0]]
+                         features_by_shard(table, Requests.concat(arriving), 1,
+                                           gather=False)[0]]
     pairs = [batch.pairs] if batch.pairs is not None else []
     return ShardChunk([batch.seeds], features, edges, pairs), stats
 
