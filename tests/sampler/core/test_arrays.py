@@ -5,12 +5,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from sampler.core.arrays import SortedIndex, argsort, unique, unique_inverse
+from sampler.core.arrays import LOOKUP_TABLE_FACTOR, SortedIndex, argsort, unique, unique_inverse
 
 # Narrow values (packed with their index), wide ones (too wide to pack), negatives and
 # unsigned, so every branch is taken.
 _VALUES = hs.one_of(
     hs.lists(hs.integers(0, 50), max_size=300).map(lambda v: np.array(v, np.int64)),
+    hs.lists(hs.integers(-40, 40), max_size=300).map(lambda v: np.array(v, np.int64)),
+    hs.lists(hs.integers(0, 5000), max_size=300).map(lambda v: np.array(v, np.uint32)),
     hs.lists(hs.integers(-2**62, 2**62), max_size=300).map(lambda v: np.array(v, np.int64)),
     hs.lists(hs.integers(0, 2**40), max_size=300).map(lambda v: np.array(v, np.int64)),
     hs.lists(hs.integers(0, 2**31 - 1), max_size=300).map(lambda v: np.array(v, np.int32)),
@@ -42,14 +44,15 @@ def test_argsort_packs_a_large_narrow_array():
 
 @settings(max_examples=300, deadline=None)
 @given(hs.lists(hs.integers(0, 3000), unique=True, max_size=200),
-       hs.lists(hs.integers(-5, 3500), max_size=100), hs.booleans())
-def test_sorted_index_finds_what_a_search_finds(ordered, values, as_bytes):
+       hs.lists(hs.integers(-5, 3500), max_size=100), hs.booleans(),
+       hs.sampled_from([4, LOOKUP_TABLE_FACTOR]))
+def test_sorted_index_finds_what_a_search_finds(ordered, values, as_bytes, table_factor):
     ordered = np.array(sorted(ordered), np.int64)
     values = np.array(values, np.int64)
     if as_bytes:  # ids as byte strings: searched
         ordered, values = ordered.astype("S"), values.astype("S")
         ordered = np.sort(ordered)
-    index = SortedIndex(ordered)
+    index = SortedIndex(ordered, table_factor)
     pos = np.minimum(np.searchsorted(ordered, values), max(len(ordered) - 1, 0))
     expected = (np.where(ordered[pos] == values, pos, -1) if len(ordered)
                 else np.full(len(values), -1))

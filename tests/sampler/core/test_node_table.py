@@ -5,7 +5,7 @@ import pytest
 from sampler.core.buckets import sample_buckets
 from sampler.core.node_table import (build_node_table, features_by_shard, ids_only_table,
                                      lookup_requests)
-from sampler.core.pieces import Requests
+from sampler.core.pieces import NodeFeatures, Requests
 from unigraph.columnar.batches import NodeBatch, row_ids
 from unigraph.errors import TableError
 
@@ -45,6 +45,33 @@ def test_features_go_once_per_node_and_shard_absent_ids_are_returned():
                   if sample_buckets(np.array([s]), 3)[0] == shard and n != b"zz"}
         assert sorted(features.ids.tolist()) == sorted(wanted)
         assert len(set(features.ids.tolist())) == len(features)
+
+
+def test_features_by_row_are_the_gathered_features():
+    """gather=False (the in-memory engine): pieces point into the table; gathered, taken
+    or joined they hold what the copied pieces hold."""
+    table = build_node_table("p", [NodeBatch("p", S("a", "b", "c"), row_ids(0, 0, 3),
+                                             {"x": np.array([1.0, 2.0, 3.0])})])
+    requests = Requests.from_ids(np.arange(30), np.array([b"c", b"a", b"zz"] * 10, "S"))
+    copied, absent = features_by_shard(table, requests, 2)
+    by_row, absent_too = features_by_shard(table, requests, 2, gather=False)
+    assert absent.tolist() == absent_too.tolist() == [b"zz"]
+    for (shard, piece), (shard_too, rows_piece) in zip(copied, by_row):
+        assert shard == shard_too and rows_piece.features is table.features
+        assert rows_piece.ids.tolist() == piece.ids.tolist()
+        np.testing.assert_array_equal(rows_piece.gathered().features["x"], piece.features["x"])
+        taken = rows_piece.take(np.array([1, 0]))
+        assert taken.rows is not None  # still pointing, not copied
+        np.testing.assert_array_equal(taken.gathered().features["x"],
+                                      piece.take(np.array([1, 0])).features["x"])
+    pieces = [p for _, p in by_row]
+    joined = NodeFeatures.concat(pieces)  # one table: rows joined, nothing copied
+    assert joined.rows is not None and joined.features is table.features
+    mixed = NodeFeatures.concat([pieces[0], copied[1][1]])  # copied where they differ
+    assert mixed.rows is None
+    np.testing.assert_array_equal(
+        mixed.features["x"],
+        np.concatenate([copied[0][1].features["x"], copied[1][1].features["x"]]))
 
 
 def test_ids_only_table_is_the_distinct_ids():
