@@ -252,7 +252,8 @@ class ShardAssembler:
         reached has an empty, untyped dictionary)."""
         if node_set not in self.names:
             return ids
-        return self.names[node_set][ids] if len(ids) else self.names[node_set][:0]
+        # take: fancy indexing of byte strings is slow (unigraph.columnar.ragged.take).
+        return take(self.names[node_set], ids) if len(ids) else self.names[node_set][:0]
 
     def _node_layout(self, node_set: str, keys: "_NodeKeys",
                      arriving: list[tuple[np.ndarray, np.ndarray]],

