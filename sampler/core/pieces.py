@@ -34,12 +34,20 @@ def encode_ids(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return dictionary, codes.astype(np.int32)
 
 
+# prune sorts its codes when they are this many times fewer than the dictionary's ids,
+# else marks them in a mask over the dictionary: into 1.1M ids, 50K codes sorted 0.76 ms
+# and masked 1.23 ms; 250K codes, 5.6 against 2.9 ms.
+PRUNE_SORT_FACTOR = 16
+
+
 def prune(dictionary: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The dictionary cut down to the ids `codes` use, and the codes renumbered
-    (order kept, so the smaller dictionary stays sorted). No sort; the only pass over the
-    whole dictionary is a scan of a zero-filled mask (pages the codes never touch stay
-    unallocated), so a few codes into a large dictionary (the in-memory engine's whole
-    node set) cost little more than the codes."""
+    (order kept, so the smaller dictionary stays sorted). Few codes into a large
+    dictionary (the in-memory engine's whole node set) are sorted, costing what the
+    codes cost; more are marked in a mask over the dictionary, no sort."""
+    if len(codes) * PRUNE_SORT_FACTOR < len(dictionary):
+        kept, renumbered = unique_inverse(codes)
+        return take(dictionary, kept), renumbered.astype(np.int32)
     used = np.zeros(len(dictionary), bool)
     used[codes] = True
     kept = np.flatnonzero(used)
