@@ -27,6 +27,9 @@
                 page shared by n processes counts 1/n in each, so forked workers
                 sharing the in-memory engine's graph count it once (the tree's
                 physical memory; RSS sums count shared pages once per process)
+     RSS + swap the peak of RSS + swapped-out memory, summed alike: with --ram-cap-mb
+                (the RAM of each run capped by a memory cgroup, the rest swapped),
+                the memory a job held on a machine with less than it needs
      shuffled   (Beam engine) the encoded bytes that entered its GroupByKeys and
                 CoGroupByKeys, per subgraph written (the report's `shuffled`,
                 counted by unigraph.beam.shuffle; per step in the JSON)
@@ -56,6 +59,8 @@ from google.protobuf import text_format
 
 from pipelines import synthetic
 from pipelines.provenance import provenance
+from pipelines.memory_cap import MemoryCap, swap_total_bytes
+from pipelines.memory_cap import unavailable as memory_cap_unavailable
 from pipelines.proc_stats import run_measured
 from sampler.graph_tensor import wire
 from unigraph.encoding import tfrecord
@@ -67,7 +72,7 @@ DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
 STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED", "LATEST_K")
 COMPLETE = ".complete"
 METRICS = ("wall_s", "cpu_s", "seeds_per_s", "edges_per_s", "output_mb_per_s", "peak_rss_mb",
-           "peak_pss_mb")
+           "peak_pss_mb", "peak_rss_swap_mb")
 # The Beam engine's reports say what its GroupByKeys moved (unigraph.beam.shuffle).
 SHUFFLE_METRICS = ("shuffled_bytes", "shuffled_bytes_per_subgraph")
 
@@ -147,13 +152,18 @@ def counted_report(folder: str) -> dict:
 
 
 def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
-             tfgnn: bool = False) -> dict:
-    """One measured run; SampleFailed with the tail of its stderr if it fails."""
+             tfgnn: bool = False, ram_cap_mb: int | None = None) -> dict:
+    """One measured run; SampleFailed with the tail of its stderr if it fails.
+    `ram_cap_mb`: the run's RAM capped by a memory cgroup, the rest swapped out."""
     if os.path.exists(output):
         shutil.rmtree(output)
     # TF-GNN 1.0.3 imports only with Keras 2 (tf-keras) selected before TensorFlow loads.
     env = dict(os.environ, TF_USE_LEGACY_KERAS="1") if tfgnn else None
-    stats = run_measured(cmd, cwd=REPO_ROOT, timeout=timeout, env=env)
+    if ram_cap_mb is None:
+        stats = run_measured(cmd, cwd=REPO_ROOT, timeout=timeout, env=env)
+    else:
+        with MemoryCap(ram_cap_mb << 20, swap=True) as cap:
+            stats = run_measured(cap.wrap(cmd), cwd=REPO_ROOT, timeout=timeout, env=env)
     report_path = os.path.join(output, "sample_report.json")
     if stats.returncode != 0 or not (tfgnn or os.path.exists(report_path)):
         tail = "\n".join((stats.stderr or stats.stdout).strip().splitlines()[-5:])
@@ -180,6 +190,7 @@ def run_once(cmd: list[str], output: str, timeout: float | None = None, *,
         "output_mb_per_s": round(out_bytes / wall / 1e6, 3),
         "peak_rss_mb": round(stats.peak_rss_bytes / 2**20, 1),
         "peak_pss_mb": round(stats.peak_pss_bytes / 2**20, 1),
+        "peak_rss_swap_mb": round(stats.peak_rss_swap_bytes / 2**20, 1),
         "max_processes": stats.max_processes,
         "pipeline_wall_s": report.get("wall_time_s"),
         "graph_in_memory_mb": report.get("graph_in_memory_mb"),  # the memory engine's
@@ -200,7 +211,9 @@ def format_run(label: str, r: dict) -> str:
     return (f"{label}: wall {r['wall_s']:.2f} s (cpu {r['cpu_s']:.2f} s), "
             f"{r['seeds_per_s']:,.1f} seeds/s, "
             f"{r['edges_per_s']:,.0f} sampled edges/s, {r['output_mb_per_s']:.2f} MB/s out, "
-            f"peak RSS {r['peak_rss_mb']:,.0f} MB (PSS {r['peak_pss_mb']:,.0f} MB)"
+            f"peak RSS {r['peak_rss_mb']:,.0f} MB (PSS {r['peak_pss_mb']:,.0f} MB"
+            + (f", RSS + swap {r['peak_rss_swap_mb']:,.0f} MB"
+               if r.get("peak_rss_swap_mb", 0) > r["peak_rss_mb"] else "") + ")"
             + (f", shuffled {r['shuffled_bytes_per_subgraph'] / 1e3:,.1f} kB per subgraph"
                if "shuffled_bytes_per_subgraph" in r else ""))
 
@@ -254,6 +267,11 @@ def make_parser() -> argparse.ArgumentParser:
                         help="where graphs and run outputs go (default benchmarks/cache)")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per run before it "
                         "is killed (default: none)")
+    parser.add_argument("--ram-cap-mb", type=int, metavar="MB",
+                        help="run each contender with its RAM capped at MB by a memory "
+                             "cgroup (root) and the rest swapped out, to measure on this "
+                             "machine a job that needs more memory than it has: the peak "
+                             "is then RSS + swap (needs swap space, e.g. a swap file)")
     parser.add_argument("--link", action="store_true",
                         help="time a link job over N pairs against a node job over their 2N "
                              "endpoints (with --timestamps: each at its edge's time as "
@@ -369,6 +387,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.seed_fraction is not None and not 0 < args.seed_fraction <= 1:
         print("benchmark: error: --seed-fraction must be in (0, 1]", file=sys.stderr)
         return 2
+    if args.ram_cap_mb is not None:
+        why = ("--ram-cap-mb must be >= 64" if args.ram_cap_mb < 64 else
+               "--ram-cap-mb needs swap space: this machine has none (a job over the cap "
+               "would be killed, not measured; e.g. fallocate, mkswap and swapon a file)"
+               if not swap_total_bytes() else memory_cap_unavailable())
+        if why:
+            print(f"benchmark: error: {why}", file=sys.stderr)
+            return 2
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     folder, manifest = ensure_graph(args.cache_dir, scale=args.scale, seed=args.seed,
                                     fmt=args.format, shards=args.shards,
@@ -418,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 cmd = contender_command(name, folder, spec, seeds, output, extra, timed_seeds)
             try:
-                run = run_once(cmd, output, args.timeout, tfgnn=(name == "tfgnn"))
+                run = run_once(cmd, output, args.timeout, tfgnn=(name == "tfgnn"),
+                               ram_cap_mb=args.ram_cap_mb)
             except SampleFailed as e:
                 print(f"benchmark: error: {name} run {i + 1}: {e}", file=sys.stderr)
                 print(f"benchmark: command: {shlex.join(cmd)}", file=sys.stderr)
@@ -440,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
               "extra_args": args.extra_args, "graph": folder,
               "nodes": manifest["nodes"], "edges": manifest["edges"],
               "seeds": first["seeds_read"]}
+    if args.ram_cap_mb is not None:
+        config.update(ram_cap_mb=args.ram_cap_mb, swap_mb=round(swap_total_bytes() / 2**20))
     if args.json:
         print(json.dumps({"benchmark": "engines", **provenance("benchmark", argv),
                           "config": config, "runs": [r for n in contenders for r in runs[n]],

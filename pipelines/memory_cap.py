@@ -44,8 +44,12 @@ def _v1_parent() -> str | None:
 
 
 class MemoryCap:
-    def __init__(self, limit_bytes: int):
+    def __init__(self, limit_bytes: int, swap: bool = False):
+        """`swap`: the cap limits RAM only, and what exceeds it is swapped out (where
+        the machine has swap) instead of killing the process: to measure on this
+        machine a job that needs more memory than it has (`benchmark --ram-cap-mb`)."""
         self.limit = int(limit_bytes)
+        self.swap = swap
         self.folder: str | None = None
         self.version = None
 
@@ -55,7 +59,7 @@ class MemoryCap:
             self.folder, self.version = os.path.join(V2_ROOT, name), 2
             os.mkdir(self.folder)
             self._write("memory.max", self.limit)
-            self._write("memory.swap.max", 0, required=False)
+            self._write("memory.swap.max", "max" if self.swap else 0, required=False)
         else:
             parent = _v1_parent()
             if parent is None or not os.path.isdir(parent):
@@ -63,7 +67,8 @@ class MemoryCap:
             self.folder, self.version = os.path.join(parent, name), 1
             os.mkdir(self.folder)
             self._write("memory.limit_in_bytes", self.limit)
-            self._write("memory.memsw.limit_in_bytes", self.limit, required=False)
+            if not self.swap:  # memory + swap capped alike: nothing may be swapped out
+                self._write("memory.memsw.limit_in_bytes", self.limit, required=False)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -73,7 +78,7 @@ class MemoryCap:
             except OSError:
                 pass
 
-    def _write(self, name: str, value: int, required: bool = True) -> None:
+    def _write(self, name: str, value: int | str, required: bool = True) -> None:
         try:
             with open(os.path.join(self.folder, name), "w") as f:
                 f.write(str(value))
@@ -111,6 +116,18 @@ class MemoryCap:
             except OSError:
                 continue
         return 0
+
+
+def swap_total_bytes() -> int:
+    """The machine's swap space (/proc/meminfo's SwapTotal); 0 where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("SwapTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
 
 
 def unavailable() -> str | None:

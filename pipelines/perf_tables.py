@@ -41,6 +41,7 @@ def engines(data: dict, source: str) -> str:
     config, medians = data["config"], data["medians"]
     first = medians[config["engines"][0]]
     shuffled = any("shuffled_bytes_per_subgraph" in medians[name] for name in config["engines"])
+    capped = config.get("ram_cap_mb") is not None
     rows = []
     for name in config["engines"]:
         m = medians[name]
@@ -48,6 +49,8 @@ def engines(data: dict, source: str) -> str:
         row = [name, number(m["wall_s"], 2), number(m["cpu_s"], 2),
                f"{m['cpu_s'] / first['cpu_s']:.2f}x", number(seeds_per_s),
                number(m["peak_rss_mb"]), number(m["peak_pss_mb"])]
+        if capped:
+            row.append(number(m["peak_rss_swap_mb"]))
         if shuffled:
             per = m.get("shuffled_bytes_per_subgraph")
             row.append("" if per is None else number(per / 1e3, 1))
@@ -61,9 +64,14 @@ def engines(data: dict, source: str) -> str:
              + (" `tfgnn` is TF-GNN's `tfgnn_sampler` on the same graph."
                 if "tfgnn" in config["engines"] else "")
              + (" Shuffled: the encoded bytes that entered the Beam engine's GroupByKeys, "
-                "per subgraph (the report's `shuffled`)." if shuffled else ""))
-    header = ["contender", "wall s", "CPU s", "CPU vs first", "subgraphs/s", "peak RSS MB",
-              "peak PSS MB"] + (["shuffled kB/subgraph"] if shuffled else [])
+                "per subgraph (the report's `shuffled`)." if shuffled else "")
+             + (f" RAM capped at {number(config['ram_cap_mb'])} MB by a memory cgroup and the "
+                f"rest swapped out ({number(config['swap_mb'] / 1024)} GB of swap): the "
+                f"memory the job held is the peak of RSS + swap; swapping makes its times "
+                f"no measure of speed." if capped else ""))
+    header = (["contender", "wall s", "CPU s", "CPU vs first", "subgraphs/s", "peak RSS MB",
+               "peak PSS MB"] + (["peak RSS + swap MB"] if capped else [])
+              + (["shuffled kB/subgraph"] if shuffled else []))
     return "\n\n".join([about, table(header, rows), provenance_line(data, source)])
 
 
@@ -331,7 +339,8 @@ def render_sections(benchmarks: dict[str, dict]) -> dict[str, str]:
             raise ValueError(f"docs/{source}: 'benchmark' is {kind!r}; pipelines/perf_tables.py "
                              f"renders {', '.join(RENDERERS)}")
         sections.setdefault(kind, []).append(RENDERERS[kind][1](data, source))
-        if kind == "engines" and "beam" in data["medians"]:
+        # A run under a RAM cap swapped: its CPU seconds are no basis for a price.
+        if kind == "engines" and "beam" in data["medians"] and "ram_cap_mb" not in data["config"]:
             sections.setdefault("cost", []).append(cost(data, source))
     return {kind: "\n\n".join(parts) for kind, parts in sections.items()}
 

@@ -12,6 +12,10 @@ peak of that sum is the reported memory. Notes on what it measures:
   - a process that lives less than one interval may be missed, and a peak between
     two polls is not seen: the figure is a lower bound on the true peak sum;
   - processes that leave the tree (daemonise, get re-parented) stop being counted.
+Pages swapped out are not resident: beside the RSS, each poll reads every process's
+swapped-out memory (VmSwap in /proc/<pid>/status), and the peak of RSS + swap summed
+over the tree is reported too (the memory the job held, wherever it was; the same as
+the RSS on a machine that did not swap).
 The peak PSS (proportional set size, /proc/<pid>/smaps_rollup) is polled beside it,
 every PSS_EVERY-th poll since the kernel walks the page tables to compute it: a page
 shared by n processes counts 1/n in each, so the sum is the tree's physical memory,
@@ -77,6 +81,18 @@ def rss_bytes(pid: int) -> int:
         return 0
 
 
+def swap_bytes(pid: int) -> int:
+    """Swapped-out memory of one process; 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmSwap:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
 def pss_bytes(pid: int) -> int:
     """Proportional set size of one process; 0 if it is gone (or the kernel lacks it)."""
     try:
@@ -94,11 +110,12 @@ PSS_EVERY = 4  # polls per PSS reading
 
 class TreeMonitor:
     """Polls the tree of `pid` in a thread; `stop()` returns (peak RSS sum, max process
-    count); `peak_pss` holds the peak PSS sum."""
+    count); `peak_pss` holds the peak PSS sum, `peak_rss_swap` that of RSS + swap."""
 
     def __init__(self, pid: int, interval: float = 0.05):
         self.pid, self.interval = pid, interval
         self.peak_rss = 0
+        self.peak_rss_swap = 0
         self.peak_pss = 0
         self.max_processes = 0
         self.polls = 0
@@ -112,6 +129,8 @@ class TreeMonitor:
     def poll(self) -> None:
         tree = process_tree(self.pid)
         rss, count = sum(rss_bytes(pid) for pid in tree), len(tree)
+        swapped = sum(swap_bytes(pid) for pid in tree)
+        self.peak_rss_swap = max(self.peak_rss_swap, rss + swapped)
         if self.polls % PSS_EVERY == 0:
             self.peak_pss = max(self.peak_pss, sum(pss_bytes(pid) for pid in tree))
         self.peak_rss = max(self.peak_rss, rss)
@@ -153,6 +172,7 @@ class RunStats:
     wall_seconds: float      # from just before the process starts until it has exited
     peak_rss_bytes: int      # max over polls of the RSS summed over the process tree
     peak_pss_bytes: int      # the same for PSS (shared pages divided among their sharers)
+    peak_rss_swap_bytes: int  # the same for RSS + swapped-out memory
     max_processes: int       # the most processes seen in the tree at one poll
     cpu_seconds: float       # user + system CPU of the tree (processes that were waited for)
     polls: int
@@ -187,6 +207,7 @@ def run_measured(cmd: list[str], *, interval: float = 0.05, cwd: str | None = No
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         out.seek(0)
         err.seek(0)
-        return RunStats(returncode, wall, peak, monitor.peak_pss, processes, cpu, monitor.polls,
+        return RunStats(returncode, wall, peak, monitor.peak_pss, monitor.peak_rss_swap,
+                        processes, cpu, monitor.polls,
                         out.read().decode("utf-8", "replace"),
                         err.read().decode("utf-8", "replace"))

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pipelines import benchmark, perf_tables, proc_stats
+from pipelines import benchmark, memory_cap, perf_tables, proc_stats
 from sampler import numpy_cpu
 from sampler.plan.plan import build_plan
 from sampler.plan.spec import load_spec
@@ -38,6 +38,66 @@ def test_peak_rss_sums_over_the_process_tree():
 # shared (copy-on-write), so the RSS sum counts them twice and the PSS sum once.
 FORKED = ("import os, time; b = b'x' * (200 << 20); pid = os.fork(); time.sleep(1.0); "
           "os._exit(0) if pid == 0 else os.waitpid(pid, 0)")
+
+
+@pytest.fixture
+def swap_space(tmp_path):
+    """Swap for the test: the machine's own, or a 512 MB swap file made here and removed
+    after (root); skips, saying why, where neither can be had."""
+    if memory_cap.swap_total_bytes():
+        yield
+        return
+    why = memory_cap.unavailable()
+    if why:
+        pytest.skip(why)
+    path = tmp_path / "swapfile"
+    made = subprocess.run(f"fallocate -l 512M {path} && chmod 600 {path} && mkswap {path} "
+                          f"&& swapon {path}", shell=True, capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"no swap here and none can be made: {made.stderr.strip()[-200:]}")
+    try:
+        yield
+    finally:
+        subprocess.run(["swapoff", str(path)], check=False)
+
+
+# Touches 300 MB and holds it: under a 128 MB RAM cap, most of it is swapped out.
+HOLDER = "import time; b = b'x' * (300 << 20); time.sleep(1.0)"
+
+
+def test_rss_plus_swap_is_what_a_job_held_under_a_ram_cap(swap_space):
+    with memory_cap.MemoryCap(128 * MB, swap=True) as cap:
+        stats = proc_stats.run_measured(cap.wrap([sys.executable, "-c", HOLDER]))
+        kills = cap.oom_kills()
+    assert stats.returncode == 0 and kills == 0  # swapped, not killed
+    assert stats.peak_rss_bytes <= 150 * MB, stats.peak_rss_bytes / MB
+    assert 300 * MB <= stats.peak_rss_swap_bytes <= 400 * MB, stats.peak_rss_swap_bytes / MB
+
+
+def test_rss_plus_swap_is_the_rss_where_nothing_is_swapped():
+    stats = proc_stats.run_measured([sys.executable, "-c", PARENT])
+    assert stats.peak_rss_swap_bytes >= stats.peak_rss_bytes
+    assert stats.peak_rss_swap_bytes <= stats.peak_rss_bytes + 50 * MB
+
+
+def test_a_capped_engines_run_shows_rss_and_swap_and_prices_nothing():
+    run = {"wall_s": 600.0, "cpu_s": 400.0, "seeds_per_s": 300.0, "peak_rss_mb": 14000.0,
+           "peak_pss_mb": 14000.0, "peak_rss_swap_mb": 30000.0,
+           "shuffled_bytes_per_subgraph": 33000.0}
+    data = {"benchmark": "engines", "date": "2026-11-26", "command": "benchmark",
+            "config": {"engines": ["beam"], "seeds": 1000, "scale": 0.25, "nodes": {"p": 1},
+                       "edges": {"e": 1}, "format": "parquet", "strategy": "RANDOM_UNIFORM",
+                       "ram_cap_mb": 14336, "swap_mb": 49152},
+            "runs": [dict(run, engine="beam", output_bytes=1)], "medians": {"beam": run}}
+    sections = perf_tables.render_sections({"benchmarks/capped.json": data})
+    assert "peak RSS + swap MB" in sections["engines"] and "30,000" in sections["engines"]
+    assert "RAM capped at 14,336 MB" in sections["engines"]
+    assert "cost" not in sections
+
+
+def test_ram_cap_is_checked_before_anything_runs(capsys):
+    assert benchmark.main(["--ram-cap-mb", "10"]) == 2
+    assert "--ram-cap-mb must be >= 64" in capsys.readouterr().err
 
 
 def test_pss_counts_pages_shared_after_fork_once():
