@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sampler.core.arrays import index_beside, unique, unique_codes
+from sampler.core.arrays import argsort, index_beside, unique, unique_codes
 from sampler.core.buckets import sample_buckets, split_by_bucket
 from sampler.core.pieces import NodeFeatures, Requests
 from unigraph.columnar.batches import FeatureValues, NodeBatch, describe_row
@@ -93,8 +93,10 @@ def lookup_requests(requests: Requests, num_shards: int) -> Requests:
     if len(requests) == 0:
         return Requests(requests.samples, requests.codes, requests.ids)
     shards = sample_buckets(requests.samples, num_shards).astype(np.int64)
-    _, first = np.unique(shards * len(requests.ids) + requests.codes, return_index=True)
-    kept = requests.take(first)
+    keys = shards * len(requests.ids) + requests.codes
+    order = argsort(keys)  # stable: each key's first request first (as np.unique's index)
+    ranked = keys[order]
+    kept = requests.take(order[np.r_[True, ranked[1:] != ranked[:-1]]])
     return Requests(kept.samples, kept.codes, kept.ids)
 
 
