@@ -15,6 +15,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
+def run_starts(*columns: np.ndarray) -> np.ndarray:
+    """True where a run of equal rows begins (a row: the columns' values at one index),
+    so at 0 and wherever a row differs from the one before. One pass per column, no
+    concatenation (np.r_[True, x[1:] != x[:-1]] copies and parses its arguments)."""
+    starts = np.empty(len(columns[0]), bool)
+    if len(starts):
+        starts[0] = True
+        np.not_equal(columns[0][1:], columns[0][:-1], out=starts[1:])
+        for column in columns[1:]:
+            starts[1:] |= column[1:] != column[:-1]
+    return starts
+
+
+def offsets(counts: np.ndarray) -> np.ndarray:
+    """int64 [0, counts[0], counts[0] + counts[1], ...]: where each of the counted runs
+    begins, and the end of the last."""
+    result = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=result[1:])
+    return result
+
+
 # Integers within a range this many times their count are counted rather than sorted:
 # 250K int64 among 1.1M, counted 1.1 ms, sorted 3.3 ms; 50K among 1.1M, 1.5 against 0.7.
 COUNT_RANGE_FACTOR = 8
@@ -32,7 +53,7 @@ def unique(values: np.ndarray) -> np.ndarray:
             seen[values - low] = True
             return np.flatnonzero(seen).astype(values.dtype) + values.dtype.type(low)
     ordered = np.sort(values)
-    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
+    return ordered[run_starts(ordered)]
 
 
 def unique_codes(codes: np.ndarray, size: int) -> np.ndarray:
@@ -56,11 +77,11 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             rank = np.cumsum(seen) - 1
             return np.flatnonzero(seen).astype(values.dtype) + low, rank[values - low]
     if len(values) and bool(np.all(values[1:] >= values[:-1])):  # sorted already: no sort
-        first = np.r_[True, values[1:] != values[:-1]]
+        first = run_starts(values)
         return values[first], np.cumsum(first) - 1
     order = argsort(values)
     ordered = values[order]
-    first = np.r_[True, ordered[1:] != ordered[:-1]] if len(values) else np.zeros(0, bool)
+    first = run_starts(ordered)
     inverse = np.empty(len(values), np.int64)
     inverse[order] = np.cumsum(first) - 1
     return ordered[first], inverse

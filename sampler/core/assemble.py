@@ -20,8 +20,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from sampler.core.arrays import (LOOKUP_TABLE_FACTOR, SortedIndex, argsort, unique,
-                                  unique_inverse)
+from sampler.core.arrays import (LOOKUP_TABLE_FACTOR, SortedIndex, argsort, offsets,
+                                  run_starts, unique, unique_inverse)
 from sampler.core.pieces import EdgePiece, NodeFeatures, PairPiece, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS
 from sampler.plan.plan import LABEL, Plan, label_dtype, pairs_table_layout
@@ -85,7 +85,7 @@ def empty_feature(feature: gs.Feature) -> FeatureValues:
 
 def _offsets(ranks: np.ndarray, num_samples: int) -> np.ndarray:
     counts = np.bincount(ranks, minlength=num_samples)
-    return np.r_[0, np.cumsum(counts)].astype(np.int64)
+    return offsets(counts)
 
 
 def _schema_features(features: dict[str, gs.Feature]) -> dict[str, gs.Feature]:
@@ -327,7 +327,7 @@ class ShardAssembler:
         pair = _pair_key(ranks, sources, targets)
         order = _sort_pairs(pair, positions)
         pair, positions = pair[order], positions[order]
-        first = np.r_[True, (pair[1:] != pair[:-1]) | (positions[1:] != positions[:-1])]
+        first = run_starts(pair, positions)
         ranks, sources, targets = ranks[order], sources[order], targets[order]
         valid = first & (sources >= 0) & (targets >= 0)
         layout = _Layout(_offsets(ranks[valid], len(sample_ids)), features, order[valid],
@@ -430,7 +430,7 @@ def _source_indices(layout: _Layout, keys: _NodeKeys, ranks: np.ndarray,
     is looked up once."""
     if len(ranks) == 0:
         return np.zeros(0, np.int64)
-    head = np.r_[True, (ranks[1:] != ranks[:-1]) | (codes[1:] != codes[:-1])]
+    head = run_starts(ranks, codes)
     heads = np.flatnonzero(head)
     local = _local_indices(layout, keys.key(ranks[heads], codes[heads]), ranks[heads])
     return local[np.cumsum(head) - 1]

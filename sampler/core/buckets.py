@@ -21,7 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from sampler.core import rng
-from sampler.core.arrays import argsort, unique
+from sampler.core.arrays import argsort, run_starts, unique
 
 # Salts keep the node and sample hashes independent of the sampling randomness.
 _NODE_BUCKET_SALT = rng.name_salt("node-bucket")
@@ -50,8 +50,8 @@ def split_by_bucket(buckets: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     else:
         order = argsort(buckets)
     sorted_buckets = buckets[order]
-    starts = np.flatnonzero(np.r_[True, sorted_buckets[1:] != sorted_buckets[:-1]])
-    ends = np.r_[starts[1:], len(order)]
+    starts = np.flatnonzero(run_starts(sorted_buckets))
+    ends = np.append(starts[1:], len(order))
     for start, end in zip(starts, ends):
         yield int(sorted_buckets[start]), order[start:end]
 

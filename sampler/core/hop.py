@@ -15,7 +15,7 @@ import numpy as np
 
 from sampler.core import rng
 from sampler.core.adjacency import AdjacencyBucket
-from sampler.core.arrays import unique_inverse
+from sampler.core.arrays import offsets, unique_codes, unique_inverse
 from sampler.core.buckets import split_by_shard, split_requests
 from sampler.core.long_rows import Candidates, best, chunk_candidates, chunk_rows
 from sampler.core.pieces import EdgePiece, Requests, prune
@@ -176,8 +176,14 @@ def edge_piece(adjacency: AdjacencyBucket, op: PlannedOp, samples: np.ndarray, r
     # Sources are coded by their CSR row (adjacency.sources is sorted and distinct), and
     # requests come sorted by sample, so every dictionary here is cheap to build.
     sample_ids, sample_codes = unique_inverse(samples[query_index])
+    # Sources: the rows of the queries that drew an edge, pruned once per query (several
+    # times fewer than the edges), then each edge takes its query's code.
+    drew = unique_codes(query_index, len(rows))
+    source_ids, drew_codes = prune(adjacency.sources, take(rows, drew))
+    code_of_query = np.zeros(len(rows), np.int32)
+    code_of_query[drew] = drew_codes
+    source_codes = take(code_of_query, query_index)
     # take, not [], for a batch's largest gathers (unigraph.columnar.ragged.take).
-    source_ids, source_codes = prune(adjacency.sources, take(rows, query_index))
     target_ids, target_codes = prune(adjacency.target_ids,
                                      take(adjacency.target_codes, edge_position))
     return EdgePiece(
@@ -214,7 +220,7 @@ def pair_edges(adjacency: AdjacencyBucket, rows: np.ndarray, node_fingerprints: 
     hit = adjacency.target_fingerprints_of(adjacency.target_codes[positions]) == partner[
         queries][seg]
     counts[queries] = np.bincount(seg[hit], minlength=len(queries))
-    return np.r_[0, np.cumsum(counts)].astype(np.int64), positions[hit].astype(np.int64)
+    return offsets(counts), positions[hit].astype(np.int64)
 
 
 @dataclasses.dataclass(eq=False)

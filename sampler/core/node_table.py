@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sampler.core.arrays import argsort, index_beside, unique, unique_codes
+from sampler.core.arrays import argsort, index_beside, run_starts, unique, unique_codes
 from sampler.core.buckets import sample_buckets, split_by_bucket
 from sampler.core.pieces import NodeFeatures, Requests
 from unigraph.columnar.batches import FeatureValues, NodeBatch, describe_row
@@ -95,8 +95,7 @@ def lookup_requests(requests: Requests, num_shards: int) -> Requests:
     shards = sample_buckets(requests.samples, num_shards).astype(np.int64)
     keys = shards * len(requests.ids) + requests.codes
     order = argsort(keys)  # stable: each key's first request first (as np.unique's index)
-    ranked = keys[order]
-    kept = requests.take(order[np.r_[True, ranked[1:] != ranked[:-1]]])
+    kept = requests.take(order[run_starts(keys[order])])
     return Requests(kept.samples, kept.codes, kept.ids)
 
 

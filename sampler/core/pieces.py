@@ -19,7 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
-from sampler.core.arrays import LOOKUP_TABLE_FACTOR, SortedIndex, argsort, unique, unique_inverse
+from sampler.core.arrays import (LOOKUP_TABLE_FACTOR, SortedIndex, argsort, run_starts, unique,
+                                  unique_inverse)
 from unigraph.columnar.batches import FeatureValues
 from unigraph.columnar.ragged import concat, take
 
@@ -129,7 +130,7 @@ class Requests:
         _, sample_rank = unique_inverse(self.samples)
         order = argsort(sample_rank * max(len(self.ids), 1) + self.codes)
         samples, codes = self.samples[order], self.codes[order]
-        keep = np.r_[True, (samples[1:] != samples[:-1]) | (codes[1:] != codes[:-1])]
+        keep = run_starts(samples, codes)
         return Requests(samples[keep], codes[keep], self.ids,
                         None if self.pairs is None else self.pairs[order][keep],
                         None if self.cutoffs is None else self.cutoffs[order][keep])

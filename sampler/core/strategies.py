@@ -438,14 +438,19 @@ def _unbiased_below(base, bound, step, stride):
     < bound / 2**64) that h >= 2**64 - (2**64 mod bound), where mod would be biased."""
     bound = bound.astype(_U64)
     with np.errstate(over="ignore"):
-        remainder = (_U64(0) - bound) % bound
-        limit = _U64(0) - remainder
         h = rng.mix_into(base, step)
-        redraw = np.flatnonzero((remainder != 0) & (h >= limit))
+        # The limit 2**64 - (2**64 mod bound) is above 2**64 - bound: only h at or above
+        # that may be redrawn, so only those queries need the (slow, uint64) remainder.
+        near_top = np.flatnonzero(h >= _U64(0) - bound)
+        remainder = (_U64(0) - bound[near_top]) % bound[near_top]
+        limit = _U64(0) - remainder
+        redraw = (remainder != 0) & (h[near_top] >= limit)
+        redraw, limit = near_top[redraw], limit[redraw]
         attempt = 1
         while redraw.size:
             h[redraw] = rng.mix_into(base[redraw], step + attempt * stride)
-            redraw = redraw[(h[redraw] >= limit[redraw])]
+            again = h[redraw] >= limit
+            redraw, limit = redraw[again], limit[again]
             attempt += 1
     return (h % bound).astype(np.int64)
 

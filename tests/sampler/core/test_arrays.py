@@ -5,7 +5,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from sampler.core.arrays import LOOKUP_TABLE_FACTOR, SortedIndex, argsort, unique, unique_inverse
+from sampler.core.arrays import (LOOKUP_TABLE_FACTOR, SortedIndex, argsort, offsets, run_starts,
+                                  unique, unique_inverse)
 
 # Narrow values (packed with their index), wide ones (too wide to pack), negatives and
 # unsigned, so every branch is taken.
@@ -87,3 +88,18 @@ def test_index_beside_is_kept_off_the_fields_and_follows_a_replaced_array():
     table.ids = np.array([2, 5])  # replaced: the lookup is made again
     assert table.positions_of(np.array([5, 2])).tolist() == [1, 0]
     assert "_index" not in {f.name for f in dataclasses.fields(table)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.lists(hs.tuples(hs.integers(0, 3), hs.integers(0, 3)), max_size=60))
+def test_run_starts_and_offsets_are_their_numpy_spellings(rows):
+    a = np.array([r[0] for r in rows], np.int64)
+    b = np.array([r[1] for r in rows], np.int32)
+    if len(rows):
+        np.testing.assert_array_equal(run_starts(a), np.r_[True, a[1:] != a[:-1]])
+        np.testing.assert_array_equal(run_starts(a, b),
+                                      np.r_[True, (a[1:] != a[:-1]) | (b[1:] != b[:-1])])
+    else:
+        assert run_starts(a).shape == (0,) and run_starts(a).dtype == bool
+    np.testing.assert_array_equal(offsets(b), np.r_[0, np.cumsum(b)])
+    assert offsets(b).dtype == np.int64

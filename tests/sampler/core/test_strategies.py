@@ -547,3 +547,44 @@ def test_exclusions_apply_within_the_eligible_prefix(batch, strategy, k, data):
             k=k, seed=1, op_salt=2, excluded_splits=np.array([0, len(inside)]),
             excluded_positions=np.array(inside, np.int64))
         assert got[i] == per_query(alone, 1)[0], (rows[r], limits[i], inside)
+
+
+def _unbiased_below_reference(h_of, base, bound, step, stride):
+    """The rejection rule spelled out for every query: redraw while h >= 2**64 -
+    (2**64 mod bound)."""
+    out = []
+    for i, (b, n) in enumerate(zip(base.tolist(), bound.tolist())):
+        limit = 2**64 - (2**64 % n)
+        attempt = 0
+        h = h_of(b, step)
+        while 2**64 % n and h >= limit:
+            attempt += 1
+            h = h_of(b, step + attempt * stride)
+        out.append(h % n)
+    return out
+
+
+_TOP = 2**64 - 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.lists(hs.tuples(hs.one_of(hs.integers(1, 1000), hs.integers(1, 2**62)),  # bound
+                          hs.integers(0, 2**20)), min_size=1, max_size=40),  # base
+       hs.integers(0, 5), hs.integers(1, 8))
+def test_unbiased_below_redraws_exactly_the_biased_top(queries, step, stride):
+    """mix_into replaced by a function whose values often fall in the rejected top range
+    (h near 2**64), so that the redraw rule is exercised for bounds large and small."""
+    def h_of(b, counter):
+        # The very top of the range for the first few counters (a number that depends on
+        # the query), ordinary values after: redraws happen, and end.
+        return _TOP - (b * 7919 + counter) % 5 if counter < b % 23 else b * 104729 + counter
+
+    def fake_mix_into(base, counter):
+        return np.array([h_of(b, counter) for b in base.tolist()], np.uint64)
+
+    bound = np.array([n for n, _ in queries], np.uint64)
+    base = np.array([b for _, b in queries], np.uint64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(st.rng, "mix_into", fake_mix_into)
+        got = st._unbiased_below(base, bound, step, stride)
+    assert got.tolist() == _unbiased_below_reference(h_of, base, bound, step, stride)
