@@ -17,7 +17,8 @@ is sampling, once the graph is in memory.
             subgraph as its tf.Example bytes, what offline writes). Sampled edges/s
             count the edges of the subgraphs (per seed: nothing merged).
   latency   one batch of 512 random seeds, 30 times: milliseconds per batch (median,
-            p95, and the median in CPU time), as arrays, as GraphTensors and as bytes;
+            p95, and the median in CPU time; with --repeat N, N such rounds in new
+            processes and the median of each), as arrays, as GraphTensors and as bytes;
             then as arrays again with load_graph(threads=2). On an AMD Zen 4 (where the
             sampler has numpy sort with AVX2, sampler/numpy_cpu.py), the arrays once
             more in a process with numpy's AVX-512 code (SAMPLER_NUMPY_AVX512=1).
@@ -217,12 +218,16 @@ def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:
         kind: round(median["online"][kind]["subgraphs_per_s"]
                     / median["offline"]["subgraphs_per_s"], 2)
         for kind in ("arrays", "graphs", "examples")}
-    if args.latency:
-        result["latency"] = _run("latency", ns, [])
-        if numpy_cpu.applies_here():  # the same batches with the sort numpy would pick
-            avx512 = _run("latency", ns, ["--arrays-only"], env=_numpy_avx512_env())
-            result["latency"]["arrays_avx512"] = avx512["arrays"]
-        log(f"latency, batch of {BATCH}: {json.dumps(result['latency'])}")
+    if args.latency:  # --repeat rounds, each in fresh processes; the median of each figure
+        rounds = []
+        for _ in range(args.repeat):
+            latency = _run("latency", ns, [])
+            if numpy_cpu.applies_here():  # the same batches with the sort numpy would pick
+                avx512 = _run("latency", ns, ["--arrays-only"], env=_numpy_avx512_env())
+                latency["arrays_avx512"] = avx512["arrays"]
+            log(f"latency, batch of {BATCH}: {json.dumps(latency)}")
+            rounds.append(latency)
+        result["latency"] = dict(_median(rounds), rounds=len(rounds))
     if args.dgl_python:
         done = subprocess.run([args.dgl_python, os.path.join(REPO_ROOT, "pipelines",
                                                              "dgl_benchmark.py"),

@@ -112,7 +112,10 @@ def api(data: dict, source: str) -> str:
         parts += [f"One batch of {data['batch_size']} random seeds, once the graph is loaded "
                   f"(scale {data['scale']}: {number(latency['graph_mb'])} MB in memory, "
                   f"loaded in {number(latency['load_s'], 1)} s)"
-                  + (f", {latency['batches']} batches, one thread unless said. Wall time "
+                  + (f", {latency['batches']} batches"
+                     + (f" in each of {latency['rounds']} rounds (medians of the rounds)"
+                        if latency.get("rounds", 1) > 1 else "")
+                     + ", one thread unless said. Wall time "
                      f"counts waiting for a core where other jobs share the machine (see the "
                      f"load average below), and a second thread helps only where a core is "
                      f"free:" if "batches" in latency else ":"),

@@ -319,16 +319,18 @@ class ShardAssembler:
         features = {k: concat([p.features[k] for p in pieces]) for k in wanted}
         sources = _source_indices(sources_layout, source_keys, ranks, source_codes)
         target_index = np.concatenate(piece_target_index)
-        targets = np.where(target_index >= 0, target_index - targets_layout.offsets[ranks], -1)
+        targets = np.where(target_index >= 0, target_index - take(targets_layout.offsets, ranks),
+                           -1)
         # One sort into canonical order: (sample, source index, target index, position);
         # for one source and target, adjacency position orders like the table row. An
         # edge sampled twice in one sample (by two ops) lands next to its copy and is
         # kept once; an edge with an absent endpoint (-1) is dropped.
         pair = _pair_key(ranks, sources, targets)
         order = _sort_pairs(pair, positions)
-        pair, positions = pair[order], positions[order]
+        # take, not []: the shard's largest gathers (unigraph.columnar.ragged.take).
+        pair, positions = take(pair, order), take(positions, order)
         first = run_starts(pair, positions)
-        ranks, sources, targets = ranks[order], sources[order], targets[order]
+        ranks, sources, targets = take(ranks, order), take(sources, order), take(targets, order)
         valid = first & (sources >= 0) & (targets >= 0)
         layout = _Layout(_offsets(ranks[valid], len(sample_ids)), features, order[valid],
                          sources=sources[valid], targets=targets[valid])
@@ -433,7 +435,7 @@ def _source_indices(layout: _Layout, keys: _NodeKeys, ranks: np.ndarray,
     head = run_starts(ranks, codes)
     heads = np.flatnonzero(head)
     local = _local_indices(layout, keys.key(ranks[heads], codes[heads]), ranks[heads])
-    return local[np.cumsum(head) - 1]
+    return take(local, np.cumsum(head) - 1)
 
 
 def _local_indices(layout: _Layout, keys: np.ndarray, ranks: np.ndarray) -> np.ndarray:
