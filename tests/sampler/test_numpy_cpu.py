@@ -97,3 +97,27 @@ def test_the_hint_names_the_variable_only_where_it_would_help(monkeypatch):
     monkeypatch.delenv(numpy_cpu.OPT_OUT)
     monkeypatch.setattr(numpy_cpu, "read_cpuinfo", lambda: INTEL)
     assert numpy_cpu.sort_hint() is None
+
+
+def test_the_commands_write_the_same_bytes_with_either_sort(tmp_path):
+    """`sample` as a user runs it (numpy's AVX2 sort on a Zen 4), and again with numpy's
+    AVX-512 code kept: byte-identical files. On other CPUs both runs take numpy's own
+    choice, and the test checks only that a run is reproducible."""
+    from pipelines.benchmark import ensure_graph
+    from tests.pipelines.sampled_output import read_records
+
+    folder, manifest = ensure_graph(str(tmp_path / "cache"), scale=0.003, seed=0,
+                                    fmt="parquet", shards=1, hub_edges=0, log=lambda *a: None)
+    clean = {k: v for k, v in os.environ.items()
+             if k not in (*numpy_cpu.NUMPY_VARIABLES, numpy_cpu.OPT_OUT)}
+    outputs = []
+    for keep_avx512 in (False, True):
+        output = tmp_path / f"out-{keep_avx512}"
+        env = dict(clean, **({numpy_cpu.OPT_OUT: "1"} if keep_avx512 else {}))
+        subprocess.run([sys.executable, "-m", "pipelines.sample", "--graph", folder,
+                        "--spec", os.path.join(folder, "sampling_spec.pbtxt"),
+                        "--seeds", os.path.join(folder, manifest["seeds"]["all"]),
+                        "--output", str(output), "--engine", "memory", "--quiet"],
+                       cwd=REPO_ROOT, env=env, check=True)
+        outputs.append(read_records(str(output)))
+    assert outputs[0] and outputs[0] == outputs[1]

@@ -8,8 +8,9 @@ from sampler.core.adjacency import build_adjacency
 from sampler.core.node_table import build_node_table
 from sampler.core.stats import RunStats
 from unigraph.columnar.batches import EdgeBatch, NodeBatch, row_ids
+from unigraph.beam.coder import ElementCoder
 from unigraph.beam.element_codec import (NARROW_MIN, NotEncodable, decode, encode,
-                                         encoded_size)
+                                         encoded_size, size_bound)
 from unigraph.columnar.ragged import Ragged
 
 
@@ -87,6 +88,19 @@ def test_any_value_round_trips_and_encodes_the_same_twice(value):
     _same(value, decode(data))
     assert encode(decode(data)) == data
     assert encoded_size(value) == len(data)
+
+
+# Long sorted and narrow arrays too, so the bound is tested where encode shrinks most.
+wide_values = st.recursive(scalars | arrays | st.builds(
+    lambda n, step, dt: (np.arange(n) // step).astype(dt), st.integers(0, 300),
+    st.integers(1, 9), st.sampled_from(["int32", "int64", "uint16"])),
+    lambda inner: st.lists(inner, max_size=4).map(tuple), max_leaves=8)
+
+
+@given(wide_values)
+def test_size_bound_is_at_least_the_encoding_and_the_coder_estimates_with_it(value):
+    assert size_bound(value) >= len(encode(value))
+    assert ElementCoder().estimate_size(value) == size_bound(value)
 
 
 def test_the_size_of_what_would_be_pickled_is_the_pickles():

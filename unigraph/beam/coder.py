@@ -17,7 +17,7 @@ from typing import Any
 import apache_beam as beam
 from apache_beam.coders import typecoders
 
-from unigraph.beam.element_codec import decode, encode
+from unigraph.beam.element_codec import decode, encode, size_bound
 
 
 class ElementCoder(beam.coders.Coder):
@@ -28,6 +28,13 @@ class ElementCoder(beam.coders.Coder):
 
     def decode(self, encoded: bytes):
         return decode(encoded)
+
+    def estimate_size(self, value) -> int:
+        # Beam samples elements for its size metrics and, by default, encodes each one
+        # sampled to measure it. Ours are few and large, so most are sampled: that
+        # second encoding was 3.5% of the Beam engine's CPU at scale 0.04. A bound from
+        # the arrays' shapes costs nothing per byte.
+        return size_bound(value)
 
     def is_deterministic(self) -> bool:
         return True

@@ -34,7 +34,8 @@ builds the same way (features in schema order). A value of any other type (a Bea
 internal object, an object array) falls back to pickle: `encode(value, strict=True)`
 refuses that instead, which the tests use to prove no element of ours needs it.
 `encoded_size(value)` is len(encode(value)) without encoding (unigraph.beam.shuffle
-counts shuffled bytes with it).
+counts shuffled bytes with it); `size_bound(value)` an upper bound of it that reads no
+array's data (the runner's own size metrics).
 """
 from __future__ import annotations
 
@@ -276,7 +277,15 @@ def _encode_sorted(array: np.ndarray, form, out: _Writer) -> None:
 def encoded_size(value) -> int:
     """len(encode(value)), computed without encoding: a walk over the value's fields,
     no copy of any array (integer arrays are scanned for their range)."""
-    return _size(value, 0)
+    return _size(value, 0, True)
+
+
+def size_bound(value) -> int:
+    """At least len(encode(value)), in a walk over the value's fields that reads no
+    array's data: every array counted at its full width, as if nothing were narrowed
+    or written by runs. What a runner's size metrics need (ElementCoder.estimate_size),
+    at a cost independent of the arrays' sizes."""
+    return _size(value, 0, False)
 
 
 def _text_size(s: str) -> int:
@@ -306,7 +315,7 @@ def _array_size(array: np.ndarray, pos: int, sorted_forms: bool, narrowing=_UNKN
     return _array_head_end(array, narrow, pos + 10) + array.size * narrow.itemsize
 
 
-def _size(v, pos: int) -> int:  # noqa: C901  mirrors _encode
+def _size(v, pos: int, scan: bool) -> int:  # noqa: C901  mirrors _encode
     t = type(v)
     if v is None or t is bool:
         return pos + 1
@@ -319,23 +328,25 @@ def _size(v, pos: int) -> int:  # noqa: C901  mirrors _encode
     if t is bytes:
         return pos + 9 + len(v)
     if t is np.ndarray and not v.dtype.hasobject:
+        if not scan:  # the widest form: written as it lies (the longest of the forms)
+            return _array_head_end(v, v.dtype, pos + 1) + v.nbytes
         return _array_size(np.ascontiguousarray(v), pos, True)
     if isinstance(v, np.generic) and not isinstance(v, np.object_):
         return pos + 1 + _text_size(v.dtype.str) + 8 + v.dtype.itemsize
     if t is list or t is tuple:
         pos += 9
         for item in v:
-            pos = _size(item, pos)
+            pos = _size(item, pos, scan)
         return pos
     if t is dict:
         pos += 9
         for key, item in v.items():
-            pos = _size(item, _size(key, pos))
+            pos = _size(item, _size(key, pos, scan), scan)
         return pos
     if _ours(t):
         pos += 1 + _text_size(f"{t.__module__}:{t.__qualname__}") + 8
         for field in dataclasses.fields(v):
-            pos = _size(getattr(v, field.name), pos)
+            pos = _size(getattr(v, field.name), pos, scan)
         return pos
     return pos + 9 + len(pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL))
 
