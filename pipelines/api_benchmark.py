@@ -118,6 +118,20 @@ def measure_online(graph: str, spec: str, seeds: str) -> dict:
     return result
 
 
+def _arrays_pass(loaded, ids: np.ndarray) -> tuple[list[float], list[float]]:
+    """The latency's batches (the same for every pass) sampled as arrays: wall and CPU
+    seconds of each."""
+    chooser = np.random.default_rng(0)
+    wall, cpu = [], []
+    for i in range(LATENCY_BATCHES):
+        batch_ids = ids[chooser.choice(len(ids), min(BATCH, len(ids)), replace=False)]
+        started, started_cpu = time.perf_counter(), time.process_time()
+        loaded.sample(batch_ids, seed=i)
+        wall.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - started_cpu)
+    return wall, cpu
+
+
 def measure_latency(graph: str, spec: str, seeds: str, arrays_only: bool = False) -> dict:
     """Milliseconds for one batch of 512 random seeds, once the graph is loaded (with
     `arrays_only`, the first of the passes alone)."""
@@ -127,52 +141,40 @@ def measure_latency(graph: str, spec: str, seeds: str, arrays_only: bool = False
     loaded = api.load_graph(graph, spec)
     load_s = time.perf_counter() - loaded_at
     ids = _seed_ids(seeds)
-    chooser = np.random.default_rng(0)
-    times = {"arrays": [], "graphs": [], "examples": []}
-    cpu = {kind: [] for kind in times}  # the same spans in CPU seconds: what load inflates less
-    for i in range(LATENCY_BATCHES):
-        if arrays_only:
+    times, cpu = {}, {}  # cpu: the same spans in CPU seconds, what load inflates less
+    if arrays_only:
+        times["arrays"], cpu["arrays"] = _arrays_pass(loaded, ids)
+    else:
+        chooser = np.random.default_rng(0)
+        times = {"arrays": [], "graphs": [], "examples": []}
+        cpu = {kind: [] for kind in times}
+        for i in range(LATENCY_BATCHES):
             batch_ids = ids[chooser.choice(len(ids), min(BATCH, len(ids)), replace=False)]
             started, started_cpu = time.perf_counter(), time.process_time()
-            loaded.sample(batch_ids, seed=i)
-            times["arrays"].append(time.perf_counter() - started)
-            cpu["arrays"].append(time.process_time() - started_cpu)
-            continue
-        batch_ids = ids[chooser.choice(len(ids), min(BATCH, len(ids)), replace=False)]
-        started, started_cpu = time.perf_counter(), time.process_time()
-        batch = loaded.sample(batch_ids, seed=i)
-        sampled, sampled_cpu = time.perf_counter(), time.process_time()
-        list(batch)
-        built, built_cpu = time.perf_counter(), time.process_time()
-        again = loaded.sample(batch_ids, seed=i)
-        resampled, resampled_cpu = time.perf_counter(), time.process_time()
-        again.to_examples()
-        encoded, encoded_cpu = time.perf_counter(), time.process_time()
-        times["arrays"].append(sampled - started)
-        times["graphs"].append(built - started)
-        times["examples"].append(encoded - resampled + (sampled - started))
-        cpu["arrays"].append(sampled_cpu - started_cpu)
-        cpu["graphs"].append(built_cpu - started_cpu)
-        cpu["examples"].append(encoded_cpu - resampled_cpu + (sampled_cpu - started_cpu))
-    if arrays_only:
-        del times["graphs"], times["examples"]
-    # The same batches as arrays with load_graph(threads=2) (set on the graph loaded, so as
-    # not to load it twice): what a second core buys, where it is free.
-    loaded._threads = THREADS
-    chooser = np.random.default_rng(0)
-    times["arrays_threads"], cpu["arrays_threads"] = [], []
-    for i in range(0 if arrays_only else LATENCY_BATCHES):
-        batch_ids = ids[chooser.choice(len(ids), min(BATCH, len(ids)), replace=False)]
-        started, started_cpu = time.perf_counter(), time.process_time()
-        loaded.sample(batch_ids, seed=i)
-        times["arrays_threads"].append(time.perf_counter() - started)
-        cpu["arrays_threads"].append(time.process_time() - started_cpu)
+            batch = loaded.sample(batch_ids, seed=i)
+            sampled, sampled_cpu = time.perf_counter(), time.process_time()
+            list(batch)
+            built, built_cpu = time.perf_counter(), time.process_time()
+            again = loaded.sample(batch_ids, seed=i)
+            resampled, resampled_cpu = time.perf_counter(), time.process_time()
+            again.to_examples()
+            encoded, encoded_cpu = time.perf_counter(), time.process_time()
+            times["arrays"].append(sampled - started)
+            times["graphs"].append(built - started)
+            times["examples"].append(encoded - resampled + (sampled - started))
+            cpu["arrays"].append(sampled_cpu - started_cpu)
+            cpu["graphs"].append(built_cpu - started_cpu)
+            cpu["examples"].append(encoded_cpu - resampled_cpu + (sampled_cpu - started_cpu))
+        # The same batches as arrays with load_graph(threads=2) (set on the graph loaded,
+        # so as not to load it twice): what a second core buys, where it is free.
+        loaded._threads = THREADS
+        times["arrays_threads"], cpu["arrays_threads"] = _arrays_pass(loaded, ids)
     return {"load_s": round(load_s, 2), "graph_mb": round(loaded.nbytes / 1e6, 1),
             "batches": LATENCY_BATCHES, "threads": THREADS,
             **{kind: {"median_ms": round(1e3 * statistics.median(values), 1),
                       "p95_ms": round(1e3 * float(np.percentile(values, 95)), 1),
                       "median_cpu_ms": round(1e3 * statistics.median(cpu[kind]), 1)}
-               for kind, values in times.items() if values}}
+               for kind, values in times.items()}}
 
 
 def _run(kind: str, args: argparse.Namespace, extra: list[str],

@@ -19,6 +19,8 @@ import os
 import shlex
 import uuid
 
+from pipelines.proc_stats import kib_field
+
 V2_ROOT = "/sys/fs/cgroup"
 V1_ROOT = "/sys/fs/cgroup/memory"
 
@@ -120,14 +122,7 @@ class MemoryCap:
 
 def swap_total_bytes() -> int:
     """The machine's swap space (/proc/meminfo's SwapTotal); 0 where unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("SwapTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    return 0
+    return kib_field("/proc/meminfo", b"SwapTotal:")
 
 
 def unavailable() -> str | None:

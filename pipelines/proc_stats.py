@@ -81,28 +81,27 @@ def rss_bytes(pid: int) -> int:
         return 0
 
 
-def swap_bytes(pid: int) -> int:
-    """Swapped-out memory of one process; 0 if it is gone."""
+def kib_field(path: str, prefix: bytes) -> int:
+    """The value in bytes of the first line starting with `prefix` of a /proc file
+    that gives sizes in kB; 0 if the process is gone (or the kernel lacks the line)."""
     try:
-        with open(f"/proc/{pid}/status", "rb") as f:
+        with open(path, "rb") as f:
             for line in f:
-                if line.startswith(b"VmSwap:"):
+                if line.startswith(prefix):
                     return int(line.split()[1]) * 1024
     except (OSError, IndexError, ValueError):
         pass
     return 0
+
+
+def swap_bytes(pid: int) -> int:
+    """Swapped-out memory of one process; 0 if it is gone."""
+    return kib_field(f"/proc/{pid}/status", b"VmSwap:")
 
 
 def pss_bytes(pid: int) -> int:
     """Proportional set size of one process; 0 if it is gone (or the kernel lacks it)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
-            for line in f:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    return 0
+    return kib_field(f"/proc/{pid}/smaps_rollup", b"Pss:")
 
 
 PSS_EVERY = 4  # polls per PSS reading

@@ -77,10 +77,12 @@ def features_by_shard(table: NodeTableBucket, requests: Requests, num_shards: in
         if not len(codes):
             continue  # every node this shard wants is absent: nothing to send
         rows = positions_of_ids[codes]
-        result.append((shard, NodeFeatures(table.node_set, requests.ids[codes],
-                                           table.features, rows) if not gather else
-                       NodeFeatures(table.node_set, requests.ids[codes],
-                                    {k: take(v, rows) for k, v in table.features.items()})))
+        if gather:
+            piece = NodeFeatures(table.node_set, requests.ids[codes],
+                                 {k: take(v, rows) for k, v in table.features.items()})
+        else:
+            piece = NodeFeatures(table.node_set, requests.ids[codes], table.features, rows)
+        result.append((shard, piece))
     used = unique_codes(requests.codes, len(requests.ids))
     return result, requests.ids[used[positions_of_ids[used] < 0]]
 
