@@ -5,9 +5,10 @@ AVX-512. On AMD Zen 4 (x86 family 25 with AVX-512) that code is several times sl
 than numpy's own AVX2 code, because the compress-to-memory instruction its partition
 step uses on every vector is microcoded there (numpy/numpy#32690 and the issues it
 cites; Zen 5, family 26, fixed it). Measured here on a Zen 4 EPYC, numpy 2.4: 250,000
-int64 sorted in 15.3 ms with AVX-512 and 4.8 ms with AVX2 (`docs/performance.md`);
-sorting is a third of a batch's CPU (sampler.core.arrays), so the sampler asks numpy
-for its AVX2 code on those CPUs.
+int64 sorted in 15.3 ms with AVX-512 and 4.8 ms with AVX2; sorting was a third of a
+batch's CPU (sampler.core.arrays), and `benchmark --api --latency` measures a batch
+with either sort (docs/performance.md). So the sampler asks numpy for its AVX2 code on
+those CPUs.
 
 numpy reads its CPU features once, when it is first imported, from the environment
 variable NPY_DISABLE_CPU_FEATURES; `prefer_avx2_sort()` (run by `import sampler`, which
