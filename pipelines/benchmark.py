@@ -388,10 +388,13 @@ def main(argv: list[str] | None = None) -> int:
         print("benchmark: error: --seed-fraction must be in (0, 1]", file=sys.stderr)
         return 2
     if args.ram_cap_mb is not None:
-        why = ("--ram-cap-mb must be >= 64" if args.ram_cap_mb < 64 else
-               "--ram-cap-mb needs swap space: this machine has none (a job over the cap "
-               "would be killed, not measured; e.g. fallocate, mkswap and swapon a file)"
-               if not swap_total_bytes() else memory_cap_unavailable())
+        if args.ram_cap_mb < 64:
+            why = "--ram-cap-mb must be >= 64"
+        elif not swap_total_bytes():  # a job over the cap would be killed, not measured
+            why = ("--ram-cap-mb needs swap space: this machine has none (e.g. fallocate, "
+                   "mkswap and swapon a file)")
+        else:
+            why = memory_cap_unavailable()
         if why:
             print(f"benchmark: error: {why}", file=sys.stderr)
             return 2

@@ -101,11 +101,11 @@ def applies_here() -> bool:
 def sort_hint() -> Optional[str]:
     """One line for a process whose numpy was imported before the sampler on a Zen 4
     with AVX-512 on; None otherwise."""
-    if os.environ.get(OPT_OUT) == "1" or any(name in os.environ for name in NUMPY_VARIABLES):
-        return None
-    if not applies_here():
+    # What prefer_avx2_sort would have set, had numpy not been imported first.
+    value = setting(read_cpuinfo(), numpy_version(), os.environ, numpy_imported=False)
+    if value is None:
         return None
     return (f"numpy sorts slowly with AVX-512 on this AMD Zen 4 and was imported before the "
             f"sampler: start Python with NPY_DISABLE_CPU_FEATURES="
-            f"'{avx512_targets(numpy_version())}' for sampling about a quarter faster "
+            f"'{value}' for sampling about a quarter faster "
             f"(or set {OPT_OUT}=1 to keep AVX-512 and silence this)")

@@ -49,9 +49,8 @@ def unique(values: np.ndarray) -> np.ndarray:
     if values.dtype.kind in "iu":
         low, high = int(values.min()), int(values.max())
         if high - low < COUNT_RANGE_FACTOR * len(values) + 1024:
-            seen = np.zeros(high - low + 1, bool)
-            seen[values - low] = True
-            return np.flatnonzero(seen).astype(values.dtype) + values.dtype.type(low)
+            distinct = unique_codes(values - low, high - low + 1)
+            return distinct.astype(values.dtype) + values.dtype.type(low)
     ordered = np.sort(values)
     return ordered[run_starts(ordered)]
 

@@ -396,8 +396,8 @@ class _NodeKeys:
     def __init__(self, ids: np.ndarray, num_samples: int, seed_ids: np.ndarray | None,
                  target_ids: np.ndarray | None = None):
         self.ids = ids
-        # Integer ids (the in-memory engine's codes) are looked up in a table: a shard's
-        # dictionary is looked up once per edge, far more often than it holds ids.
+        # Integer ids (the in-memory engine's codes) are looked up in a table, ids searched:
+        # a shard's dictionary is looked up once per edge, far more often than it has ids.
         self._index = SortedIndex(ids, table_factor=LOOKUP_TABLE_FACTOR)
         self.num_samples = num_samples
         self.width = np.int64(max(len(ids), 1))
@@ -406,9 +406,7 @@ class _NodeKeys:
 
     def codes_of(self, ids: np.ndarray) -> np.ndarray:
         """Codes of ids that are in the dictionary (all are, by construction)."""
-        if ids.dtype.kind in "iu":
-            return self._index.positions(ids)
-        return np.searchsorted(self.ids, ids).astype(np.int64)
+        return self._index.positions(ids)
 
     def key(self, ranks: np.ndarray, codes: np.ndarray) -> np.ndarray:
         ranks = ranks.astype(np.int64)

@@ -61,12 +61,9 @@ def merge(dictionaries: Sequence[np.ndarray], codes: Sequence[np.ndarray]
           ) -> tuple[np.ndarray, np.ndarray]:
     """One dictionary for several (dictionary, codes) parts, and all codes concatenated."""
     merged = unique(np.concatenate(dictionaries)) if dictionaries else _EMPTY_IDS
-    if merged.dtype.kind in "iu":  # codes (the in-memory engine): a table, not a search
-        index = SortedIndex(merged, table_factor=LOOKUP_TABLE_FACTOR)
-        remapped = [index.positions(d).astype(np.int32)[c] for d, c in zip(dictionaries, codes)]
-    else:
-        remapped = [np.searchsorted(merged, d).astype(np.int32)[c]
-                    for d, c in zip(dictionaries, codes)]
+    # The in-memory engine's codes are looked up in a table, byte-string ids searched.
+    index = SortedIndex(merged, table_factor=LOOKUP_TABLE_FACTOR)
+    remapped = [index.positions(d).astype(np.int32)[c] for d, c in zip(dictionaries, codes)]
     return merged, (np.concatenate(remapped) if remapped else np.zeros(0, np.int32))
 
 
