@@ -6,7 +6,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from tests.sampler.beam.tiny import test_pipeline
 from unigraph.beam.element_codec import encoded_size
-from unigraph.beam.shuffle import CoGroupByKey, GroupByKey, shuffled
+from unigraph.beam.shuffle import CoGroupByKey, GroupByKey, Spread, shuffled
 
 LEFT = [(1, np.arange(5)), (2, np.arange(100, dtype=np.int32)), (1, b"xyz")]
 RIGHT = [(2, "two"), (3, None)]
@@ -42,3 +42,33 @@ def test_a_runner_without_metrics_reports_nothing():
             raise NotImplementedError
 
     assert shuffled(NoMetrics()) is None
+
+
+def test_grouped_values_travel_as_bytes_and_come_out_as_they_went_in():
+    # The runner moves grouped values with Beam's bytes coder: encoded once before the
+    # group, decoded once after (the in-process runner would otherwise decode and encode
+    # each value once more while grouping).
+    p = test_pipeline()
+    left = p | "Left" >> beam.Create(LEFT)
+    grouped = left | "ByKey" >> GroupByKey()
+    joined = {"left": left, "right": p | "Right" >> beam.Create(RIGHT)} | "Join" >> \
+        CoGroupByKey()
+    spread = p | "Units" >> beam.Create([b"a", (1, np.arange(3))]) | "Spread" >> Spread()
+    assert_that(grouped | beam.MapTuple(lambda k, vs: (k, sorted(repr(v) for v in vs))),
+                equal_to([(1, sorted([repr(np.arange(5)), repr(b"xyz")])),
+                          (2, [repr(np.arange(100, dtype=np.int32))])]), label="Grouped")
+    assert_that(joined | beam.MapTuple(lambda k, g: (k, sorted(g))),
+                equal_to([(1, ["left", "right"]), (2, ["left", "right"]),
+                          (3, ["left", "right"])]), label="Tags")
+    assert_that(spread | beam.Map(repr), equal_to([repr(b"a"), repr((1, np.arange(3)))]),
+                label="Spread")
+    proto = p.to_runner_api()
+    coders, pcolls = proto.components.coders, proto.components.pcollections
+    grouping = [t for t in proto.components.transforms.values()
+                if t.unique_name in ("ByKey/Group", "Join/Group", "Spread/Group")]
+    assert len(grouping) == 3
+    for transform in grouping:
+        (into,) = transform.inputs.values()
+        kv = coders[pcolls[into].coder_id]
+        assert coders[kv.component_coder_ids[1]].spec.urn == "beam:coder:bytes:v1"
+    p.run()
