@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from sampler.core import rng
-from sampler.core.arrays import index_beside
+from sampler.core.arrays import index_beside, order_keys
 from sampler.core.long_rows import LongRows, long_row_layout
 from sampler.core.pieces import encode_ids
 from unigraph.columnar.batches import EdgeBatch, FeatureValues
@@ -78,6 +78,8 @@ def canonical_adjacency(sources: np.ndarray, targets: np.ndarray, rows: np.ndarr
     if not (sources.shape == targets.shape == rows.shape) or sources.ndim != 1:
         raise ValueError(f"canonical_adjacency: need three 1-D arrays of one length, got shapes "
                          f"{sources.shape}, {targets.shape}, {rows.shape}")
+    # Byte strings with a shared prefix sort by their integer keys, in the same order.
+    sources, targets = order_keys(sources), order_keys(targets)
     if times is not None:
         return np.lexsort((rows, targets, times, sources))
     if (sources.dtype.kind == targets.dtype.kind == "i" and len(rows)
