@@ -53,3 +53,23 @@ def test_output_types_are_any_without_inference(monkeypatch):
     monkeypatch.setattr(trivial_inference, "infer_return_type",
                         lambda *a, **k: (_ for _ in ()).throw(AssertionError("inferred")))
     assert _Twice().infer_output_type(int) is beam.typehints.Any
+
+
+def test_state_specs_are_read_once_per_class_and_beams_dofns_as_before(monkeypatch):
+    from apache_beam.transforms import userstate
+
+    from unigraph.beam import steps
+
+    reads = []
+    real = steps._beam_dofn_specs
+    monkeypatch.setattr(steps, "_beam_dofn_specs", lambda fn: reads.append(fn) or real(fn))
+    monkeypatch.setattr(steps, "_SPECS", {})
+    for _ in range(3):  # how Beam asks, from its own modules
+        assert userstate.get_dofn_specs(_Twice()) == (set(), set())
+        assert not userstate.is_stateful_dofn(_Twice())
+    assert len(reads) == 1
+    beams = beam.Map(len).fn
+    del reads[:]
+    userstate.get_dofn_specs(beams)
+    userstate.get_dofn_specs(beams)
+    assert reads == [beams, beams]
