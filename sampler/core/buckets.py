@@ -59,7 +59,12 @@ def split_by_bucket(buckets: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
 def split_by_shard(piece, num_shards: int) -> Iterator[tuple[int, object]]:
     """(output shard, the part of `piece` whose samples go there) per non-empty shard;
     `piece` is any core.pieces type with `samples` and `take(positions)`."""
-    for shard, positions in split_by_bucket(sample_buckets(piece.samples, num_shards)):
+    sample_ids = getattr(piece, "sample_ids", None)
+    if sample_ids is not None:  # samples as codes (EdgePiece): one hash per distinct sample
+        shards = sample_buckets(sample_ids, num_shards)[piece.sample_codes]
+    else:
+        shards = sample_buckets(piece.samples, num_shards)
+    for shard, positions in split_by_bucket(shards):
         yield shard, piece.take(positions)
 
 
