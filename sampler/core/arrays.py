@@ -217,7 +217,8 @@ class SortedIndex:
             query = byte_keys(values, self._keys.prefix)
             if query is not None:
                 return self._keys.keys, query.keys
-        if values.dtype.itemsize <= self.ordered.dtype.itemsize:  # NUL-padded: equal as before
+        if values.dtype.kind == "S" and values.dtype.itemsize <= self.ordered.dtype.itemsize:
+            # Widened with NULs, as numpy compares them: one width for the hash table.
             return self.ordered, values.astype(self.ordered.dtype, copy=False)
         return self.ordered, values
 

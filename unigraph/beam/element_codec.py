@@ -7,8 +7,7 @@ one-byte tag and its payload; `decode` rebuilds it. A dataclass is written as it
 module and qualified name and its fields in declaration order, and rebuilt without
 calling its __init__ (only classes of this project's packages).
 
-Arrays are most of the bytes, and a runner copies every element several times (the
-in-process FnApiRunner decodes and re-encodes each grouped value once more), so:
+Arrays are most of the bytes, and a runner copies every element several times, so:
 - An array's raw bytes are joined into the element as they lie in memory (one copy,
   no per-item work), at an offset that is a multiple of 8 from the element's start.
   `decode` copies the element once into a writable buffer and the arrays are views of
