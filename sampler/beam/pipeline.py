@@ -27,7 +27,6 @@ from sampler.beam.negatives import DrawNegatives
 from sampler.beam.nodes import LookupNodes
 from sampler.beam.pairs import NumberPairs
 from sampler.beam.report import MergeReport
-from sampler.beam.runner import on_dask
 from sampler.beam.seeds import JoinSeeds
 from sampler.beam.tables import BuildAdjacency, BuildNodeTable, EffectiveTimes, IdsFromEdges
 from sampler.core.seeds import seeds_from_ids, seeds_from_nodes
@@ -38,6 +37,7 @@ from sampler.beam.report import STATS
 from sampler.plan.plan import (DEGREE, edge_sets_to_read, excludes_pair_edges, label_dtype,
                                members_ops, pair_edge_sets, pairs_table_layout)
 from unigraph.beam.read import ReadEdgeSet, ReadNodeSet, ReadPairs, ReadSeeds
+from unigraph.beam.runners import on_dask
 from unigraph.schema import has_table
 from unigraph.tables import table_locations
 from unigraph.beam.steps import FlatMapTuple, Map, MapTuple

@@ -43,11 +43,11 @@ from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from unigraph.beam.lean_import import with_dataflow_client
+from unigraph.beam.runners import DASK_RUNNER
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
 
 
-DASK_RUNNER = "apache_beam.runners.dask.dask_runner.DaskRunner"
 RUNNER_NAMES = {"DaskRunner": DASK_RUNNER}  # short names Beam's runner registry lacks
 
 
@@ -133,11 +133,6 @@ def reuse_freed_memory() -> bool:
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD,
                                                             KEEP_FREED_BYTES))
-
-
-def on_dask(options: PipelineOptions) -> bool:
-    """Whether the pipeline runs on Beam's DaskRunner (make_pipeline names it in full)."""
-    return options.view_as(StandardOptions).runner == DASK_RUNNER
 
 
 def _is_dataflow(runner) -> bool:

@@ -72,3 +72,26 @@ def test_grouped_values_travel_as_bytes_and_come_out_as_they_went_in():
         kv = coders[pcolls[into].coder_id]
         assert coders[kv.component_coder_ids[1]].spec.urn == "beam:coder:bytes:v1"
     p.run()
+
+
+def test_on_the_dask_runner_grouped_values_go_as_they_are():
+    # The released DaskRunner keeps every step's outputs referenced: encoded copies
+    # would stay in worker memory beside the values (tests/pipelines/test_dask_memory.py).
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from unigraph.beam.runners import DASK_RUNNER
+
+    p = beam.Pipeline(options=PipelineOptions(["--runner", DASK_RUNNER]))
+    left = p | "Left" >> beam.Create(LEFT)
+    _ = left | "ByKey" >> GroupByKey()
+    _ = {"left": left} | "Join" >> CoGroupByKey()
+    _ = p | "Units" >> beam.Create([b"a"]) | "Spread" >> Spread()
+    proto = p.to_runner_api()
+    coders, pcolls = proto.components.coders, proto.components.pcollections
+    grouping = [t for t in proto.components.transforms.values()
+                if t.unique_name in ("ByKey/Group", "Join/Group", "Spread/Group")]
+    assert len(grouping) == 3
+    for transform in grouping:
+        (into,) = transform.inputs.values()
+        kv = coders[pcolls[into].coder_id]
+        assert coders[kv.component_coder_ids[1]].spec.urn != "beam:coder:bytes:v1"

@@ -10,11 +10,14 @@ step; after grouping, a step fused with the consumer decodes the values.
 `shuffled(result)` reads the counters back from a finished pipeline, per grouping step.
 
 The grouped values are `bytes` and their PCollections say so, so the runner moves
-them with Beam's bytes coder: on any runner each value is encoded once and decoded
-once, as before. Beam's in-process runner, which groups by decoding every value and
-encoding it again for the consumer, now copies bytes there instead of running the
-element codec twice more: at scale 0.04 about 0.7 of the Beam engine's 11.5 user
-CPU-s (docs/engines.md). CoGroupByKey is Beam's own construction (each input's values
+them with Beam's bytes coder: each value is encoded once and decoded once, as before.
+Beam's in-process runner, which groups by decoding every value and encoding it again
+for the consumer, now copies bytes there instead of running the element codec twice
+more: at scale 0.04 about 0.4 of the Beam engine's 11.4 user CPU-s (docs/engines.md).
+Not on Beam's released DaskRunner: it keeps every step's outputs referenced while a
+worker holds the task, so the encoded copies would stay in worker memory beside the
+values (tests/pipelines/test_dask_memory.py stalls at its limits); there the values go
+as they are, sizes counted without encoding, and Dask pickles what it moves. CoGroupByKey is Beam's own construction (each input's values
 tagged, flattened, grouped, collected per tag) with the encoding done by the tagging
 step and the decoding by the collecting step, so it adds no step to the pipeline.
 """
@@ -28,6 +31,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 
 from unigraph.beam.element_codec import decode, encode, encoded_size
+from unigraph.beam.runners import on_dask
 from unigraph.beam.steps import DoFn, FlatMapTuple
 
 NAMESPACE = "shuffle"
@@ -35,54 +39,72 @@ COUNT = "Count"  # the label of the counting step inside each grouping transform
 
 
 class _Encode(DoFn):
-    """(key, value) -> (key, the value's bytes), with a tag: (key, bytes of (tag, value)).
-    Counts the encoded bytes it passes on."""
+    """(key, value) -> (key, the value's bytes), with a tag: (key, bytes of (tag, value));
+    `as_bytes=False` (the DaskRunner): the value as it is. Counts the encoded bytes."""
 
-    def __init__(self, tag: str | None = None):
+    def __init__(self, tag: str | None = None, as_bytes: bool = True):
         super().__init__()
-        self.tag = tag
+        self.tag, self.as_bytes = tag, as_bytes
         self.bytes = Metrics.counter(NAMESPACE, "bytes")
         self.elements = Metrics.counter(NAMESPACE, "elements")
 
     def process(self, element):
         key, value = element
-        data = encode(value if self.tag is None else (self.tag, value))
-        self.bytes.inc(encoded_size(key) + len(data))
+        if self.tag is not None:
+            value = (self.tag, value)
+        if self.as_bytes:
+            value = encode(value)
+            size = len(value)
+        else:
+            size = encoded_size(value)
+        self.bytes.inc(encoded_size(key) + size)
         self.elements.inc()
-        yield key, data
+        yield key, value
 
 
-# (key, encoded value): the runner moves the value with Beam's bytes coder.
-_ENCODED = typehints.KV[typehints.Any, bytes]
+def _as_bytes(pcoll) -> bool:
+    """Whether grouped values travel as bytes: everywhere but on the DaskRunner, which
+    keeps each step's outputs referenced, so the encoded copies would stay in worker
+    memory beside the values (there Dask pickles the values it moves)."""
+    return not on_dask(pcoll.pipeline.options)
 
 
-def _typed(pcoll):
-    """pcoll, declared to hold _ENCODED elements (type inference is off: the type is
-    set, not inferred)."""
-    pcoll.element_type = _ENCODED
+def _typed(pcoll, as_bytes: bool):
+    """pcoll, declared to hold (key, bytes) where its values are bytes, so that the
+    runner moves them with Beam's bytes coder (type inference is off: the type is set,
+    not inferred)."""
+    if as_bytes:
+        pcoll.element_type = typehints.KV[typehints.Any, bytes]
     return pcoll
+
+
+def _decoded(values, as_bytes: bool) -> list:
+    return [decode(data) for data in values] if as_bytes else list(values)
 
 
 class _Decode(DoFn):
     """(key, [bytes]) -> (key, [values])."""
 
+    def __init__(self, as_bytes: bool):
+        super().__init__()
+        self.as_bytes = as_bytes
+
     def process(self, element):
         key, values = element
-        yield key, [decode(data) for data in values]
+        yield key, _decoded(values, self.as_bytes)
 
 
 class _Collect(DoFn):
-    """(key, [bytes of (tag, value)]) -> (key, {tag: [values], for every tag})."""
+    """(key, [(tag, value), as bytes]) -> (key, {tag: [values], for every tag})."""
 
-    def __init__(self, tags: list[str]):
+    def __init__(self, tags: list[str], as_bytes: bool):
         super().__init__()
-        self.tags = tags
+        self.tags, self.as_bytes = tags, as_bytes
 
     def process(self, element):
         key, tagged = element
         grouped = {tag: [] for tag in self.tags}
-        for data in tagged:
-            tag, value = decode(data)
+        for tag, value in _decoded(tagged, self.as_bytes):
             grouped[tag].append(value)
         yield key, grouped
 
@@ -92,8 +114,10 @@ class GroupByKey(beam.PTransform):
     values decoded again after the group (`<label>/Decode`)."""
 
     def expand(self, pcoll):
-        return (_typed(pcoll | COUNT >> beam.ParDo(_Encode())) | "Group" >> beam.GroupByKey()
-                | "Decode" >> beam.ParDo(_Decode()))
+        as_bytes = _as_bytes(pcoll)
+        encoded = _typed(pcoll | COUNT >> beam.ParDo(_Encode(as_bytes=as_bytes)), as_bytes)
+        return (encoded | "Group" >> beam.GroupByKey()
+                | "Decode" >> beam.ParDo(_Decode(as_bytes)))
 
 
 class CoGroupByKey(beam.PTransform):
@@ -102,17 +126,22 @@ class CoGroupByKey(beam.PTransform):
 
     def expand(self, inputs):
         tags = list(inputs)
-        tagged = tuple(_typed(pcoll | f"{COUNT}/{tag}" >> beam.ParDo(_Encode(tag)))
+        as_bytes = _as_bytes(next(iter(inputs.values())))
+        tagged = tuple(_typed(pcoll | f"{COUNT}/{tag}" >> beam.ParDo(_Encode(tag, as_bytes)),
+                              as_bytes)
                        for tag, pcoll in inputs.items())
-        return (_typed(tagged | "Flatten" >> beam.Flatten()) | "Group" >> beam.GroupByKey()
-                | "Collect" >> beam.ParDo(_Collect(tags)))
+        return (_typed(tagged | "Flatten" >> beam.Flatten(), as_bytes)
+                | "Group" >> beam.GroupByKey()
+                | "Collect" >> beam.ParDo(_Collect(tags, as_bytes)))
 
 
 class _KeyByContent(DoFn):
-    """element -> (a hash of its bytes, its bytes), counting the bytes of the pair."""
+    """element -> (a hash of its bytes, its bytes or, `as_bytes=False`, itself), counting
+    the bytes of the pair."""
 
-    def __init__(self):
+    def __init__(self, as_bytes: bool):
         super().__init__()
+        self.as_bytes = as_bytes
         self.bytes = Metrics.counter(NAMESPACE, "bytes")
         self.elements = Metrics.counter(NAMESPACE, "elements")
 
@@ -121,7 +150,7 @@ class _KeyByContent(DoFn):
         key = zlib.crc32(data)
         self.bytes.inc(encoded_size(key) + len(data))
         self.elements.inc()
-        yield key, data
+        yield key, data if self.as_bytes else element
 
 
 class Spread(beam.PTransform):
@@ -132,13 +161,14 @@ class Spread(beam.PTransform):
     passed on in any order (the readers' output does not depend on it)."""
 
     def expand(self, pcoll):
-        return (_typed(pcoll | "Key" >> beam.ParDo(_KeyByContent()))
+        as_bytes = _as_bytes(pcoll)
+        return (_typed(pcoll | "Key" >> beam.ParDo(_KeyByContent(as_bytes)), as_bytes)
                 | "Group" >> beam.GroupByKey()
-                | "Values" >> FlatMapTuple(_values))
+                | "Values" >> FlatMapTuple(_values, as_bytes))
 
 
-def _values(_, values):
-    return [decode(data) for data in values]
+def _values(_, values, as_bytes: bool) -> list:
+    return _decoded(values, as_bytes)
 
 
 def shuffled(result) -> dict | None:
