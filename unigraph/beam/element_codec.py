@@ -14,10 +14,10 @@ Arrays are most of the bytes, and a runner copies every element several times, s
   it (aligned, writable; they keep the buffer alive), so decoding costs one copy of
   the element and no per-array allocation.
 - An integer array of at least NARROW_MIN items whose values span less than 2**8,
-  2**16 or 2**32 (max - min) is written as its minimum and the differences in that
-  many bits, and rebuilt in its own dtype with the same values: codes into small
+  2**16, 2**24 or 2**32 (max - min) is written as its minimum and the differences in
+  that many bits, and rebuilt in its own dtype with the same values: codes into small
   dictionaries, positions within a bucket and the row ids of one file are written in
-  1 or 2 bytes instead of 4 or 8.
+  1, 2 or 3 bytes instead of 4 or 8.
 - A one-dimensional integer array whose values never decrease (each sample's sampled
   edges listed together, the seeds' requests by sample, a file's row ids) is written
   by its runs where values repeat (each distinct value once, and how many times it
@@ -52,7 +52,11 @@ _D = struct.Struct("<d")
 _ALIGN = 8  # array data starts at a multiple of this from the element's start
 _PAD = bytes(_ALIGN)
 NARROW_MIN = 64  # items: smaller integer arrays are written as they are
-_NARROW = ((1, np.dtype(np.uint8)), (2, np.dtype(np.uint16)), (4, np.dtype(np.uint32)))
+# Three bytes as two fields (numpy has no 24-bit integer): bucket positions and one
+# file's RowIds above 2**16 (most of the sampled edges' bytes) take 3 bytes, not 4.
+_U24 = np.dtype([("low", "<u2"), ("high", "u1")])
+_NARROW = ((1, np.dtype(np.uint8)), (2, np.dtype(np.uint16)), (3, _U24),
+           (4, np.dtype(np.uint32)))
 _WIDTHS = {width: narrow for width, narrow in _NARROW}
 _MASK64 = (1 << 64) - 1
 
@@ -127,7 +131,7 @@ def _sorted_form(array: np.ndarray):
     # is a lower bound on the largest, so most arrays they cannot help stop here.
     width = plain[0].itemsize if plain is not None else array.dtype.itemsize
     mean_step = (int(array[-1]) - int(array[0])) // (array.size - 1)
-    if width == 1 or mean_step >> (8 * (width // 2)):
+    if width == 1 or mean_step >> (8 * ((width + 1) // 2)):
         return best
     # Steps computed in the unsigned type: exact (modulo 2**bits) even across 0.
     unsigned = array.view(_UNSIGNED[array.dtype.itemsize])
@@ -252,10 +256,22 @@ def _encode_array(array: np.ndarray, out: _Writer, sorted_forms: bool,
         out.put(bytes((narrow.itemsize,)))
         out.put(_Q.pack(lo & _MASK64))
         out.array_head(b"", array, narrow)
-        # Integer casts wrap, so the difference is exact in the narrow type.
-        data = array.reshape(-1).astype(narrow)
-        data -= narrow.type(lo & ((1 << (8 * narrow.itemsize)) - 1))
-        out.put(memoryview(data.view(np.uint8)))
+        out.put(memoryview(_narrowed(array.reshape(-1), narrow, lo).view(np.uint8)))
+
+
+def _narrowed(flat: np.ndarray, narrow: np.dtype, lo: int) -> np.ndarray:
+    """The integers less `lo`, in the narrow type (integer casts wrap, so the difference
+    is exact there)."""
+    if narrow is _U24:
+        wide = flat.astype(np.uint32)
+        wide -= np.uint32(lo & 0xFFFFFFFF)
+        data = np.empty(len(flat), _U24)
+        data["low"] = wide  # assignment keeps the low 16 bits
+        data["high"] = wide >> 16
+        return data
+    data = flat.astype(narrow)
+    data -= narrow.type(lo & ((1 << (8 * narrow.itemsize)) - 1))
+    return data
 
 
 def _encode_sorted(array: np.ndarray, form, out: _Writer) -> None:
@@ -430,7 +446,13 @@ def _decode(buffer, view, at: int):  # noqa: C901
         lo, at = _count(view, at + 1)
         dtype, shape, at = _array_head(view, at, narrow.itemsize)
         count = int(np.prod(shape, dtype=np.int64))
-        array = np.frombuffer(buffer, narrow, count, at).astype(dtype)
+        packed = np.frombuffer(buffer, narrow, count, at)
+        if narrow is _U24:
+            array = packed["low"].astype(np.uint32)
+            array |= packed["high"].astype(np.uint32) << 16
+            array = array.astype(dtype, copy=False)
+        else:
+            array = packed.astype(dtype)
         # lo as the dtype's value: its 64-bit two's complement, cut to the dtype (exact).
         array += np.array(lo, np.uint64).astype(dtype)
         return array.reshape(shape), at + count * narrow.itemsize
