@@ -17,9 +17,11 @@ more: at scale 0.04 about 0.4 of the Beam engine's 11.4 user CPU-s (docs/engines
 Not on Beam's released DaskRunner: it keeps every step's outputs referenced while a
 worker holds the task, so the encoded copies would stay in worker memory beside the
 values (tests/pipelines/test_dask_memory.py stalls at its limits); there the values go
-as they are, sizes counted without encoding, and Dask pickles what it moves. CoGroupByKey is Beam's own construction (each input's values
-tagged, flattened, grouped, collected per tag) with the encoding done by the tagging
-step and the decoding by the collecting step, so it adds no step to the pipeline.
+as they are, sizes counted without encoding, and Dask pickles what it moves.
+
+CoGroupByKey is Beam's own construction (each input's values tagged, flattened,
+grouped, collected per tag) with the encoding done by the tagging step and the
+decoding by the collecting step, so it adds no step to the pipeline.
 """
 from __future__ import annotations
 
