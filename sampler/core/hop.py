@@ -189,7 +189,8 @@ def edge_piece(adjacency: AdjacencyBucket, op: PlannedOp, samples: np.ndarray, r
     return EdgePiece(
         edge_set=op.edge_set, sample_codes=sample_codes.astype(np.int32),
         source_codes=source_codes, target_codes=target_codes,
-        positions=edge_position.astype(np.int32),
+        positions=(edge_position - take(adjacency.row_splits, take(rows, query_index))
+                   ).astype(np.int32),
         rows=take(adjacency.rows, edge_position),
         sample_ids=sample_ids.astype(np.int64),
         source_ids=source_ids, target_ids=target_ids,

@@ -9,8 +9,8 @@ Two keyed joins by node bucket, so no edge set is ever held whole by one worker:
   2. `keep_induced`: those candidates, by the bucket of their target ⋈ the members of
      the target node set in that bucket -> the edges whose target is in the sample too.
 
-The result is an EdgePiece like a hop's (positions in the source bucket's canonical
-adjacency), so the assembly keeps an edge that was also sampled once, and orders
+The result is an EdgePiece like a hop's (positions within the source's row of the
+canonical adjacency), so the assembly keeps an edge that was also sampled once, and orders
 and encodes induced edges with the others. For link samples, the edges between a
 pair are left out here too when the edge set leaves them out in hops (core.hop). A
 sample with a time cut-off gets no edge later than it (effective time, as in hops:
@@ -60,7 +60,8 @@ def candidate_edges(adjacency: AdjacencyBucket, members: Requests, *,
     source_ids, source_codes = prune(adjacency.sources, rows[query])
     target_ids, target_codes = prune(adjacency.target_ids, adjacency.target_codes[positions])
     piece = EdgePiece(adjacency.edge_set, sample_codes.astype(np.int32), source_codes,
-                      target_codes, positions.astype(np.int32), adjacency.rows[positions],
+                      target_codes, (positions - starts[query]).astype(np.int32),
+                      adjacency.rows[positions],
                       sample_ids.astype(np.int64), source_ids, target_ids,
                       {k: take(v, positions) for k, v in adjacency.features.items()})
     return piece, None if pairs is None else pairs[query]

@@ -142,9 +142,10 @@ class EdgePiece:
     sample_codes: np.ndarray   # int32 into sample_ids
     source_codes: np.ndarray   # int32 into source_ids
     target_codes: np.ndarray   # int32 into target_ids
-    positions: np.ndarray      # int32: the edge's place in its source bucket's canonical
-                               # adjacency (by source, target, table row), so for edges of
-                               # one source it identifies the edge and orders like the row
+    positions: np.ndarray      # int32: the edge's place in its source's row of the
+                               # canonical adjacency (by source, target, table row), so for
+                               # edges of one source it identifies the edge and orders like
+                               # the row; small, so the element coder writes it in 1-2 bytes
     rows: np.ndarray           # int64 RowId of the edge's table row: names a dropped edge
     sample_ids: np.ndarray     # int64, sorted distinct
     source_ids: np.ndarray     # 'S', sorted distinct
