@@ -16,7 +16,7 @@ Arrays are most of the bytes, and a runner copies every element several times, s
 - An integer array of at least NARROW_MIN items whose values span less than 2**8,
   2**16, 2**24 or 2**32 (max - min) is written as its minimum and the differences in
   that many bits, and rebuilt in its own dtype with the same values: codes into small
-  dictionaries, positions within a bucket and the row ids of one file are written in
+  dictionaries, offsets within a row and the row ids of one file are written in
   1, 2 or 3 bytes instead of 4 or 8.
 - A one-dimensional integer array whose values never decrease (each sample's sampled
   edges listed together, the seeds' requests by sample, a file's row ids) is written
@@ -52,8 +52,8 @@ _D = struct.Struct("<d")
 _ALIGN = 8  # array data starts at a multiple of this from the element's start
 _PAD = bytes(_ALIGN)
 NARROW_MIN = 64  # items: smaller integer arrays are written as they are
-# Three bytes as two fields (numpy has no 24-bit integer): bucket positions and one
-# file's RowIds above 2**16 (most of the sampled edges' bytes) take 3 bytes, not 4.
+# Three bytes as two fields (numpy has no 24-bit integer): one file's RowIds above
+# 2**16 (4 of the 12 bytes a sampled edge took) take 3 bytes, not 4.
 _U24 = np.dtype([("low", "<u2"), ("high", "u1")])
 _NARROW = ((1, np.dtype(np.uint8)), (2, np.dtype(np.uint16)), (3, _U24),
            (4, np.dtype(np.uint32)))
