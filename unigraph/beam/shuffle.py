@@ -80,20 +80,12 @@ def _typed(pcoll, as_bytes: bool):
     return pcoll
 
 
-def _decoded(values, as_bytes: bool) -> list:
-    return [decode(data) for data in values] if as_bytes else list(values)
-
-
 class _Decode(DoFn):
     """(key, [bytes]) -> (key, [values])."""
 
-    def __init__(self, as_bytes: bool):
-        super().__init__()
-        self.as_bytes = as_bytes
-
     def process(self, element):
         key, values = element
-        yield key, _decoded(values, self.as_bytes)
+        yield key, [decode(data) for data in values]
 
 
 class _Collect(DoFn):
@@ -106,20 +98,21 @@ class _Collect(DoFn):
     def process(self, element):
         key, tagged = element
         grouped = {tag: [] for tag in self.tags}
-        for tag, value in _decoded(tagged, self.as_bytes):
+        for tag, value in (map(decode, tagged) if self.as_bytes else tagged):
             grouped[tag].append(value)
         yield key, grouped
 
 
 class GroupByKey(beam.PTransform):
     """beam.GroupByKey, its input's encoded bytes counted (step `<label>/Count`), the
-    values decoded again after the group (`<label>/Decode`)."""
+    values decoded again after the group (`<label>/Decode`; on the DaskRunner, where they
+    are grouped as they are, no such step: each step's outputs stay referenced there)."""
 
     def expand(self, pcoll):
         as_bytes = _as_bytes(pcoll)
         encoded = _typed(pcoll | COUNT >> beam.ParDo(_Encode(as_bytes=as_bytes)), as_bytes)
-        return (encoded | "Group" >> beam.GroupByKey()
-                | "Decode" >> beam.ParDo(_Decode(as_bytes)))
+        grouped = encoded | "Group" >> beam.GroupByKey()
+        return grouped | "Decode" >> beam.ParDo(_Decode()) if as_bytes else grouped
 
 
 class CoGroupByKey(beam.PTransform):
@@ -169,8 +162,8 @@ class Spread(beam.PTransform):
                 | "Values" >> FlatMapTuple(_values, as_bytes))
 
 
-def _values(_, values, as_bytes: bool) -> list:
-    return _decoded(values, as_bytes)
+def _values(_, values, as_bytes: bool):
+    return map(decode, values) if as_bytes else values
 
 
 def shuffled(result) -> dict | None:
