@@ -246,10 +246,9 @@ HASH_LOOKUP_FACTOR = 8
 def _hashed_positions(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Each value's index in `ordered` (distinct), -1 where absent, by a hash table."""
     found = pc.index_in(_arrow(values), value_set=_arrow(ordered))  # null where absent
-    validity, indices = found.buffers()
-    positions = np.frombuffer(indices, np.int32, len(found), found.offset * 4).astype(np.int64)
+    positions = _int32s(found).astype(np.int64)
     if found.null_count:
-        bits = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")
+        bits = np.unpackbits(np.frombuffer(found.buffers()[0], np.uint8), bitorder="little")
         positions[~bits[found.offset:found.offset + len(found)].astype(bool)] = -1
     return positions
 
@@ -261,6 +260,12 @@ def _arrow(values: np.ndarray) -> pa.Array:
     values = np.ascontiguousarray(values)
     kind = pa.binary(values.dtype.itemsize) if values.dtype.kind == "S" else pa.uint64()
     return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
+
+
+def _int32s(array: pa.Array) -> np.ndarray:
+    """An Arrow int32 array's values as a numpy view of its buffer (what its null slots
+    hold is unspecified)."""
+    return np.frombuffer(array.buffers()[1], np.int32, len(array), array.offset * 4)
 
 
 def index_beside(holder, key: str, ordered: np.ndarray) -> SortedIndex:
@@ -307,6 +312,4 @@ def _unique_inverse_bytes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(order_keys(distinct))  # distinct: no ties to keep in order
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
-    indices = encoded.indices
-    return distinct[order].copy(), rank[np.frombuffer(indices.buffers()[1], np.int32,
-                                                      len(indices), indices.offset * 4)]
+    return distinct[order].copy(), rank[_int32s(encoded.indices)]
