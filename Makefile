@@ -98,7 +98,7 @@ fuzz: $(STAMP)
 # Regenerate the committed _pb2 modules from proto/ (tests/test_protos.py
 # fails when they drift).
 protos: $(STAMP)
-	$(PY) -m pipelines.gen_protos
+	$(PY) -m pipelines.tools.gen_protos
 
 # DGL for `benchmark --api --dgl-python .cache/dgl/bin/python` (docs/performance.md): a
 # virtualenv of its own with the last DGL release that installs here and the PyTorch it
@@ -114,7 +114,7 @@ dgl: $(DGL_VENV)/bin/python
 # tables from docs/benchmarks/*.json) are rewritten first; --strict fails on a broken
 # page link or anchor (mkdocs.yml).
 docs: $(STAMP)
-	$(PY) -m pipelines.docs_gen
+	$(PY) -m pipelines.tools.docs_gen
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 lint-docker: $(STAMP)

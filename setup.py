@@ -93,7 +93,7 @@ setup(
             "sample-stats=pipelines.sample_stats:main",
             "unigraph-convert=pipelines.convert:main",
             "synthetic-graph=pipelines.synthetic:main",
-            "benchmark=pipelines.benchmark:main",
+            "benchmark=pipelines.bench.benchmark:main",
             "train=pipelines.train:main",
         ],
     },

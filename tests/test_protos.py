@@ -5,7 +5,7 @@ import tempfile
 import pytest
 from google.protobuf import descriptor_pb2, text_format
 
-from pipelines.gen_protos import PROTO_MODULES, compile_protos
+from pipelines.tools.gen_protos import PROTO_MODULES, compile_protos
 from sampler.plan import sampling_spec_pb2
 from tests.conftest import TESTDATA
 from unigraph.protos import example_pb2, graph_schema_pb2

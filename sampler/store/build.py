@@ -16,7 +16,7 @@ Steps (each array is written as soon as it is built, then dropped):
 So memory holds one node table's ids and non-dense columns, or one bucket of edges
 (about `bucket_edges`, sorted) plus arrays of its two node sets' sizes; never an
 edge set whole, nor the graph: the bound docs/store.md states and
-pipelines/store_benchmark.py measures. (Edge sets with ragged or string features are
+pipelines/bench/store_benchmark.py measures. (Edge sets with ragged or string features are
 the exception: built whole, `_write_whole_edge_set`.)
 
 The store is written into a staging folder beside the target, marked as a build in

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from pipelines import docs_gen, perf_tables
+from pipelines.tools import docs_gen, perf_tables
 
 REPO = docs_gen.REPO_ROOT
 RUNNABLE = re.compile(r"<!-- test: run -->\n```(bash|python)\n(.*?)\n```", re.S)
@@ -33,7 +33,7 @@ def runnable_examples():
 
 
 def test_the_generated_pages_are_up_to_date():
-    done = subprocess.run([sys.executable, "-m", "pipelines.docs_gen", "--check"], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "pipelines.tools.docs_gen", "--check"], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
 

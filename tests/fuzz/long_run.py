@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def write(tried: int, hung: dict | None = None) -> None:
         result = {
-            "benchmark": "fuzz",  # its renderer in pipelines/perf_tables.py
+            "benchmark": "fuzz",  # its renderer in pipelines/tools/perf_tables.py
             "what": "tests/fuzz/long_run.py: mutated inputs run through the five commands",
             "command": f"make fuzz FUZZ_MINUTES={args.minutes:g}  (python -m "
                        f"tests.fuzz.long_run --minutes {args.minutes:g} --seed {seed})",

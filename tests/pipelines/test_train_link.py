@@ -9,7 +9,7 @@ tf = pytest.importorskip("tensorflow")
 
 from pipelines import sample
 from pipelines import train as train_cli
-from pipelines.planted_link import write_planted_link_graph
+from pipelines.tools.planted_link import write_planted_link_graph
 from sampler.output.folder import open_samples
 from sampler.training.sources import FileSource
 from sampler.training.trainer import TrainOptions, train

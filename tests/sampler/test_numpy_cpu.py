@@ -103,7 +103,7 @@ def test_the_commands_write_the_same_bytes_with_either_sort(tmp_path):
     """`sample` as a user runs it (numpy's AVX2 sort on a Zen 4), and again with numpy's
     AVX-512 code kept: byte-identical files. On other CPUs both runs take numpy's own
     choice, and the test checks only that a run is reproducible."""
-    from pipelines.benchmark import ensure_graph
+    from pipelines.bench.benchmark import ensure_graph
     from tests.pipelines.sampled_output import read_records
 
     folder, manifest = ensure_graph(str(tmp_path / "cache"), scale=0.003, seed=0,

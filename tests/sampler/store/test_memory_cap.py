@@ -15,9 +15,9 @@ import sys
 import pytest
 
 from pipelines import convert
-from pipelines.benchmark import ensure_graph, seed_subset
-from pipelines.memory_cap import MemoryCap, unavailable
-from pipelines.proc_stats import run_measured
+from pipelines.bench.benchmark import ensure_graph, seed_subset
+from pipelines.bench.memory_cap import MemoryCap, unavailable
+from pipelines.bench.proc_stats import run_measured
 from tests.pipelines.sampled_output import read_records, read_report
 
 REASON = unavailable()

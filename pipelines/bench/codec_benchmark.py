@@ -1,6 +1,6 @@
 """Throughput of the GraphTensor tf.Example codec (no TensorFlow).
 
-    .venv/bin/python -m pipelines.codec_benchmark [--seconds 0.5]
+    .venv/bin/python -m pipelines.bench.codec_benchmark [--seconds 0.5]
 
 For a few graph shapes it prints encode and decode MB/s of serialized Example
 bytes: `encode_example` (numpy buffers straight to the wire format) and

@@ -1,6 +1,6 @@
 """Regenerates the committed _pb2 modules from the .proto sources in proto/.
 
-Run as `make protos` (or `python -m pipelines.gen_protos`). The generated
+Run as `make protos` (or `python -m pipelines.tools.gen_protos`). The generated
 modules live inside the packages that own them, never in a top-level `proto`
 package: apache-beam[gcp] installs proto-plus, whose import name is `proto`.
 """
@@ -10,6 +10,8 @@ import subprocess
 import sys
 import tempfile
 
+from pipelines import REPO_ROOT
+
 # .proto source (relative to the repo root) -> where its _pb2 module lives.
 PROTO_MODULES = {
     "proto/graph_schema.proto": "unigraph/protos/graph_schema_pb2.py",
@@ -17,7 +19,6 @@ PROTO_MODULES = {
     "proto/sampling_spec.proto": "sampler/plan/sampling_spec_pb2.py",
 }
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def compile_protos(out_dir: str, *, descriptor_set: str | None = None) -> None:

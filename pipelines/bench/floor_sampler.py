@@ -11,7 +11,7 @@ the same work either way: the table readers, the spec check and the record encod
 
 RANDOM_UNIFORM only (the benchmark's default strategy). Not a product: no checks.
 
-    python -m pipelines.floor_sampler --graph G --spec S --seeds SEEDS --output OUT
+    python -m pipelines.bench.floor_sampler --graph G --spec S --seeds SEEDS --output OUT
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
         cap.oom_kills()
 
 For the graph store's larger-than-memory experiment (tests/sampler/store and
-pipelines/store_benchmark.py). cgroup v2 (`memory.max` under /sys/fs/cgroup, when its
+pipelines/bench/store_benchmark.py). cgroup v2 (`memory.max` under /sys/fs/cgroup, when its
 memory controller is enabled there) or v1 (`memory.limit_in_bytes` under the memory
 hierarchy, in a child of this process's own group). The limit counts anonymous memory
 and the page cache the group faults in; clean file pages (a mapped store) are
@@ -19,7 +19,7 @@ import os
 import shlex
 import uuid
 
-from pipelines.proc_stats import kib_field
+from pipelines.bench.proc_stats import kib_field
 
 V2_ROOT = "/sys/fs/cgroup"
 V1_ROOT = "/sys/fs/cgroup/memory"

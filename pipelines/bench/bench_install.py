@@ -1,11 +1,11 @@
-"""`python -m pipelines.bench_install`: what an install costs, per variant, side by side.
+"""`python -m pipelines.bench.bench_install`: what an install costs, per variant, side by side.
 
 Each variant is a pip requirement installed into a fresh virtualenv (pip's cache as
 it is: say so when quoting the times). Measured: the install's wall time, the
 virtualenv's size on disk, and `sample --help`'s start-up time (median of 5), so the
 base install and the extras (or an older commit) compare in one run:
 
-    python -m pipelines.bench_install --variant base=. --variant 'tf+stats=.[tf,stats]' \\
+    python -m pipelines.bench.bench_install --variant base=. --variant 'tf+stats=.[tf,stats]' \\
         --variant before=git+file://$PWD@288b524 --json docs/benchmarks/install.json
 """
 from __future__ import annotations
@@ -22,7 +22,8 @@ import sys
 import tempfile
 import time
 
-from pipelines.provenance import write_json
+from pipelines import REPO_ROOT
+from pipelines.bench.provenance import write_json
 
 
 def _du(path: str) -> int:
@@ -71,7 +72,7 @@ def main(argv=None) -> int:
                         help="the interpreter whose venv module makes the virtualenvs")
     parser.add_argument("--json", metavar="FILE", help="also write the results here")
     args = parser.parse_args(argv)
-    cwd = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cwd = REPO_ROOT
     rows = []
     for variant in args.variant:
         name, _, requirement = variant.partition("=")
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
                    f"{platform.python_version()}, {platform.platform()}",
-        "command": "python -m pipelines.bench_install " + " ".join(
+        "command": "python -m pipelines.bench.bench_install " + " ".join(
             f"--variant '{v}'" for v in args.variant) + (f" --json {args.json}"
                                                           if args.json else ""),
         "notes": "pip's download cache was warm: times are installs, not downloads",

@@ -1,7 +1,7 @@
 """docs/performance.md from the measurements in docs/benchmarks/*.json.
 
 Each file holds one measuring command's JSON output with its provenance (date,
-machine, load average, command: pipelines/provenance.py) and a `benchmark` key that
+machine, load average, command: pipelines/bench/provenance.py) and a `benchmark` key that
 names its renderer here. A file with no renderer is an error, so a new measurement
 cannot silently stay off the page. Figures are formatted, never recomputed from
 anything but the file; ratios are computed from the file's own numbers.
@@ -142,7 +142,7 @@ def api(data: dict, source: str) -> str:
 
 
 def install(data: dict, source: str) -> str:
-    """`python -m pipelines.bench_install --json`: fresh virtualenvs per requirement."""
+    """`python -m pipelines.bench.bench_install --json`: fresh virtualenvs per requirement."""
     rows = [[row["variant"], f"`{row['requirement']}`", number(row["install_s"], 1),
              number(row["venv_mb"]), str(row["packages"]), number(row["sample_help_s"], 2),
              ", ".join(k for k, v in row["has"].items() if v) or "none"]
@@ -215,7 +215,7 @@ def fuzz(data: dict, source: str) -> str:
 
 
 def torch(data: dict, source: str) -> str:
-    """`python -m pipelines.torch_benchmark OUT --json`: reading a folder as PyG
+    """`python -m pipelines.bench.torch_benchmark OUT --json`: reading a folder as PyG
     HeteroData beside the project's numpy decoder."""
     result = data["result"]
     names = {"numpy": "numpy decoder (`parse_example`)",
@@ -315,7 +315,7 @@ INTRO = """# Performance
 
 Every figure on this page is read from a JSON file under `docs/benchmarks/`, written by
 the command shown under its table, and the page itself is written by
-`python -m pipelines.docs_gen`: to bring a figure up to date, run its command again
+`python -m pipelines.tools.docs_gen`: to bring a figure up to date, run its command again
 with `--json` into its file and regenerate the page. Contenders are always measured
 interleaved in one run, so they share the machine's state; the machine here has 2
 cores that other jobs share, so read ratios rather than absolute times, and CPU
@@ -326,9 +326,9 @@ shaped like OGBN-MAG (papers, authors, institutions, fields of study; skewed deg
 128 floats per paper), with scale 1.0 the size of OGBN-MAG, and samples it with the
 benchmark spec (seed paper; cites 8; written 4 from seed and cited papers; writes 4;
 affiliated_with 2; has_topic 4). See [`benchmark --help`](cli/benchmark.md) for every
-option, and the other measuring commands: `python -m pipelines.codec_benchmark`
-(GraphTensor encode and decode), `python -m pipelines.strategy_benchmark` (the
-strategies alone), `python -m pipelines.read_benchmark` (table readers and writers).
+option, and the other measuring commands: `python -m pipelines.bench.codec_benchmark`
+(GraphTensor encode and decode), `python -m pipelines.bench.strategy_benchmark` (the
+strategies alone), `python -m pipelines.bench.read_benchmark` (table readers and writers).
 """
 
 
@@ -339,7 +339,7 @@ def render_sections(benchmarks: dict[str, dict]) -> dict[str, str]:
     for source, data in sorted(benchmarks.items()):
         kind = data.get("benchmark")
         if kind not in RENDERERS:
-            raise ValueError(f"docs/{source}: 'benchmark' is {kind!r}; pipelines/perf_tables.py "
+            raise ValueError(f"docs/{source}: 'benchmark' is {kind!r}; pipelines/tools/perf_tables.py "
                              f"renders {', '.join(RENDERERS)}")
         sections.setdefault(kind, []).append(RENDERERS[kind][1](data, source))
         # A run under a RAM cap swapped: its CPU seconds are no basis for a price.

@@ -1,4 +1,4 @@
-"""`python -m pipelines.torch_benchmark OUT`: decoding a `sample` output folder into PyG
+"""`python -m pipelines.bench.torch_benchmark OUT`: decoding a `sample` output folder into PyG
 `HeteroData`, side by side with the project's numpy decoder over the same folder.
 
 Contenders, interleaved within each round (the same machine state for all), the median
@@ -11,10 +11,10 @@ of --repeat rounds; each reads every record of the folder from its files:
 
 The vocabulary (`Vocabulary.from_samples`, one pass over the `#id`s) is built once,
 before, and timed on its own. `--json FILE` writes the results with the date, machine
-and command; `python -m pipelines.docs_gen` renders that file into docs/torch.md and the
-performance page (pipelines/perf_tables.py), so the figure there is never typed by hand:
+and command; `python -m pipelines.tools.docs_gen` renders that file into docs/torch.md and the
+performance page (pipelines/tools/perf_tables.py), so the figure there is never typed by hand:
 
-    python -m pipelines.torch_benchmark OUT --json docs/benchmarks/torch.json
+    python -m pipelines.bench.torch_benchmark OUT --json docs/benchmarks/torch.json
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import statistics
 import sys
 import time
 
-from pipelines.provenance import provenance, write_json
+from pipelines.bench.provenance import provenance, write_json
 from sampler.graph_tensor.codec import parse_example
 from sampler.output.folder import iter_records, open_samples
 
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     result = run(args.folder, args.repeat, args.batch_size)
     document = {
         "benchmark": "torch",
-        **provenance("python -m pipelines.torch_benchmark", argv),
+        **provenance("python -m pipelines.bench.torch_benchmark", argv),
         "folder": args.about or args.folder,
         "repeat": args.repeat,
         "result": result,

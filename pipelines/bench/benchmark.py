@@ -21,7 +21,7 @@
      cpu        user + system CPU seconds of the whole process tree (steadier than
                 wall time on a busy machine)
      peak RSS   max over 50 ms polls of the RSS summed over the `sample` process
-                and all its descendants (pipelines/proc_stats.py says what that
+                and all its descendants (pipelines/bench/proc_stats.py says what that
                 does and does not count)
      PSS        the same for the proportional set size, polled every 200 ms: a
                 page shared by n processes counts 1/n in each, so forked workers
@@ -57,17 +57,16 @@ import time
 
 from google.protobuf import text_format
 
-from pipelines import synthetic
-from pipelines.provenance import provenance
-from pipelines.memory_cap import MemoryCap, swap_total_bytes
-from pipelines.memory_cap import unavailable as memory_cap_unavailable
-from pipelines.proc_stats import run_measured
+from pipelines import REPO_ROOT, synthetic
+from pipelines.bench.provenance import provenance
+from pipelines.bench.memory_cap import MemoryCap, swap_total_bytes
+from pipelines.bench.memory_cap import unavailable as memory_cap_unavailable
+from pipelines.bench.proc_stats import run_measured
 from sampler.graph_tensor import wire
 from unigraph.encoding import tfrecord
 from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.spec import load_spec
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
 STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED", "LATEST_K")
 COMPLETE = ".complete"
@@ -113,7 +112,7 @@ def write_spec(folder: str, strategy: str) -> str:
         op.strategy = ss.SamplingStrategy.Value(strategy)
     path = os.path.join(folder, f"spec_{strategy}.pbtxt")
     with open(path, "w") as f:
-        f.write(f"# sampling_spec.pbtxt with every strategy {strategy} (pipelines/benchmark.py)\n")
+        f.write(f"# sampling_spec.pbtxt with every strategy {strategy} (pipelines/bench/benchmark.py)\n")
         f.write(text_format.MessageToString(spec))
     return path
 
@@ -241,7 +240,7 @@ def make_parser() -> argparse.ArgumentParser:
                              "memory, beam (our engines), memory-timed, beam-timed (the same "
                              "with every paper's year as its cut-off; needs --timestamps), "
                              "floor (a plain single-process numpy program, "
-                             "pipelines/floor_sampler.py), tfgnn (TF-GNN's "
+                             "pipelines/bench/floor_sampler.py), tfgnn (TF-GNN's "
                              "tfgnn_sampler; needs --format tfrecord); the first is the "
                              "reference for the ratios (default memory)")
     parser.add_argument("--timestamps", action="store_true",
@@ -278,18 +277,18 @@ def make_parser() -> argparse.ArgumentParser:
                              "cut-off; see the module docstring)")
     parser.add_argument("--store", action="store_true",
                         help="the memory engine from the tables and from a graph store, and "
-                             "the store under a memory cap (pipelines/store_benchmark.py)")
+                             "the store under a memory cap (pipelines/bench/store_benchmark.py)")
     parser.add_argument("--cap-mb", type=int, metavar="MB",
                         help="--store: the memory cap (default: the interpreter's footprint "
                              "plus half the graph's in-memory size)")
     parser.add_argument("--api", action="store_true",
                         help="online sampling through sampler.api against the memory engine "
-                             "on one core (pipelines/api_benchmark.py)")
+                             "on one core (pipelines/bench/api_benchmark.py)")
     parser.add_argument("--latency", action="store_true",
                         help="--api: also the milliseconds per batch of 512 random seeds")
     parser.add_argument("--dgl-python", metavar="PYTHON",
                         help="--api: an interpreter with DGL installed, to run DGL's "
-                             "sample_neighbors beside (pipelines/dgl_benchmark.py)")
+                             "sample_neighbors beside (pipelines/bench/dgl_benchmark.py)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON line (config, runs, median) instead of text")
     return parser
@@ -302,7 +301,7 @@ TIMED = "-timed"  # an engine of ours over the seeds with cut-offs (timed_seeds)
 def contender_command(name: str, folder: str, spec: str, seeds: str, output: str,
                       extra: list[str], timed_seeds: str | None = None) -> list[str]:
     """The command that runs the job with `name`: one of our engines, the plain numpy
-    floor (pipelines/floor_sampler.py) or TF-GNN's own sampler."""
+    floor (pipelines/bench/floor_sampler.py) or TF-GNN's own sampler."""
     schema = os.path.join(folder, "graph_schema.pbtxt")
     if name in ("memory", "beam"):
         return sample_command(schema, spec, seeds, output, ["--engine", name, *extra])
@@ -311,7 +310,7 @@ def contender_command(name: str, folder: str, spec: str, seeds: str, output: str
         return sample_command(schema, spec, timed, output,
                               ["--engine", name[:-len(TIMED)], *extra])
     if name == "floor":
-        return [sys.executable, "-m", "pipelines.floor_sampler", "--graph", schema,
+        return [sys.executable, "-m", "pipelines.bench.floor_sampler", "--graph", schema,
                 "--spec", spec, "--seeds", seeds, "--output", output]
     # TF-GNN's sampler writes a file pattern; its report is ours to make (see run_once).
     return [sys.executable, "-m", "tensorflow_gnn.experimental.sampler.beam.sampler",
@@ -410,11 +409,11 @@ def main(argv: list[str] | None = None) -> int:
         seeds = os.path.join(folder, manifest["seeds"]["hub" if args.hub_edges else "all"])
     extra = shlex.split(args.extra_args)
     if args.api:
-        from pipelines.api_benchmark import main_hook as api_hook
+        from pipelines.bench.api_benchmark import main_hook as api_hook
 
         return api_hook(args, folder, spec, seeds, log)
     if args.store:
-        from pipelines.store_benchmark import main_hook
+        from pipelines.bench.store_benchmark import main_hook
 
         return main_hook(args, folder, spec, seeds, lambda cmd, out: run_once(cmd, out),
                          sample_command, log)
@@ -535,7 +534,7 @@ def link_inputs(folder: str, spec_path: str, strategy: str, fraction: float,
     link_spec.sampling_ops.extend(spec.sampling_ops)
     spec_out = os.path.join(folder, f"spec_link_{strategy}.pbtxt")
     with open(spec_out, "w") as f:
-        f.write(f"# spec_{strategy}.pbtxt seeded by pairs of papers (pipelines/benchmark.py)\n")
+        f.write(f"# spec_{strategy}.pbtxt seeded by pairs of papers (pipelines/bench/benchmark.py)\n")
         f.write(text_format.MessageToString(link_spec))
     kind = "timed_" if timed else ""
     pairs = os.path.join(folder, f"{kind}pairs_fraction{fraction:g}.parquet")

@@ -1,6 +1,6 @@
 """Times sampler.core.strategies.sample_edges on a synthetic power-law CSR.
 
-    python -m pipelines.strategy_benchmark [--queries 200000] [--k 8] [--profile]
+    python -m pipelines.bench.strategy_benchmark [--queries 200000] [--k 8] [--profile]
 
 The CSR has `--rows` ordinary rows with power-law degrees (discrete Pareto,
 mean about 20) plus `--hubs` rows of `--hub-degree` edges, log-normal weights.

@@ -1,6 +1,6 @@
 """Speed of the unigraph table writers and readers, per format, on generated tables.
 
-    python -m pipelines.read_benchmark [--edges 1000000] [--nodes 100000]
+    python -m pipelines.bench.read_benchmark [--edges 1000000] [--nodes 100000]
                                        [--features 128] [--repeat 3] [--dir /tmp/...]
                                        [--tables edges nodes] [--formats csv tfrecord ...]
 

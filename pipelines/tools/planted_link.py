@@ -1,6 +1,6 @@
 """A planted link-prediction task: `examples/link_tiny` and the link training test.
 
-    python -m pipelines.planted_link examples/link_tiny
+    python -m pipelines.tools.planted_link examples/link_tiny
 
 Users belong to hidden communities and follow only users of their own community.
 Half of the users show their community in their features (a one-hot block); the
@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 SCHEMA = """\
-# A planted link-prediction graph (pipelines/planted_link.py): TF-GNN's link layout.
+# A planted link-prediction graph (pipelines/tools/planted_link.py): TF-GNN's link layout.
 node_sets {
   key: "user"
   value {
@@ -100,7 +100,7 @@ def write_planted_link_graph(folder: str, *, communities: int = 6, per_community
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m pipelines.planted_link FOLDER", file=sys.stderr)
+        print("usage: python -m pipelines.tools.planted_link FOLDER", file=sys.stderr)
         return 2
     write_planted_link_graph(argv[0])
     return 0

@@ -1,5 +1,5 @@
 """The read benchmark runs end to end on tiny tables (it checks every row count itself)."""
-from pipelines import read_benchmark
+from pipelines.bench import read_benchmark
 
 
 def test_every_table_and_format_is_measured(tmp_path, capsys):

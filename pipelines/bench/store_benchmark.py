@@ -2,14 +2,14 @@
 
     benchmark --scale 1.0 --seed-fraction 0.1 --store --repeat 3 --json
 
-Measures, on the benchmark's generated graph (pipelines/benchmark.py):
+Measures, on the benchmark's generated graph (pipelines/bench/benchmark.py):
   * building the store (`unigraph-convert --format store`): wall time, peak RSS of the
     building process against the graph's in-memory size, the store's bytes against
     the tables';
   * start-up: seconds from `sample`'s start until its graph is ready and sampling
     begins (the "graph loaded" line), tables against store;
   * the whole job, tables and store interleaved, `--repeat` times (median);
-  * the store job under a memory cap (pipelines/memory_cap.py): the interpreter's
+  * the store job under a memory cap (pipelines/bench/memory_cap.py): the interpreter's
     footprint (measured on a tiny graph) plus half the graph's in-memory size, or
     `--cap-mb`; its wall time against the uncapped store job.
 """
@@ -24,10 +24,10 @@ import subprocess
 import sys
 import time
 
-from pipelines.memory_cap import MemoryCap, unavailable
-from pipelines.proc_stats import run_measured
+from pipelines import REPO_ROOT
+from pipelines.bench.memory_cap import MemoryCap, unavailable
+from pipelines.bench.proc_stats import run_measured
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(REPO_ROOT, "examples", "mag_tiny")
 
 

@@ -24,7 +24,7 @@ is sampling, once the graph is in memory.
             more in a process with numpy's AVX-512 code (SAMPLER_NUMPY_AVX512=1).
   dgl       (with --dgl-python: an interpreter with DGL installed, e.g. torch 2.2.1 and
             dgl 2.1.0) DGL's C++ `sample_neighbors` through the same spec on the same
-            tables (pipelines/dgl_benchmark.py): merged frontiers of 512 seeds, and one
+            tables (pipelines/bench/dgl_benchmark.py): merged frontiers of 512 seeds, and one
             seed per call.
 """
 from __future__ import annotations
@@ -40,10 +40,10 @@ import time
 
 import numpy as np
 
-from pipelines.provenance import provenance
+from pipelines import REPO_ROOT
+from pipelines.bench.provenance import provenance
 from sampler import numpy_cpu
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH = 512
 LATENCY_BATCHES = 30
 THREADS = 2  # the latency's threaded pass
@@ -179,7 +179,7 @@ def measure_latency(graph: str, spec: str, seeds: str, arrays_only: bool = False
 
 def _run(kind: str, args: argparse.Namespace, extra: list[str],
          env: dict[str, str] | None = None) -> dict:
-    command = [sys.executable, "-m", "pipelines.api_benchmark", kind, "--graph", args.graph,
+    command = [sys.executable, "-m", "pipelines.bench.api_benchmark", kind, "--graph", args.graph,
                "--spec", args.spec, "--seeds", args.seeds, *extra]
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT,
                           env=env or dict(os.environ, OMP_NUM_THREADS="1"))
@@ -199,7 +199,7 @@ def _median(runs: list[dict]) -> dict:
 
 
 def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:
-    """`benchmark --api` (pipelines/benchmark.py calls it with the generated graph)."""
+    """`benchmark --api` (pipelines/bench/benchmark.py calls it with the generated graph)."""
     runs = {"offline": [], "online": []}
     ns = argparse.Namespace(graph=folder, spec=spec, seeds=seeds)
     out = os.path.join(args.cache_dir, "runs", "api")
@@ -231,7 +231,7 @@ def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:
             rounds.append(latency)
         result["latency"] = dict(_median(rounds), rounds=len(rounds))
     if args.dgl_python:
-        done = subprocess.run([args.dgl_python, os.path.join(REPO_ROOT, "pipelines",
+        done = subprocess.run([args.dgl_python, os.path.join(REPO_ROOT, "pipelines", "bench",
                                                              "dgl_benchmark.py"),
                                "--graph", folder, "--spec", spec, "--seeds", seeds,
                                "--batch", str(BATCH)],
@@ -254,7 +254,7 @@ def _numpy_avx512_env() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.api_benchmark")
+    parser = argparse.ArgumentParser(prog="python -m pipelines.bench.api_benchmark")
     parser.add_argument("kind", choices=("offline", "online", "latency"))
     parser.add_argument("--graph", required=True)
     parser.add_argument("--spec", required=True)

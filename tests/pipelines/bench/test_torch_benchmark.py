@@ -1,4 +1,4 @@
-"""pipelines/torch_benchmark.py: every contender reads every record of the folder, the
+"""pipelines/bench/torch_benchmark.py: every contender reads every record of the folder, the
 JSON says when, where and how (tests/docs checks that docs/torch.md's table is the
 committed JSON's). No timing is measured here."""
 import json
@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("torch_geometric")
 
-from pipelines import torch_benchmark  # noqa: E402
+from pipelines.bench import torch_benchmark  # noqa: E402
 from tests.conftest import REPO_ROOT  # noqa: E402
 
 COMMITTED = os.path.join(REPO_ROOT, "docs", "benchmarks", "torch.json")

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from pipelines import benchmark, memory_cap, perf_tables, proc_stats
+from pipelines.bench import benchmark, memory_cap, proc_stats
+from pipelines.tools import perf_tables
 from sampler import numpy_cpu
 from sampler.plan.plan import build_plan
 from sampler.plan.spec import load_spec
