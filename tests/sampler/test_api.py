@@ -224,7 +224,7 @@ def test_subgraphs_keep_the_callers_order_and_report_the_missing(demo, caplog, c
 
 
 def test_threads_sample_the_same_subgraphs(demo, monkeypatch):
-    monkeypatch.setattr(api, "THREAD_CHUNK_MIN", 2)  # 13 seeds found: 4 chunks of <= 4
+    monkeypatch.setattr(api.graph, "THREAD_CHUNK_MIN", 2)  # 13 seeds found: 4 chunks of <= 4
     threaded = api.load_graph(DEMO, DEMO_SPEC, threads=4)
     seeds = demo_seeds() + ["ghost"] + demo_seeds()[:3]
     alone, together = demo.sample(seeds, seed=5), threaded.sample(seeds, seed=5)

@@ -1,0 +1,97 @@
+"""Epochs of batches for training: the order of each epoch (shuffled reproducibly from
+the seed and the epoch), sampling calls run ahead in a thread (`prefetch`), and a
+tf.data view of the batches (`to_tf_dataset`, the [tf] extra)."""
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from sampler.api.subgraphs import Subgraphs
+from sampler.core import rng
+from sampler.job.job import DEFAULT_SEED
+from unigraph.errors import SamplerError
+
+if TYPE_CHECKING:
+    from sampler.api.graph import Graph, Ids
+
+_SHUFFLE_SALT = rng.name_salt("api-shuffle")
+
+
+def to_tf_dataset(graph: Graph, seeds: Optional[Ids] = None, *, batch_size: int = 32,
+                  epochs: Optional[int] = 1, shuffle: bool = True, seed: int = DEFAULT_SEED,
+                  cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
+                  parse: bool = True):
+    """A tf.data.Dataset over `graph.batches(...)` (node specs; `seeds` default to every
+    node of the seed set): with `parse`, each element a batch of `batch_size` subgraphs
+    as a `tfgnn.GraphTensor` parsed with the output schema (TF-GNN's `parse_example`);
+    else each element the batch's serialized records (a string vector), as `train`'s
+    input reads files. Needs the [tf] extra."""
+    from unigraph.errors import require_extra
+
+    tf = require_extra("tensorflow", "tf", "to_tf_dataset")
+
+    def records():
+        for batch in graph.batches(seeds, batch_size, shuffle=shuffle, epochs=epochs,
+                                   seed=seed, cutoffs=cutoffs):
+            yield np.array(batch.to_examples(), dtype=object)
+
+    dataset = tf.data.Dataset.from_generator(
+        records, output_signature=tf.TensorSpec(shape=[None], dtype=tf.string))
+    if not parse:
+        return dataset
+    tfgnn = require_extra("tensorflow_gnn", "tf", "to_tf_dataset(parse=True)")
+    spec = tfgnn.create_graph_spec_from_schema_pb(
+        tfgnn.GraphSchema.FromString(graph.output_schema.SerializeToString()))
+    return dataset.map(lambda serialized: tfgnn.parse_example(spec, serialized))
+
+
+def prefetch_depth(prefetch) -> int:
+    if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
+        raise SamplerError(f"prefetch must be a whole number of 0 or more, got {prefetch!r}")
+    return prefetch
+
+
+def ahead(calls: Iterator[Callable[[], Subgraphs]], depth: int) -> Iterator[Subgraphs]:
+    """Each call's result, in order; with depth > 0 up to `depth` calls run ahead in a
+    background thread while the caller holds the current result. Closing the iterator
+    early cancels what has not started and waits for what has."""
+    if depth == 0:
+        for call in calls:
+            yield call()
+        return
+    with ThreadPoolExecutor(1, "sampler-prefetch") as pool:
+        pending: collections.deque = collections.deque()
+        try:
+            for call in calls:
+                pending.append(pool.submit(call))
+                if len(pending) > depth:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def epochs_of(n: int, batch_size: int, shuffle: bool, epochs: Optional[int], seed: int,
+            drop_last: bool, first_epoch: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(epoch, the rows of one batch) for every batch of every epoch."""
+    if batch_size < 1:
+        raise SamplerError(f"batch_size {batch_size}: give at least 1")
+    if epochs is not None and epochs < 0:
+        raise SamplerError(f"epochs {epochs}: give 0 or more, or None for no end")
+    epoch = first_epoch
+    while epochs is None or epoch < first_epoch + epochs:
+        order = np.arange(n)
+        if shuffle:  # counter-based keys: the same order on every machine and numpy
+            keys = rng.mix(np.uint64(seed & (2**64 - 1)), np.uint64(_SHUFFLE_SALT),
+                           np.uint64(epoch), order.astype(np.uint64))
+            order = np.argsort(keys, kind="stable")
+        end = n - n % batch_size if drop_last else n
+        for lo in range(0, end, batch_size):
+            yield epoch, order[lo:lo + batch_size]
+        epoch += 1
