@@ -13,7 +13,8 @@ import html
 import numpy as np
 
 from sampler.output.sketches import QUANTILE_NAMES
-from sampler.output.stats import FolderStats, is_auxiliary
+from sampler.output.stats import FolderStats
+from sampler.output.stats_layout import is_auxiliary
 from sampler.output.stats_summary import bytes_text as _bytes_text, fmt as _fmt
 from sampler.output.stats_plots import (COLORS, cap_rate_png, histogram_png, to_png,
                                         value_histogram_figure)

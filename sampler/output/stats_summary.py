@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampler.output.stats import is_auxiliary
+from sampler.output.stats_layout import is_auxiliary
 
 
 def fmt(value, digits: int = 3) -> str:

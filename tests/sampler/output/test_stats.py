@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from sampler.graph_tensor import parse_example
-from sampler.output import stats as stats_module
+from sampler.output import stats_shard
 from sampler.output.folder import SamplesError
 from sampler.output.sketches import ALPHA
-from sampler.output.stats import Layout, count_quantiles, folder_stats, sample_stats
+from sampler.output.stats import count_quantiles, folder_stats, sample_stats
+from sampler.output.stats_layout import Layout
 from tests.pipelines.sampled_output import read_records
 from unigraph.encoding import tfrecord
 from unigraph.columnar.ragged import Ragged
@@ -145,7 +146,7 @@ def test_numbers_do_not_depend_on_workers_or_chunking(outputs, monkeypatch):
     folder = outputs["demo"]
     one = folder_stats(folder, workers=1).as_dict()
     assert folder_stats(folder, workers=2).as_dict() == one   # shards merge in file order
-    monkeypatch.setattr(stats_module, "CHUNK_RECORDS", 1)
+    monkeypatch.setattr(stats_shard, "CHUNK_RECORDS", 1)
     assert_close(folder_stats(folder, workers=1).as_dict(), one)   # floats may round apart
 
 
@@ -209,7 +210,7 @@ def test_seed_ids_kept_for_notebooks(outputs):
 def test_records_in_other_layouts_and_odd_sizes(tmp_path):
     """Keys in any order, an unpacked #size, an empty one, a #size of the wrong kind."""
     from sampler.graph_tensor import wire
-    from sampler.output.stats import summarize_shard
+    from sampler.output.stats_shard import summarize_shard
 
     (tmp_path / "graph_schema.pbtxt").write_text(
         'node_sets { key: "p" value { features { key: "x" value { dtype: DT_INT64 } } } }\n')
