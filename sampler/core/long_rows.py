@@ -40,9 +40,9 @@ import dataclasses
 import numpy as np
 
 from sampler.core import rng
-from sampler.core.strategies import (MIN_ACCEPTANCE, UNIFORM_DRAW_FACTOR,
-                                     first_distinct_draws, row_edges, sample_edges,
-                                     sortable_bits)
+from sampler.core.selection import first_distinct_draws, row_edges, sortable_bits
+from sampler.core.strategies import sample_edges
+from sampler.core.strategy_tuning import MIN_ACCEPTANCE, UNIFORM_DRAW_FACTOR
 from sampler.plan.sampling_spec_pb2 import LATEST_K, RANDOM_UNIFORM, TOP_K
 
 CHUNK_EDGES = 1 << 20  # default edges per chunk: ~40 MB of adjacency without features

@@ -42,7 +42,8 @@ node fingerprint, edge position within the row or a draw counter). Which method
 runs for a query depends only on its row (degree, k, weights), so the result for
 a query never depends on the other queries or rows of the batch, nor their order.
 
-Methods (each gives the exact distribution above):
+Methods (each gives the exact distribution above; random_strategies.py, with the
+thresholds of strategy_tuning.py and the kernels of selection.py):
   * "floyd" (RANDOM_UNIFORM with k <= FLOYD_MAX_K and degree > k): Floyd's
     algorithm (Bentley and Floyd, "A sample of brilliance", CACM 1987): for
     i = 0 .. k-1, draw t uniform in [0, d-k+i] from counter i of the query's
@@ -95,19 +96,15 @@ from __future__ import annotations
 import numpy as np
 
 from sampler.core import rng
+from sampler.core import strategy_tuning as tuning
 from sampler.core.arrays import unique_inverse
+from sampler.core.random_strategies import random_uniform, random_weighted
+from sampler.core.selection import (EMPTY, degrees_of, expand_to_queries,
+                                    k_smallest_per_segment, merge_by_query, row_edges,
+                                    segments, sortable_bits)
 from sampler.plan.sampling_spec_pb2 import LATEST_K, RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
-from unigraph.columnar.ragged import take
-
-HUB_DEGREE = 4096        # rows with more edges than this use the O(k)-per-query methods
-UNIFORM_DRAW_FACTOR = 8  # RANDOM_UNIFORM draws (not keys) from rows of 8 k edges or more
-FLOYD_MAX_K = 16         # ... and for k up to this, Floyd's algorithm (O(k^2) per query)
-MIN_ACCEPTANCE = 0.25    # ... if a draw is always new with at least this probability
-MAX_PAIRS = 1 << 16      # (query, edge) pairs per chunk: cache-sized temporaries are fastest
 
 _U64 = np.uint64
-_EMPTY = np.zeros(0, dtype=np.int64)
-
 
 def sample_edges(strategy: int, *, row_splits, weights, query_rows, query_samples, query_nodes,
                  k: int, seed: int, op_salt: int, limit=None, excluded_splits=None,
@@ -118,7 +115,7 @@ def sample_edges(strategy: int, *, row_splits, weights, query_rows, query_sample
     row_splits, weights, query_rows, query_samples, query_nodes = _checked(
         strategy, row_splits, weights, query_rows, query_samples, query_nodes, k)
     if len(query_rows) == 0 or k == 0:
-        return _EMPTY, _EMPTY
+        return EMPTY, EMPTY
     if limit is not None:
         limit = _checked_limit(row_splits, query_rows, limit)
     if excluded_splits is not None:
@@ -134,11 +131,11 @@ def sample_edges(strategy: int, *, row_splits, weights, query_rows, query_sample
         return _latest_k(row_splits, query_rows, k)
     if strategy == TOP_K:
         return _top_k(row_splits, weights, query_rows, k)
-    degrees = _degrees(row_splits, query_rows)
+    degrees = degrees_of(row_splits, query_rows)
     base = rng.mix(seed, op_salt, query_samples, query_nodes)  # chain state per query
     if strategy == RANDOM_UNIFORM:
-        return _random_uniform(row_splits, query_rows, degrees, base, k)
-    return _random_weighted(row_splits, weights, query_rows, degrees, base, k)
+        return random_uniform(row_splits, query_rows, degrees, base, k)
+    return random_weighted(row_splits, weights, query_rows, degrees, base, k)
 
 
 # ---------------------------------------------------------------- argument checks
@@ -161,7 +158,7 @@ def _checked(strategy, row_splits, weights, query_rows, query_samples, query_nod
     # Only the rows queried are checked: a whole CSR (the in-memory engine's holds every
     # edge of a set) must cost nothing per call beyond the rows it samples.
     if n_rows < 0 or row_splits[0] < 0 or (
-            len(query_rows) and np.any(_degrees(row_splits, query_rows) < 0)):
+            len(query_rows) and np.any(degrees_of(row_splits, query_rows) < 0)):
         raise ValueError("sample_edges: row_splits must be non-empty, start >= 0 and never decrease")
     if weights is None:
         if strategy not in (RANDOM_UNIFORM, LATEST_K):
@@ -182,7 +179,7 @@ def _checked(strategy, row_splits, weights, query_rows, query_samples, query_nod
 def _checked_exclusions(row_splits, query_rows, excluded_splits, excluded_positions):
     splits = _int_array("excluded_splits", excluded_splits, np.int64)
     positions = _int_array("excluded_positions", np.asarray(
-        excluded_positions if excluded_positions is not None else _EMPTY), np.int64)
+        excluded_positions if excluded_positions is not None else EMPTY), np.int64)
     if (len(splits) != len(query_rows) + 1 or splits[0] != 0 or np.any(np.diff(splits) < 0)
             or splits[-1] != len(positions)):
         raise ValueError(f"sample_edges: excluded_splits must be a CSR over the "
@@ -204,73 +201,13 @@ def _int_array(name, values, dtype) -> np.ndarray:
     return array.astype(dtype, copy=False)
 
 
-# ---------------------------------------------------------------- small CSR helpers
-
-def _degrees(row_splits: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The lengths of these rows (never np.diff of the whole CSR: see _checked)."""
-    return take(row_splits, rows + 1) - take(row_splits, rows)
-
-
-def _exclusive_cumsum(lengths: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(lengths), dtype=np.int64)
-    np.cumsum(lengths[:-1], out=out[1:])
-    return out
-
-
-def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(segment of each item, offset of each item within its segment) for concatenated segments."""
-    seg = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-    within = np.arange(len(seg), dtype=np.int64) - np.repeat(_exclusive_cumsum(lengths), lengths)
-    return seg, within
-
-
-def row_edges(row_splits, rows):
-    """All edges of the given rows, row after row: (segment, absolute position, position in row)."""
-    starts = row_splits[rows]
-    seg, within = _segments(row_splits[rows + 1] - starts)
-    return seg, starts[seg] + within, within
-
-
-def _chunks(lengths: np.ndarray, budget: int):
-    """Consecutive slices of items whose lengths sum to at most `budget` (or one item)."""
-    total = np.cumsum(lengths)
-    start = 0
-    while start < len(lengths):
-        before = total[start - 1] if start else 0
-        stop = max(start + 1, int(np.searchsorted(total, before + budget, side="right")))
-        yield slice(start, stop)
-        start = stop
-
-
-def _merge_by_query(parts) -> tuple[np.ndarray, np.ndarray]:
-    """Joins parts that each hold distinct queries, sorted by (query, position) within the part."""
-    parts = [p for p in parts if len(p[0])]
-    if not parts:
-        return _EMPTY, _EMPTY
-    if len(parts) == 1:
-        return parts[0]
-    queries = np.concatenate([q for q, _ in parts])
-    positions = np.concatenate([p for _, p in parts])
-    order = np.argsort(queries, kind="stable")  # timsort: merges the few sorted runs
-    return queries[order], positions[order]
-
-
-def _expand_to_queries(query_index, row_of_query, chosen_row, chosen_pos, n_rows):
-    """Copies each row's chosen edges (sorted by row, then position) to every query of that row."""
-    counts = np.bincount(chosen_row, minlength=n_rows)
-    first = _exclusive_cumsum(counts)
-    per_query = counts[row_of_query]
-    seg, within = _segments(per_query)
-    return query_index[seg], chosen_pos[first[row_of_query][seg] + within]
-
-
 # ---------------------------------------------------------------- eligible prefixes
 
 def _checked_limit(row_splits, query_rows, limit) -> np.ndarray:
     limit = _int_array("limit", limit, np.int64)
     if len(limit) != len(query_rows):
         raise ValueError(f"sample_edges: {len(limit)} limits for {len(query_rows)} queries")
-    degrees = _degrees(row_splits, query_rows)
+    degrees = degrees_of(row_splits, query_rows)
     if len(limit) and (limit.min() < 0 or np.any(limit > degrees)):
         raise ValueError("sample_edges: every limit must lie in [0, the degree of its row]")
     return limit
@@ -287,7 +224,7 @@ def _prefix_rows(row_splits, query_rows, limit):
     original span, which the weighted path's cumulative counts cover. The entries
     in between are not monotone; nothing reads them as rows.
     """
-    degrees = _degrees(row_splits, query_rows)
+    degrees = degrees_of(row_splits, query_rows)
     pairs, pair_of_query = unique_inverse(query_rows * (int(degrees.max(initial=0)) + 1)
                                           + limit)
     first = np.zeros(len(pairs), np.int64)
@@ -306,7 +243,7 @@ def _latest_k(row_splits, query_rows, k):
     """The last k positions of each query's row, ascending."""
     ends = row_splits[query_rows + 1]
     starts = np.maximum(row_splits[query_rows], ends - k)
-    seg, within = _segments(ends - starts)
+    seg, within = segments(ends - starts)
     return seg, starts[seg] + within
 # ---------------------------------------------------------------- excluded edges
 
@@ -346,7 +283,7 @@ def _sample_with_exclusions(strategy, row_splits, weights, query_rows, query_sam
         query_samples=query_samples[excluding], query_nodes=query_nodes[excluding], k=k,
         seed=seed, op_salt=op_salt)
     parts.append((excluding[q], pos[virtual]))
-    return _merge_by_query(parts)
+    return merge_by_query(parts)
 
 
 # ---------------------------------------------------------------- TOP_K
@@ -354,25 +291,25 @@ def _sample_with_exclusions(strategy, row_splits, weights, query_rows, query_sam
 def _top_k(row_splits, weights, query_rows, k):
     """The k heaviest edges per distinct row (ties: lower position first), copied to its queries."""
     rows, row_of_query = unique_inverse(query_rows)
-    degrees = _degrees(row_splits, rows)
+    degrees = degrees_of(row_splits, rows)
     parts = []
     short = np.flatnonzero(degrees <= k)
     if short.size:                                     # every edge of the row
         seg, pos, _ = row_edges(row_splits, rows[short])
         parts.append((short[seg], pos))
-    ranked = np.flatnonzero((degrees > k) & (degrees <= HUB_DEGREE))
+    ranked = np.flatnonzero((degrees > k) & (degrees <= tuning.HUB_DEGREE))
     if ranked.size:                                    # one sort over all their edges
         seg, pos, within = row_edges(row_splits, rows[ranked])
         descending = -weights[pos] + 0.0               # + 0.0 turns -0.0 into 0.0: they tie
-        keep = _k_smallest_per_segment(seg, len(ranked), within, sortable_bits(descending),
+        keep = k_smallest_per_segment(seg, len(ranked), within, sortable_bits(descending),
                                        descending, k)
         parts.append((ranked[seg[keep]], pos[keep]))
-    for r in np.flatnonzero(degrees > max(k, HUB_DEGREE)):  # O(degree) per hub row
+    for r in np.flatnonzero(degrees > max(k, tuning.HUB_DEGREE)):  # O(degree) per hub row
         start = row_splits[rows[r]]
         chosen = _top_k_of_one_row(weights[start:row_splits[rows[r] + 1]], k)
         parts.append((np.full(k, r, dtype=np.int64), start + chosen))
-    chosen_row, chosen_pos = _merge_by_query(parts)
-    return _expand_to_queries(np.arange(len(query_rows), dtype=np.int64), row_of_query,
+    chosen_row, chosen_pos = merge_by_query(parts)
+    return expand_to_queries(np.arange(len(query_rows), dtype=np.int64), row_of_query,
                               chosen_row, chosen_pos, len(rows))
 
 
@@ -382,247 +319,3 @@ def _top_k_of_one_row(row_weights, k):
     above = np.flatnonzero(row_weights > cutoff)
     at_cutoff = np.flatnonzero(row_weights == cutoff)[:k - len(above)]
     return np.sort(np.concatenate([above, at_cutoff]))
-
-
-# ---------------------------------------------------------------- RANDOM_UNIFORM
-
-def _random_uniform(row_splits, query_rows, degrees, base, k):
-    parts = []
-    take_all = np.flatnonzero(degrees <= k)
-    if take_all.size:
-        seg, pos, _ = row_edges(row_splits, query_rows[take_all])
-        parts.append((take_all[seg], pos))
-    if k <= FLOYD_MAX_K:  # k draws per query and no sort over the row, whatever its degree
-        by_floyd = np.flatnonzero(degrees > k)
-        if by_floyd.size:
-            parts.append(_uniform_floyd(row_splits, query_rows[by_floyd], degrees[by_floyd],
-                                        base[by_floyd], by_floyd, k))
-        return _merge_by_query(parts)
-    # Drawing costs O(k) per query, keys O(degree): draws pay off once a row is several
-    # times k. Worst case (k-1 edges drawn) a draw is new with chance (d-k+1)/d >= 3/4.
-    hub = (degrees > k) & (degrees >= min(HUB_DEGREE + 1, UNIFORM_DRAW_FACTOR * k))
-    by_hub = np.flatnonzero(hub)
-    if by_hub.size:
-        parts.append(_uniform_hub(row_splits, query_rows[by_hub], degrees[by_hub],
-                                  base[by_hub], by_hub, k))
-    by_keys = np.flatnonzero((degrees > k) & ~hub)
-    for part in _chunked_by_degree(by_keys, degrees):
-        seg, pos, within = row_edges(row_splits, query_rows[part])
-        keys = rng.mix_into(base[part][seg], within)
-        keep = _k_smallest_per_segment(seg, len(part), within, keys, keys, k)
-        parts.append((part[seg[keep]], pos[keep]))
-    return _merge_by_query(parts)
-
-
-def _chunked_by_degree(queries, degrees):
-    for part in _chunks(degrees[queries], MAX_PAIRS):
-        yield queries[part]
-
-
-def _uniform_floyd(row_splits, rows, degrees, base, query_index, k):
-    """Floyd's algorithm (see module docstring), every query at once, k steps."""
-    d = degrees.astype(np.int64)
-    picks = np.empty((len(rows), k), np.int64)
-    for i in range(k):
-        top = d - k + i  # step i draws t in [0, top]: taken already -> take top itself
-        t = _unbiased_below(base, top + 1, i, k)
-        taken = (picks[:, :i] == t[:, None]).any(axis=1)
-        picks[:, i] = np.where(taken, top, t)
-    picks.sort(axis=1)
-    return np.repeat(query_index, k), (row_splits[rows][:, None] + picks).reshape(-1)
-
-
-def _unbiased_below(base, bound, step, stride):
-    """An integer uniform in [0, bound) per query from counter `step` of its stream: "h mod
-    bound", redrawn with counter step + stride, + 2 stride, ... in the rare case (chance
-    < bound / 2**64) that h >= 2**64 - (2**64 mod bound), where mod would be biased."""
-    bound = bound.astype(_U64)
-    with np.errstate(over="ignore"):
-        h = rng.mix_into(base, step)
-        # The limit 2**64 - (2**64 mod bound) is above 2**64 - bound: only h at or above
-        # that may be redrawn, so only those queries need the (slow, uint64) remainder.
-        near_top = np.flatnonzero(h >= _U64(0) - bound)
-        remainder = (_U64(0) - bound[near_top]) % bound[near_top]
-        limit = _U64(0) - remainder
-        redraw = (remainder != 0) & (h[near_top] >= limit)
-        redraw, limit = near_top[redraw], limit[redraw]
-        attempt = 1
-        while redraw.size:
-            h[redraw] = rng.mix_into(base[redraw], step + attempt * stride)
-            again = h[redraw] >= limit
-            redraw, limit = redraw[again], limit[again]
-            attempt += 1
-    return (h % bound).astype(np.int64)
-
-
-def _uniform_hub(row_splits, rows, degrees, base, query_index, k):
-    """First k distinct of i.i.d. uniform positions per query (see module docstring)."""
-    d = degrees.astype(_U64)
-    with np.errstate(over="ignore"):
-        # Unbiased "h mod d": reject h >= 2**64 - (2**64 mod d) (chance < d / 2**64).
-        remainder = (_U64(0) - d) % d
-        limit = _U64(0) - remainder
-
-    def draw(q, counter):
-        h = rng.mix_into(base[q], counter)
-        accepted = (remainder[q] == 0) | (h < limit[q])
-        return (h % d[q]).astype(np.int64), accepted
-
-    q, value = first_distinct_draws(len(rows), k, draw)
-    return _sorted_by_query(query_index[q], row_splits[rows[q]] + value)
-
-
-# ---------------------------------------------------------------- RANDOM_WEIGHTED
-
-def _random_weighted(row_splits, weights, query_rows, degrees, base, k):
-    rows, row_of_query = unique_inverse(query_rows)
-    # Edges of positive weight per row: O(the rows' edges), which the draws below read
-    # anyway (a hub row's set-up is O(degree) too).
-    seg, pos, _ = row_edges(row_splits, rows)
-    positive_in_row = np.bincount(seg[weights[pos] > 0], minlength=len(rows))
-    del seg, pos
-    parts = []
-
-    short_rows = np.flatnonzero(positive_in_row <= k)   # every positive edge, no randomness
-    take_all = np.flatnonzero(np.isin(row_of_query, short_rows))
-    if take_all.size:
-        seg, pos, _ = row_edges(row_splits, rows[short_rows])
-        keep = weights[pos] > 0
-        parts.append(_expand_to_queries(take_all, row_of_query[take_all],
-                                        short_rows[seg[keep]], pos[keep], len(rows)))
-
-    by_hub = np.zeros(len(rows), dtype=bool)
-    big = np.flatnonzero((positive_in_row > k) & (_degrees(row_splits, rows) > HUB_DEGREE))
-    if big.size:
-        queries_by_row = np.argsort(row_of_query, kind="stable")
-        first_query = _exclusive_cumsum(np.bincount(row_of_query, minlength=len(rows) + 1))
-    for r in big:                                       # O(degree) set-up per hub row
-        drawable = np.maximum(weights[row_splits[rows[r]]:row_splits[rows[r] + 1]], 0.0)
-        if not _rejection_is_cheap(drawable, k):
-            continue                                    # keys instead, below
-        by_hub[r] = True
-        queries = queries_by_row[first_query[r]:first_query[r + 1]]
-        parts.append(_weighted_hub(row_splits[rows[r]], drawable, base[queries], queries, k))
-
-    by_keys = np.flatnonzero((positive_in_row > k)[row_of_query] & ~by_hub[row_of_query])
-    for part in _chunked_by_degree(by_keys, degrees):
-        seg, pos, within = row_edges(row_splits, query_rows[part])
-        w = weights[pos]
-        with np.errstate(divide="ignore"):
-            arrival = -np.log(rng.unit_interval(rng.mix_into(base[part][seg], within))) / w
-        # Never drawn: these rows have more than k drawable edges, so +inf never ranks < k.
-        arrival[w <= 0] = np.inf
-        # Non-negative floats order like their bit patterns; shift out the zero sign bit.
-        bits = arrival.view(_U64) << _U64(1)
-        keep = _k_smallest_per_segment(seg, len(part), within, bits, arrival, k)
-        parts.append((part[seg[keep]], pos[keep]))
-    return _merge_by_query(parts)
-
-
-def _rejection_is_cheap(drawable, k) -> bool:
-    """Whether a draw stays new with chance >= MIN_ACCEPTANCE even after the k-1 heaviest edges.
-
-    `drawable` holds a row's weights with negatives clipped to 0.
-    """
-    heaviest = np.partition(drawable, len(drawable) - (k - 1))[len(drawable) - (k - 1):].sum() \
-        if k > 1 else 0.0
-    total = drawable.sum()
-    return total - heaviest >= MIN_ACCEPTANCE * total
-
-
-def _weighted_hub(row_start, drawable, base, query_index, k):
-    """First k distinct of i.i.d. draws proportional to weight (see module docstring).
-
-    `drawable` holds the row's weights with negatives clipped to 0.
-    """
-    cumulative = np.cumsum(drawable)      # of this row alone, so independent of the batch
-    total = cumulative[-1]
-    last_positive = np.searchsorted(cumulative, total, side="left")  # later edges weigh 0
-
-    def draw(q, counter):
-        x = rng.unit_interval(rng.mix_into(base[q], counter)) * total
-        # side='right' picks i with cumulative[i-1] <= x < cumulative[i]: an edge of weight
-        # <= 0 has an empty interval and is never hit. x rounded up to total: last drawable edge.
-        value = np.minimum(np.searchsorted(cumulative, x, side="right"), last_positive)
-        return value.astype(np.int64), np.ones(len(q), dtype=bool)
-
-    q, value = first_distinct_draws(len(base), k, draw)
-    return _sorted_by_query(query_index[q], row_start + value)
-
-
-# ---------------------------------------------------------------- selection kernels
-
-def sortable_bits(values: np.ndarray) -> np.ndarray:
-    """uint64 whose unsigned order is the float64 order of `values` (no NaN)."""
-    bits = values.view(_U64)
-    negative = (bits >> _U64(63)).astype(bool)
-    return np.where(negative, ~bits, bits | _U64(1 << 63))
-
-
-def _k_smallest_per_segment(seg, n_segments, within, sort_bits, full_key, k) -> np.ndarray:
-    """Mask of the k items per segment with the smallest (full_key, within), items in place.
-
-    Items are laid out segment after segment, `within` = 0, 1, ... in each. One
-    argsort of a uint64 composite (segment in the high bits, the top bits of
-    sort_bits, an order-preserving image of full_key, below) does the work;
-    items whose composite ties are re-ordered by their exact (full_key, within),
-    so the result is exact whatever the number of segments.
-    """
-    segment_bits = max(1, int(n_segments - 1).bit_length())
-    composite = (seg.astype(_U64) << _U64(64 - segment_bits)) | (sort_bits >> _U64(segment_bits))
-    order = np.argsort(composite)
-    ranked = composite[order]
-    tie = ranked[1:] == ranked[:-1]
-    if tie.any():
-        in_tie = np.zeros(len(order), dtype=bool)
-        in_tie[1:] |= tie
-        in_tie[:-1] |= tie
-        slots = np.flatnonzero(in_tie)
-        members = order[slots]
-        order[slots] = members[np.lexsort((within[members], full_key[members],
-                                           composite[members]))]
-    keep = np.zeros(len(seg), dtype=bool)
-    keep[order[within < k]] = True   # a segment's slots are where its items were: rank = within
-    return keep
-
-
-def first_distinct_draws(n_queries, k, draw):
-    """For every query, the first k distinct accepted values of its stream draw(q, 0), draw(q, 1), ...
-
-    `draw(q, counter)` maps int64 query indices and uint64 counters to (int64 values,
-    accepted mask). Prefixes of the streams are examined, doubling in length for
-    queries that have not yet shown k distinct values; the answer is a property
-    of the stream alone, not of the prefix length. Returns (query, value) pairs.
-    """
-    out_queries, out_values = [], []
-    pending = np.arange(n_queries, dtype=np.int64)
-    length = k + k // 2 + 4
-    while pending.size:
-        unfinished = []
-        for part in _chunks(np.full(len(pending), length), MAX_PAIRS):
-            queries = pending[part]
-            seg = np.repeat(np.arange(len(queries), dtype=np.int64), length)
-            counter = np.tile(np.arange(length, dtype=_U64), len(queries))
-            values, accepted = draw(queries[seg], counter)
-            seg, values = seg[accepted], values[accepted]     # still in (query, counter) order
-            by_value = np.lexsort((values, seg))              # stable: earliest draw first
-            s, v = seg[by_value], values[by_value]
-            new = np.ones(len(s), dtype=bool)
-            new[1:] = (s[1:] != s[:-1]) | (v[1:] != v[:-1])
-            first = np.zeros(len(seg), dtype=bool)
-            first[by_value[new]] = True
-            distinct = np.bincount(seg[first], minlength=len(queries))
-            rank = np.cumsum(first) - 1 - _exclusive_cumsum(distinct)[seg]
-            done = distinct >= k
-            keep = first & (rank < k) & done[seg]
-            out_queries.append(queries[seg[keep]])
-            out_values.append(values[keep])
-            unfinished.append(queries[~done])
-        pending = np.concatenate(unfinished)
-        length *= 2
-    return np.concatenate(out_queries), np.concatenate(out_values)
-
-
-def _sorted_by_query(query_index, positions):
-    order = np.lexsort((positions, query_index))
-    return query_index[order], positions[order]

@@ -14,7 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
+from sampler.core import random_strategies as rs
 from sampler.core import strategies as st
+from sampler.core import strategy_tuning as tuning
 from sampler.plan.sampling_spec_pb2 import LATEST_K, RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
 
 RANDOM = (RANDOM_UNIFORM, RANDOM_WEIGHTED)
@@ -53,14 +55,14 @@ def per_query(result, n_queries, splits=None, rows=None):
 @contextlib.contextmanager
 def constants(**values):
     """Temporarily overrides module constants (HUB_DEGREE, MIN_ACCEPTANCE, MAX_PAIRS)."""
-    saved = {name: getattr(st, name) for name in values}
+    saved = {name: getattr(tuning, name) for name in values}
     for name, value in values.items():
-        setattr(st, name, value)
+        setattr(tuning, name, value)
     try:
         yield
     finally:
         for name, value in saved.items():
-            setattr(st, name, value)
+            setattr(tuning, name, value)
 
 
 # Each RANDOM_UNIFORM method on every row it can take (Floyd's is the default for k <= 16).
@@ -257,9 +259,9 @@ def test_bad_arguments_raise_value_error():
 
 def test_path_choice_follows_the_row():
     calls = []
-    original_uniform, original_weighted = st._uniform_hub, st._weighted_hub
-    st._uniform_hub = lambda *a: calls.append("uniform") or original_uniform(*a)
-    st._weighted_hub = lambda *a: calls.append("weighted") or original_weighted(*a)
+    original_uniform, original_weighted = rs._uniform_hub, rs._weighted_hub
+    rs._uniform_hub = lambda *a: calls.append("uniform") or original_uniform(*a)
+    rs._weighted_hub = lambda *a: calls.append("weighted") or original_weighted(*a)
     try:
         with constants(HUB_DEGREE=4, FLOYD_MAX_K=0):
             splits, weights = csr([1.0] * 5, [100.0, 1, 1, 1, 1, 1], [1.0] * 4)
@@ -271,14 +273,14 @@ def test_path_choice_follows_the_row():
             run(RANDOM_WEIGHTED, splits, weights, [0], k=3)
             assert calls == ["uniform", "weighted"]
     finally:
-        st._uniform_hub, st._weighted_hub = original_uniform, original_weighted
+        rs._uniform_hub, rs._weighted_hub = original_uniform, original_weighted
 
 
 def test_rejection_cost_rule():
-    assert st._rejection_is_cheap(np.array([1.0] * 8), 3)
-    assert st._rejection_is_cheap(np.array([1.0, 0.0] * 8), 3)
-    assert not st._rejection_is_cheap(np.array([100.0] + [1.0] * 8), 3)
-    assert st._rejection_is_cheap(np.array([100.0] + [1.0] * 8), 1)
+    assert rs._rejection_is_cheap(np.array([1.0] * 8), 3)
+    assert rs._rejection_is_cheap(np.array([1.0, 0.0] * 8), 3)
+    assert not rs._rejection_is_cheap(np.array([100.0] + [1.0] * 8), 3)
+    assert rs._rejection_is_cheap(np.array([100.0] + [1.0] * 8), 1)
 
 
 # ---------------------------------------------------------------- distributions
@@ -438,7 +440,7 @@ def test_results_follow_the_documented_scheme(strategy, path):
         if strategy == RANDOM_UNIFORM:  # one method for every row the run can take it
             used = [path] * len(rows)
         else:  # Floyd's is uniform-only; a hub row draws only while rejection stays cheap
-            used = ["hub" if path == "hub" and st._rejection_is_cheap(np.maximum(row, 0), 4)
+            used = ["hub" if path == "hub" and rs._rejection_is_cheap(np.maximum(row, 0), 4)
                     else "keys" for row in rows]
     if path == "hub":
         assert used[2] == used[4] == "hub"
@@ -585,6 +587,6 @@ def test_unbiased_below_redraws_exactly_the_biased_top(queries, step, stride):
     bound = np.array([n for n, _ in queries], np.uint64)
     base = np.array([b for _, b in queries], np.uint64)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(st.rng, "mix_into", fake_mix_into)
-        got = st._unbiased_below(base, bound, step, stride)
+        patch.setattr(rs.rng, "mix_into", fake_mix_into)
+        got = rs._unbiased_below(base, bound, step, stride)
     assert got.tolist() == _unbiased_below_reference(h_of, base, bound, step, stride)

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from sampler.core import strategies as st
+from sampler.core import strategy_tuning as tuning
 from sampler.plan.sampling_spec_pb2 import RANDOM_UNIFORM, RANDOM_WEIGHTED, TOP_K
 from tests.sampler.core.test_strategies import (ALL, PATHS, HUB_EVERYWHERE, assert_subset_law,
                                                 constants, csr, per_query,
@@ -69,7 +70,7 @@ def test_weighted_is_exact_over_eligible_edges(row, excluded, k, hub):
 @pytest.mark.parametrize("hub", [False, True])
 def test_top_k_ranks_the_eligible_edges(hub):
     splits, weights = csr([5.0, 9.0, 1.0, 9.0, 7.0], [3.0, 3.0])
-    with constants(HUB_DEGREE=0 if hub else st.HUB_DEGREE):
+    with constants(HUB_DEGREE=0 if hub else tuning.HUB_DEGREE):
         result = run_excluding(TOP_K, splits, weights, [0, 0, 1, 1], [{1}, set(), {0}, {0, 1}],
                                k=2)
     assert per_query(result, 4, splits, [0, 0, 1, 1]) == [(3, 4), (1, 3), (1,), ()]
