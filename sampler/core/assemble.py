@@ -12,6 +12,10 @@ integer sorts (ids become codes into one sorted dictionary per set, so code orde
 is id order). The result, an AssembledShard, is arrays only: output/encoder.py
 encodes it into records, output/reference.py into GraphTensors (the reference the
 encoder is tested against).
+
+One module of about 450 lines on purpose: ShardAssembler's steps (node codes, ranks,
+the node layout, the edge layout, features and pairs) share one shard's layout state,
+and the helpers under the class serve only those steps.
 """
 from __future__ import annotations
 

@@ -91,6 +91,8 @@ def _declared_shape(declared, name: str) -> Optional[tuple[int, ...]]:
 
 
 def flatten_field(key: str, field: Field, shape: Optional[tuple[int, ...]]) -> list[FlatEntry]:
+    if shape is not None and not isinstance(field, Ragged):
+        field = _uniform_ragged(field, shape)
     levels = []  # row lengths of each Ragged nesting level = dimensions 1, 2, ...
     values = field
     while isinstance(values, Ragged):
@@ -103,6 +105,22 @@ def flatten_field(key: str, field: Field, shape: Optional[tuple[int, ...]]) -> l
         if shape is None or shape[dimension - 1] == -1:
             entries.append((k.ragged_key(key, dimension), wire.INT64, lengths))
     return entries
+
+
+def _uniform_ragged(values: np.ndarray, shape: tuple[int, ...]) -> Field:
+    """A dense field whose schema declares ragged dimensions, as the Ragged of uniform
+    rows it is an instance of (nested lists of equal lengths arrive dense: model.as_field);
+    anything else as it is, for _check_declared_shape to judge."""
+    ragged = k.ragged_dimensions(shape)
+    if not ragged or values.ndim != len(shape) + 1:
+        return values
+    depth = ragged[-1]
+    flat = values.reshape((-1,) + values.shape[depth + 1:])
+    field: Field = flat
+    for dimension in range(depth, 0, -1):  # innermost level first
+        rows = int(np.prod(values.shape[:dimension]))
+        field = Ragged(field, np.full(rows, values.shape[dimension], np.int64))
+    return field
 
 
 def _check_declared_shape(key: str, levels: list, values: np.ndarray,

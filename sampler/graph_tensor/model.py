@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -41,10 +41,20 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 
 def as_field(value, where: str) -> Field:
-    """Normalizes a feature value: numpy array (strings as object arrays of bytes) or Ragged."""
+    """Normalizes a feature value: numpy array (strings as object arrays of bytes) or Ragged.
+
+    Nested Python lists whose rows differ in length become a Ragged, read as TF's
+    `tf.ragged.constant` reads them (every nested list level a ragged dimension; numpy
+    arrays inside keep their trailing dimensions); rectangular lists stay a dense array.
+    """
     if isinstance(value, Ragged):
         return Ragged(as_field(value.values, where), _read_only(value.row_lengths))
-    array = np.asarray(value)
+    if isinstance(value, (list, tuple)) and _is_ragged_nesting(value):
+        return as_field(_ragged_from_lists(value, where), where)
+    try:
+        array = np.asarray(value)
+    except ValueError:  # lists that are neither rectangular nor ragged rows
+        return as_field(_ragged_from_lists(value, where), where)
     if array.dtype.kind in "SU":
         # One string representation everywhere: object arrays of bytes, as the
         # table readers produce and the decoder returns.
@@ -57,6 +67,38 @@ def as_field(value, where: str) -> Field:
     if array.ndim == 0:
         raise GraphTensorError(f"{where}: a feature needs the item dimension first, got a scalar")
     return _read_only(array)
+
+
+def _is_ragged_nesting(rows: Sequence) -> bool:
+    """Whether these rows are sequences of differing lengths (or hold such rows)."""
+    if not rows or not all(isinstance(r, (list, tuple, np.ndarray)) for r in rows):
+        return False
+    if len({len(r) for r in rows}) > 1:
+        return True
+    inner = [item for r in rows for item in r]
+    return isinstance(inner[0] if inner else None, (list, tuple)) and _is_ragged_nesting(inner)
+
+
+def _ragged_from_lists(rows: Sequence, where: str) -> Ragged:
+    """One Ragged level per nested list level, down to scalars or numpy arrays."""
+    odd = [r for r in rows if not isinstance(r, (list, tuple, np.ndarray))]
+    if odd:
+        raise GraphTensorError(f"{where}: a ragged feature's rows must all be lists, got "
+                               f"{type(odd[0]).__name__} {odd[0]!r}")
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    inner = [item for r in rows for item in r]
+    if inner and all(isinstance(i, (list, tuple)) for i in inner):
+        return Ragged(_ragged_from_lists(inner, where), lengths)
+    if any(isinstance(i, (list, tuple)) for i in inner):
+        raise GraphTensorError(f"{where}: a ragged feature mixes lists and scalars at one "
+                               f"nesting level")
+    if not inner:
+        return Ragged(np.zeros(0, np.float32), lengths)  # tf.ragged.constant's default
+    try:
+        values = np.asarray(inner)
+    except ValueError as e:  # arrays of differing shapes at the innermost level
+        raise GraphTensorError(f"{where}: the innermost values differ in shape ({e})") from None
+    return Ragged(values, lengths)
 
 
 def _strings_as_bytes(array: np.ndarray) -> np.ndarray:
