@@ -92,6 +92,8 @@ setup(
             "sample-inspect=pipelines.inspect_output:main",
             "sample-stats=pipelines.sample_stats:main",
             "unigraph-convert=pipelines.convert:main",
+            "unigraph-import=pipelines.import_graph:main",
+            "unigraph-check=pipelines.graph_check:main",
             "synthetic-graph=pipelines.synthetic:main",
             "benchmark=pipelines.bench.benchmark:main",
             "train=pipelines.train:main",

@@ -18,7 +18,7 @@ from typing import Mapping
 import numpy as np
 from google.protobuf import text_format
 
-from unigraph.columnar.arrow_source import ArrowSource
+from unigraph.columnar.table_source import TableSource
 from unigraph.storage import bigquery
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.storage import paths
@@ -75,7 +75,7 @@ class LoadedSchema:
     store: StoreInfo | None = None
     # A graph held in memory (unigraph.importers, sampler.api.load_graph of a PyG graph):
     # each table, by its metadata.filename, as Arrow batches instead of files.
-    memory: Mapping[str, ArrowSource] | None = None
+    memory: Mapping[str, TableSource] | None = None
 
     # Beam pickles DoFns with cloudpickle, which cannot pickle upb descriptors; a schema
     # travels to workers as its serialized bytes instead.
@@ -317,7 +317,7 @@ def bigquery_source(loaded: LoadedSchema, kind: str, name: str) -> bigquery.Sour
                                          f"graph schema {loaded.path}: {what}")
 
 
-def memory_source(loaded: LoadedSchema, kind: str, name: str) -> ArrowSource | None:
+def memory_source(loaded: LoadedSchema, kind: str, name: str) -> TableSource | None:
     """The Arrow batches of a set's table in a graph held in memory, else None."""
     if loaded.memory is None:
         return None

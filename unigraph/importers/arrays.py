@@ -25,7 +25,7 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 
-from unigraph.columnar.arrow_source import ArrowSource
+from unigraph.columnar.table_source import TableSource
 from unigraph.errors import SchemaError
 from unigraph.importers.graph import (ID, PAIR_SOURCE, PAIR_TARGET, SOURCE, TARGET, Builder,
                                       ImportedGraph, Split, set_name)
@@ -119,7 +119,7 @@ def import_arrays(origin: str, nodes: dict[str, NodeArrays],
             columns[attribute] = arrow_column(values, where)
             if attribute in LABEL_NAMES:
                 labelled.append((name, attribute))
-        builder.node_set(name, ArrowSource.of_table(name, pa.table(columns)), count)
+        builder.node_set(name, TableSource.of_table(name, pa.table(columns)), count)
     edge_names = _edge_set_names(edges, names, homogeneous)
     symmetric = set()
     for edge_type, arrays in edges.items():
@@ -141,7 +141,7 @@ def import_arrays(origin: str, nodes: dict[str, NodeArrays],
             columns[attribute] = arrow_column(values, f"{where} attribute '{attribute}'")
         name = edge_names[edge_type]
         builder.edge_set(name, names[source_type], names[target_type],
-                         ArrowSource.of_table(name, pa.table(columns)))
+                         TableSource.of_table(name, pa.table(columns)))
         if arrays.symmetric or (arrays.symmetric is None and source_type == target_type
                                 and is_symmetric(sources, targets)):
             symmetric.add(name)
@@ -152,7 +152,7 @@ def import_arrays(origin: str, nodes: dict[str, NodeArrays],
                          f"{', '.join(added)}")
     seed_set, label = _labelled(labelled, splits)
     if seed_set is not None:
-        parts = [Split(split, ArrowSource.of_table(f"seeds-{split}", pa.table(
+        parts = [Split(split, TableSource.of_table(f"seeds-{split}", pa.table(
             {ID: pa.array(ids.astype(np.int64))}))) for split, ids in splits.get(seed_set, {}).items()]
         builder.seeds(seed_set, label, parts)
         for other in sorted(set(splits) - {seed_set}):
@@ -210,10 +210,10 @@ def _edge_set_names(edges, names: dict[str, str], homogeneous: bool) -> dict:
 
 
 def pairs_source(name: str, sources: np.ndarray, targets: np.ndarray,
-                 features: dict[str, np.ndarray]) -> ArrowSource:
+                 features: dict[str, np.ndarray]) -> TableSource:
     """A pairs table (link seeds) of node indices and per-pair features."""
     columns = {PAIR_SOURCE: pa.array(np.asarray(sources, np.int64)),
                PAIR_TARGET: pa.array(np.asarray(targets, np.int64))}
     for feature, values in features.items():
         columns[feature] = arrow_column(values, f"pairs '{name}' column '{feature}'")
-    return ArrowSource.of_table(name, pa.table(columns))
+    return TableSource.of_table(name, pa.table(columns))

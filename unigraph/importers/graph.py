@@ -2,7 +2,7 @@
 
 Every importer (OGB folders, PyG and DGL graphs, plain tables) builds an
 `ImportedGraph`: the schema with every set, feature, dtype and shape declared, each
-table as an `ArrowSource` (unigraph.columnar.arrow_source) holding the columns a table
+table as an `TableSource` (unigraph.columnar.table_source) holding the columns a table
 file of the graph has (`#id`; `#source`, `#target`; one column per feature), the
 labelled node set and the splits (one seeds or pairs table each). From there it is
 either written (unigraph.importers.write: tables in any format, the schema, the
@@ -21,7 +21,7 @@ import re
 
 import pyarrow as pa
 
-from unigraph.columnar.arrow_source import ArrowSource
+from unigraph.columnar.table_source import TableSource
 from unigraph.errors import SchemaError
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.schema import (ID_COLUMNS, LINK_READOUT_EDGE_SETS, LINK_READOUT_NODE_SET,
@@ -48,14 +48,14 @@ class Split:
     """One split's seeds (`#id`) or pairs (`source`, `target`, the pairs' features)."""
 
     name: str             # "train", "valid", "test", ...: the file is seeds-<name>.<ext>
-    source: ArrowSource
+    source: TableSource
 
 
 @dataclasses.dataclass
 class ImportedGraph:
     origin: str                                   # what was imported, for messages
     schema: gs.GraphSchema                        # metadata.filename: table stems
-    tables: dict[str, ArrowSource]                # stem -> its rows
+    tables: dict[str, TableSource]                # stem -> its rows
     seed_set: str | None = None                   # the labelled node set (the spec's seeds)
     link: bool = False                            # splits are pairs of seed_set's nodes
     label: str | None = None                      # seed_set's feature holding the labels
@@ -115,7 +115,7 @@ class Builder:
         self.graph = ImportedGraph(origin, gs.GraphSchema(), {})
         self._stems: set[str] = set()
 
-    def _table(self, name: str, source: ArrowSource) -> str:
+    def _table(self, name: str, source: TableSource) -> str:
         stem = file_stem(name)
         while stem in self._stems or stem.startswith((SEEDS_PREFIX, PAIRS_PREFIX)):
             stem = "_" + stem
@@ -123,26 +123,34 @@ class Builder:
         self.graph.tables[stem] = source
         return stem
 
-    def node_set(self, name: str, source: ArrowSource | None = None,
-                 count: int | None = None) -> gs.NodeSet:
-        """A node set; its table (an `#id` column and the features) if it has one."""
+    def node_set(self, name: str, source: TableSource | None = None,
+                 count: int | None = None,
+                 features: dict[str, gs.Feature] | None = None) -> gs.NodeSet:
+        """A node set; its table (an `#id` column and the features) if it has one. The
+        features are declared from the source's Arrow types unless given."""
         node_set = self.graph.schema.node_sets[name]
         if source is not None:
             node_set.metadata.filename = self._table(name, source)
-            _declare(node_set.features, source.schema, ID_COLUMNS, f"node set '{name}':")
+            if features is None:
+                _declare(node_set.features, source.schema, ID_COLUMNS, f"node set '{name}':")
+        for feature_name, feature in (features or {}).items():
+            node_set.features[feature_name].CopyFrom(feature)
         if count is not None:
             node_set.metadata.cardinality = count
         return node_set
 
-    def edge_set(self, name: str, source_set: str, target_set: str,
-                 source: ArrowSource) -> gs.EdgeSet:
+    def edge_set(self, name: str, source_set: str, target_set: str, source: TableSource,
+                 features: dict[str, gs.Feature] | None = None) -> gs.EdgeSet:
         """An edge set and its table (`#source`, `#target`, features; a `#weight` column
-        is the weight, not a feature)."""
+        is the weight, not a feature, and `weight` both)."""
         edge_set = self.graph.schema.edge_sets[name]
         edge_set.source, edge_set.target = source_set, target_set
         edge_set.metadata.filename = self._table(name, source)
-        _declare(edge_set.features, source.schema,
-                 SOURCE_COLUMNS + TARGET_COLUMNS + WEIGHT_COLUMNS, f"edge set '{name}':")
+        if features is None:
+            _declare(edge_set.features, source.schema,
+                     SOURCE_COLUMNS + TARGET_COLUMNS + WEIGHT_COLUMNS[:1], f"edge set '{name}':")
+        for feature_name, feature in (features or {}).items():
+            edge_set.features[feature_name].CopyFrom(feature)
         return edge_set
 
     def reversed_edge_sets(self, skip: set[str] = frozenset()) -> list[str]:

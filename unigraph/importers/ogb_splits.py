@@ -30,7 +30,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from unigraph.columnar.arrow_source import ArrowSource
+from unigraph.columnar.table_source import TableSource
 from unigraph.errors import TableError
 from unigraph.importers import ogb_files as files
 from unigraph.importers.graph import ID, PAIR_SOURCE, PAIR_TARGET, Builder, Split
@@ -86,7 +86,7 @@ def checked_indices(path: str, values: np.ndarray, count: int, what: str) -> np.
 
 
 def _seeds(name: str, ids: np.ndarray) -> Split:
-    return Split(name, ArrowSource.of_table(f"seeds-{name}", pa.table({ID: pa.array(ids)})))
+    return Split(name, TableSource.of_table(f"seeds-{name}", pa.table({ID: pa.array(ids)})))
 
 
 def node_splits(builder: Builder, folder: str, counts: dict[str, int],
@@ -202,7 +202,7 @@ def _array(path: str, value: dict, key: str, count: int, what: str, ndim: int) -
 
 
 def _pairs_source(split: str, path: str, value: dict, count: int, node_set: str,
-                  relation: bool, builder: Builder) -> ArrowSource:
+                  relation: bool, builder: Builder) -> TableSource:
     what = f"node set '{node_set}'"
 
     def get(key, ndim):
@@ -270,4 +270,4 @@ def _pairs_source(split: str, path: str, value: dict, count: int, node_set: str,
                 else:
                     yield batch(np.repeat(sources[rows], k), negatives[rows].reshape(-1), 0, r)
 
-    return ArrowSource.streamed(f"pairs-{split}", schema, produce)
+    return TableSource.streamed(f"pairs-{split}", schema, produce)

@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from unigraph.columnar.arrow_source import ArrowSource
+from unigraph.columnar.table_source import TableSource
 from unigraph.errors import TableError
 from unigraph.importers.arrays import arrow_column
 from unigraph.importers.graph import ID, SOURCE, TARGET
@@ -107,7 +107,7 @@ def _feature_columns(followers: list[_Cursor], held: list[Held], start: int, n: 
 
 
 def node_source(stem: str, count: int, what: str, streamed: list[Streamed],
-                held: list[Held]) -> ArrowSource:
+                held: list[Held]) -> TableSource:
     """A node set's table: `#id` (0 .. count-1), then each column. The first Streamed
     column (if any) drives the rows; every other column must have `count` rows too."""
     for column in held:
@@ -139,7 +139,7 @@ def node_source(stem: str, count: int, what: str, streamed: list[Streamed],
         for cursor in followers:
             cursor.finish()
 
-    return ArrowSource.streamed(stem, schema, produce)
+    return TableSource.streamed(stem, schema, produce)
 
 
 def check_ends(path: str, ends: np.ndarray, start: int, counts: tuple[int, int],
@@ -161,7 +161,7 @@ def check_ends(path: str, ends: np.ndarray, start: int, counts: tuple[int, int],
 def edge_source(stem: str, ends_path: str, ends: Callable[[], Iterator[np.ndarray]],
                 counts: tuple[int, int], names: tuple[str, str], edges: int | None,
                 streamed: list[Streamed], held: list[Held], undirected: bool = False
-                ) -> ArrowSource:
+                ) -> TableSource:
     """An edge set's table: `#source`, `#target` from `ends` ([n, 2] int blocks), then each
     column, one row per edge of the ends file (`edges`: the count the dataset declares,
     if it does). `undirected`: each edge, then its reverse."""
@@ -201,4 +201,4 @@ def edge_source(stem: str, ends_path: str, ends: Callable[[], Iterator[np.ndarra
         for cursor in followers:
             cursor.finish()
 
-    return ArrowSource.streamed(stem, schema, produce)
+    return TableSource.streamed(stem, schema, produce)

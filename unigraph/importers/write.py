@@ -7,7 +7,7 @@
     <output>/sampling_spec.pbtxt    the starting spec (unigraph.importers.spec)
     <output>/graph_schema.pbtxt     written last: it names the rest
 
-Every table is read from its ArrowSource by the readers (unigraph.tables.read_memory,
+Every table is read from its TableSource by the readers (unigraph.tables.read_memory,
 so every value is checked as a table file's would be) and written by the writers
 `unigraph-convert` uses (unigraph.tables.writers), into a staging folder inside the
 output folder; the files are moved onto their names only when all were written

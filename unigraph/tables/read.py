@@ -13,7 +13,7 @@ import dataclasses
 from typing import Iterator
 
 from unigraph.storage import bigquery, paths
-from unigraph.columnar.arrow_source import ArrowSource, is_memory_name
+from unigraph.columnar.table_source import TableSource, is_memory_name
 from unigraph.columnar.batches import PairBatch, SeedBatch, describe_row
 from unigraph.errors import SamplerError, TableError
 from unigraph.schema import LoadedSchema, bigquery_source, memory_source, table_files
@@ -90,11 +90,14 @@ def close_bigquery(opened: OpenedSource) -> None:
     close_source(opened)
 
 
-def read_memory(layout: TableLayout, source: ArrowSource, *,
+def read_memory(layout: TableLayout, source: TableSource, *,
                 batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Batch]:
     """Every batch of a table held in memory (or made as it is read), decoded as a Parquet
     file's columns are and numbered as the rows of one file; a table without rows gives
     one empty batch, so that a writer still knows its columns."""
+    if source.read is not None:
+        yield from source.read(layout, batch_rows)
+        return
     columns = resolve_columns(layout, source.columns, source.name)
     rows = 0
     for part in source.batches():
