@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import warnings
 import zipfile
 from typing import Iterator
 
@@ -107,9 +108,12 @@ def read_counts(path: str) -> list[int]:
 
 def checked_count(path: str, value) -> int:
     """A count read from a file: a whole number in [0, 2**40)."""
-    number = float(value)
+    try:
+        number = float(value)
+    except ValueError:
+        raise TableError(f"{path}: count {value!r} is not a number") from None
     if not np.isfinite(number) or number != int(number) or not 0 <= number < MAX_COUNT:
-        raise TableError(f"{path}: count {value!r} is not a whole number from 0 to 2**40")
+        raise TableError(f"{path}: count {value} is not a whole number from 0 to 2**40")
     return int(number)
 
 
@@ -239,7 +243,9 @@ def load_torch(path: str) -> dict:
     tensors only, never code (`weights_only=True`)."""
     torch = require_extra("torch", "torch", f"reading OGB link prediction splits ({path})")
     try:
-        value = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch's notes on pickle protocols are not for users
+            warnings.simplefilter("ignore")
+            value = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # unpickling errors of every kind: the file is bad
         raise _fail(path, e) from None
     if not isinstance(value, dict):
