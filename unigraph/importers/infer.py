@@ -133,7 +133,13 @@ class Guess:
     masks: dict[str, str] = dataclasses.field(default_factory=dict)  # split -> mask column
 
 
+_IRREGULAR = {"people": "person", "children": "child", "men": "man", "women": "woman",
+              "data": "datum", "indices": "index", "vertices": "vertex"}
+
+
 def singular(name: str) -> str:
+    if name in _IRREGULAR:
+        return _IRREGULAR[name]
     if name.endswith("ies") and len(name) > 4:
         return name[:-3] + "y"
     if name.endswith("ses") or name.endswith("xes"):
@@ -153,9 +159,12 @@ def _base(column: str) -> str:
 
 
 def _names_table(column: str, table: str) -> bool:
+    """Whether a column's name refers to a table: `user_id`, `user`, `users`, and with a
+    qualifier, `buyer_user_id`."""
     base = _base(column).lower()
-    return base in (table.lower(), singular(table.lower())) or \
-        singular(base) == singular(table.lower())
+    names = {table.lower(), singular(table.lower())}
+    return base in names or singular(base) in names or \
+        any(base.endswith("_" + name) for name in names)
 
 
 def _share(sample: np.ndarray | None, ids: np.ndarray | None) -> float:

@@ -180,8 +180,10 @@ def _profile_tfrecord(path: str) -> tuple[int, dict[str, ColumnProfile]]:
     counts: dict[str, list[int]] = {}
     values: dict[str, list] = {}
     rows = 0
-    with tfrecord.open_records(path) as stream:
-        for record in tfrecord.iter_records(stream, path):
+    stream = tfrecord.open_records(path)
+    try:
+        records = tfrecord.iter_records(stream, path)
+        for record in records:
             example = example_pb2.Example()
             try:
                 example.ParseFromString(record)
@@ -197,6 +199,8 @@ def _profile_tfrecord(path: str) -> tuple[int, dict[str, ColumnProfile]]:
             rows += 1
             if rows >= SAMPLE_ROWS // 16:
                 break
+    finally:
+        stream.close()
     dtypes = {"bytes_list": gs.DT_STRING, "float_list": gs.DT_FLOAT, "int64_list": gs.DT_INT64}
     profiles = {}
     for key in kinds:
