@@ -164,7 +164,7 @@ def _streamed_matrix(path: str, name: str) -> Streamed:
 
     def blocks():
         for batch in files.stream_numbers(path, columns, pa.float32()):
-            yield np.stack([batch.column(i).to_numpy() for i in range(columns)], axis=1)
+            yield files.matrix(batch)
 
     return Streamed(name, path, blocks, pa.list_(pa.float32(), columns))
 
@@ -178,7 +178,7 @@ def _edge_blocks(path: str):
         if columns == 0:
             return
         for batch in files.stream_numbers(path, 2, pa.int64()):
-            yield np.stack([batch.column(0).to_numpy(), batch.column(1).to_numpy()], axis=1)
+            yield files.matrix(batch)
 
     return blocks
 
