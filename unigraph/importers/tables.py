@@ -149,8 +149,8 @@ def _text_vectors(name: str, strings: pa.Array) -> ColumnProfile:
     if shape == (1,):
         return ColumnProfile(name, gs.DT_INT64 if integers else gs.DT_FLOAT, ())
     return ColumnProfile(name, gs.DT_INT64 if integers else gs.DT_FLOAT, shape,
-                         note=f"{'vectors of ' + str(shape[0]) if shape[0] > 0 else 'lists'} "
-                              f"of space-separated numbers")
+                         note=f"vectors of {shape[0]} space-separated numbers" if shape[0] > 0
+                         else "lists of space-separated numbers")
 
 
 def _sample_table(fmt: str, path: str) -> pa.Table:
