@@ -29,6 +29,7 @@ import sys
 
 from unigraph.errors import SamplerError, SchemaError, message_line, one_line
 from unigraph.importers import infer, write_graph
+from unigraph.importers.review import review
 from unigraph.importers.ogb import OgbOptions, from_ogb, is_ogb_folder
 from unigraph.importers.spec import DEFAULT_FANOUTS
 from unigraph.importers.tables import from_tables, guess_tables
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace, out=print) -> int:
                                                  reverse_edges=args.reverse_edges))
     else:
         guess = guess_tables(args.source, hints_of(args))
-        for line in infer.review(guess):
+        for line in review(guess):
             out(line)
         if args.dry_run:
             out("(--dry-run: nothing written)")

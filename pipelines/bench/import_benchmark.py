@@ -36,7 +36,7 @@ import statistics
 import sys
 import time
 
-from pipelines import REPO_ROOT, synthetic
+from pipelines import synthetic
 from pipelines.bench.benchmark import DEFAULT_CACHE, ensure_graph, graph_key
 from pipelines.bench.ogb_layout import mag_from_synthetic
 from pipelines.bench.proc_stats import run_measured

@@ -216,12 +216,8 @@ def check_graph(loaded: LoadedSchema, *, time_range: tuple[float, float] | None 
                 f"{where}: {len(repeated):,} rows repeat an id (e.g. "
                 f"{_show(np.unique(sorted_ids[repeated]))}; "
                 f"{row_location(locations, int(row_ids[first]))})"))
-        _nan_findings(report, collector, where, "nodes", name)
-        times = collector.all_times()
+        times = _values_and_times(report, collector, summary, where, time_range, now)
         if times is not None:
-            summary["timestamps"] = time_summary(times, time_range, now)
-            summary["timestamps"]["column"] = collector.time_column
-            _time_finding(report, where, summary["timestamps"])
             node_times[name] = (node_ids, times)
         ids[name] = np.unique(node_ids)
         report.node_sets[name] = summary
@@ -296,12 +292,8 @@ def _check_edges(report: GraphCheck, loaded: LoadedSchema, name: str, edge_set, 
                 f"{where}: {parallel:,} edges repeat a (source, target) pair"))
     summary["out_degree"] = _degrees(*codes["source"])
     summary["in_degree"] = _degrees(*codes["target"])
-    _nan_findings(report, collector, where, "edges", name)
-    times = collector.all_times()
+    times = _values_and_times(report, collector, summary, where, time_range, now)
     if times is not None:
-        summary["timestamps"] = time_summary(times, time_range, now)
-        summary["timestamps"]["column"] = collector.time_column
-        _time_finding(report, where, summary["timestamps"])
         for end, values, node_set in (("source", sources, edge_set.source),
                                       ("target", targets, edge_set.target)):
             if node_set in node_times:
@@ -321,9 +313,20 @@ def _check_edges(report: GraphCheck, loaded: LoadedSchema, name: str, edge_set, 
     return summary
 
 
-def _nan_findings(report: GraphCheck, collector: _Collector, where: str, kind: str,
-                  name: str) -> None:
-    locations = table_locations(collector.loaded, kind, name)
+def _values_and_times(report: GraphCheck, collector: _Collector, summary: dict, where: str,
+                      time_range, now: float) -> np.ndarray | None:
+    """The set's NaN findings and its timestamps' summary; its timestamps, if it has any."""
+    _nan_findings(report, collector, where)
+    times = collector.all_times()
+    if times is not None:
+        summary["timestamps"] = time_summary(times, time_range, now)
+        summary["timestamps"]["column"] = collector.time_column
+        _time_finding(report, where, summary["timestamps"])
+    return times
+
+
+def _nan_findings(report: GraphCheck, collector: _Collector, where: str) -> None:
+    locations = table_locations(collector.loaded, collector.kind, collector.name)
     for feature, parts in sorted(collector.nan.items()):
         rows = np.concatenate(parts)
         report.findings.append(Finding(

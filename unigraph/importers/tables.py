@@ -30,7 +30,7 @@ from unigraph.importers.infer import (ColumnProfile, Guess, Hints, TableProfile,
                                       infer)
 from unigraph.protos import example_pb2
 from unigraph.protos import graph_schema_pb2 as gs
-from unigraph.tables.layout import EDGES, NODES, FeatureSpec, TableLayout
+from unigraph.tables.layout import NODES, FeatureSpec, TableLayout
 from unigraph.tables.read import WorkUnit, read_unit
 from unigraph.timestamps import TIMESTAMP_COLUMN_KEY, TIMESTAMP_COLUMNS
 

@@ -10,7 +10,8 @@ import pytest
 from pipelines import sample
 from unigraph.errors import SamplerError
 from unigraph.importers import write_graph
-from unigraph.importers.infer import Hints, review
+from unigraph.importers.infer import Hints
+from unigraph.importers.review import review
 from unigraph.importers.tables import from_tables, guess_tables
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.schema import feature_shape, load_schema
