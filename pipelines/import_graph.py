@@ -29,7 +29,7 @@ import sys
 
 from unigraph.errors import SamplerError, SchemaError, message_line, one_line
 from unigraph.importers import infer, write_graph
-from unigraph.importers.review import review
+from unigraph.importers.review import review, schema_lines
 from unigraph.importers.ogb import OgbOptions, from_ogb, is_ogb_folder
 from unigraph.importers.spec import DEFAULT_FANOUTS
 from unigraph.importers.tables import from_tables, guess_tables
@@ -70,12 +70,14 @@ def make_parser() -> argparse.ArgumentParser:
                                 "as ogb loads the dataset)")
     direction.add_argument("--directed", dest="undirected", action="store_const", const=False,
                            help="read every edge as stored")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the schema (for tables: the guess) and stop; nothing is "
+                             "written")
+    parser.add_argument("--yes", action="store_true",
+                        help="plain tables: do not ask before writing (asked only on a "
+                             "terminal)")
     tables = parser.add_argument_group("plain tables: correct the guess (TABLE is a file's "
                                        "name without its extension)")
-    tables.add_argument("--dry-run", action="store_true",
-                        help="print the guessed schema and stop (nothing is written)")
-    tables.add_argument("--yes", action="store_true",
-                        help="do not ask before writing (asked only on a terminal)")
     tables.add_argument("--nodes", action="append", default=[], metavar="TABLE=ID_COLUMN",
                         help="TABLE is a node table with this id column")
     tables.add_argument("--edges", action="append", default=[],
@@ -182,6 +184,9 @@ def run(args: argparse.Namespace, out=print) -> int:
             out("nothing written")
             return 1
         graph = from_tables(args.source, guess, reverse_edges=args.reverse_edges)
+    if kind == "ogb":
+        for line in schema_lines(graph):
+            out(line)
     for note in graph.notes:
         out(f"note: {note}")
     if args.dry_run:

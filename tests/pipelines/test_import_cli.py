@@ -64,3 +64,13 @@ def test_a_bad_value_past_the_sample_is_one_line_and_nothing_is_written(tmp_path
     err = capsys.readouterr().err
     assert "items.csv: line 70012" in err and "not a price" in err and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_an_ogb_dry_run_shows_the_schema_and_writes_nothing(tmp_path, capsys):
+    mag = mag_like(tmp_path / "dataset")
+    assert import_graph.main([mag.folder, "--output", str(tmp_path / "g"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "node set 'paper' (a table): feat DT_FLOAT [4]" in out
+    assert "edge set 'writes' (author -> paper): feat DT_FLOAT [2]" in out
+    assert "splits (seeds of 'paper'): train, valid, test" in out
+    assert not os.path.exists(tmp_path / "g")

@@ -43,3 +43,32 @@ def review(guess: Guess) -> list[str]:
                      + (f"; splits from '{guess.split[1]}'" if guess.split else "")
                      + (f"; splits from {', '.join(guess.masks.values())}" if guess.masks else ""))
     return lines
+
+
+def _feature_text(features) -> str:
+    parts = []
+    for name, feature in features.items():
+        shape = "[" + ", ".join(str(d.size) for d in feature.shape.dim) + "]"
+        parts.append(f"{name} {gs.DataType.Name(feature.dtype)} {shape}")
+    return ", ".join(parts) or "no features"
+
+
+def schema_lines(graph) -> list[str]:
+    """An imported graph's schema in a few lines: each set, its table and features."""
+    schema = graph.schema
+    lines = []
+    for name, node_set in sorted(schema.node_sets.items()):
+        if name.startswith("_"):
+            continue
+        table = "a table" if node_set.metadata.filename else "no table"
+        lines.append(f"node set '{name}' ({table}): {_feature_text(node_set.features)}")
+    for name, edge_set in sorted(schema.edge_sets.items()):
+        if name.startswith("_"):
+            continue
+        lines.append(f"edge set '{name}' ({edge_set.source} -> {edge_set.target}): "
+                     f"{_feature_text(edge_set.features)}")
+    if graph.seed_set:
+        kind = "pairs of" if graph.link else "seeds of"
+        splits = ", ".join(s.name for s in graph.splits) or "none"
+        lines.append(f"splits ({kind} '{graph.seed_set}'): {splits}")
+    return lines
