@@ -51,11 +51,27 @@ def column_count(path: str) -> int:
     return line.count(b",") + 1 if line else 0
 
 
+try:  # ISA-L's inflate: 2-3 times zlib's speed, most of the CPU of reading a gzipped file
+    from isal import igzip as _igzip
+    from isal.isal_zlib import error as _IsalError
+except ImportError:  # pragma: no cover - a platform without its wheel: Arrow's zlib
+    _igzip, _IsalError = None, OSError
+_INFLATE_ERRORS = (OSError, EOFError, _IsalError)
+
+
+def _text_stream(path: str):
+    """The file's text as a read()-able stream: gzip inflated by ISA-L (the `isal`
+    package) where it is installed, else by Arrow (zlib)."""
+    if _igzip is not None and path.endswith(".gz"):
+        return _igzip.open(path, "rb")
+    return pa.input_stream(path, compression="detect")
+
+
 def _text_blocks(path: str) -> Iterator[tuple[int, bytes]]:
     """(first byte's offset, whole lines) of a (gzipped) text file, about BLOCK_BYTES each."""
     offset = 0
     rest = b""
-    with pa.input_stream(path, compression="detect") as stream:
+    with _text_stream(path) as stream:
         while True:
             data = stream.read(BLOCK_BYTES)
             if not data:
@@ -112,7 +128,7 @@ def stream_numbers(path: str, columns: int, value_type: pa.DataType) -> Iterator
     except pa.ArrowInvalid as e:
         raise TableError(f"{path}: in the lines from line {_line_at(path, offset)}: "
                          f"{one_line(e)}") from None
-    except (OSError, EOFError) as e:
+    except _INFLATE_ERRORS as e:
         raise _fail(path, e) from None
 
 
