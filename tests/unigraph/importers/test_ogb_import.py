@@ -241,3 +241,17 @@ def test_the_dataset_folder_is_found_from_its_root_or_raw(tmp_path):
     mag = mag_like(tmp_path / "dataset")
     for path in (tmp_path / "dataset", os.path.join(mag.folder, "raw")):
         assert from_ogb(str(path)).origin == "OGB ogbn-mag"
+
+
+@pytest.mark.parametrize("isal", [True, False])
+def test_gzip_is_inflated_alike_with_and_without_isal(tmp_path, monkeypatch, isal):
+    from unigraph.importers import ogb_files
+
+    if not isal:
+        monkeypatch.setattr(ogb_files, "_igzip", None)  # Arrow's zlib, as without the wheel
+    monkeypatch.setattr(ogb_files, "BLOCK_BYTES", 64)  # many blocks, lines cut across them
+    arxiv = arxiv_like(tmp_path)
+    loaded, _ = imported(arxiv.folder, tmp_path / "out")
+    np.testing.assert_array_equal(features_of(table(loaded, "nodes", "nodes"), "feat"),
+                                  arxiv.feat)
+    np.testing.assert_array_equal(edges_of(loaded, "edges")[0], arxiv.edges)
