@@ -25,14 +25,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import shutil
 import sys
-import uuid
 
 from google.protobuf import text_format
 
 from sampler.core.long_rows import CHUNK_EDGES
 from unigraph.storage import bigquery, paths
+from unigraph.storage.staging import write_staged
 from unigraph.errors import SamplerError, SchemaError, TableError, message_line, one_line
 from unigraph.schema import (SCHEMA_FILE_NAME, bigquery_source, check_schema, load_schema,
                              set_names, table_files)
@@ -93,22 +92,14 @@ def convert(graph: str, output: str, fmt: str, shards: int = 1) -> list[str]:
     out_folder = output if paths.is_remote(output) else os.path.abspath(output)
     if out_folder.rstrip("/") == loaded.folder.rstrip("/"):
         raise SchemaError(f"--output {output} is the input graph's folder; choose another")
-    created = not paths.is_remote(output) and not os.path.isdir(output)
-    staging = paths.join(output, f"{STAGING_PREFIX}{uuid.uuid4().hex[:8]}")
-    paths.make_folder(staging)
-    try:
+
+    def write(staging: str):
         schema, names, lines = _write_tables(loaded, staging, fmt, shards)
         with paths.open_binary(paths.join(staging, SCHEMA_FILE_NAME), "wb") as f:
             f.write(text_format.MessageToString(schema).encode("utf-8"))
-        for name in names + [SCHEMA_FILE_NAME]:  # the schema last: it names the rest
-            paths.rename(paths.join(staging, name), paths.join(output, name))
-    except BaseException:
-        paths.delete_tree(staging)
-        if created:
-            shutil.rmtree(output, ignore_errors=True)
-        raise
-    paths.delete_tree(staging)
-    return lines
+        return names + [SCHEMA_FILE_NAME], lines  # the schema last: it names the rest
+
+    return write_staged(output, STAGING_PREFIX, write)
 
 
 def _write_tables(loaded, folder: str, fmt: str, shards: int):

@@ -125,6 +125,8 @@ LAYERS = [
     ("unigraph.schema", "unigraph.timestamps"),
     ("unigraph.tables",),
     ("unigraph.beam",),
+    # Graphs of other kinds brought into the unigraph, and a unigraph's checks.
+    ("unigraph.importers", "unigraph.check"),
     ("sampler.graph_tensor",),
     ("sampler.plan",),
     ("sampler.core",),

@@ -13,10 +13,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+from typing import Mapping
 
 import numpy as np
 from google.protobuf import text_format
 
+from unigraph.columnar.table_source import TableSource
 from unigraph.storage import bigquery
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.storage import paths
@@ -71,18 +73,22 @@ class LoadedSchema:
     # A prepared graph store (unigraph.store_manifest): its tables are mapped arrays, and
     # what planning needs to know of the tables comes from its manifest.
     store: StoreInfo | None = None
+    # A graph held in memory (unigraph.importers, sampler.api.load_graph of a PyG graph):
+    # each table, by its metadata.filename, as Arrow batches instead of files.
+    memory: Mapping[str, TableSource] | None = None
 
     # Beam pickles DoFns with cloudpickle, which cannot pickle upb descriptors; a schema
     # travels to workers as its serialized bytes instead.
     def __getstate__(self):
         return {"schema": self.schema.SerializeToString(), "path": self.path,
-                "folder": self.folder, "store": self.store}
+                "folder": self.folder, "store": self.store, "memory": self.memory}
 
     def __setstate__(self, state):
         object.__setattr__(self, "schema", gs.GraphSchema.FromString(state["schema"]))
         object.__setattr__(self, "path", state["path"])
         object.__setattr__(self, "folder", state["folder"])
         object.__setattr__(self, "store", state.get("store"))
+        object.__setattr__(self, "memory", state.get("memory"))
 
     def node_set(self, name: str) -> gs.NodeSet:
         return self.schema.node_sets[name]
@@ -311,9 +317,24 @@ def bigquery_source(loaded: LoadedSchema, kind: str, name: str) -> bigquery.Sour
                                          f"graph schema {loaded.path}: {what}")
 
 
-def table_files(loaded: LoadedSchema, kind: str, name: str) -> list[str]:
-    """The files of a node set's ('nodes') or edge set's ('edges') table."""
+def memory_source(loaded: LoadedSchema, kind: str, name: str) -> TableSource | None:
+    """The Arrow batches of a set's table in a graph held in memory, else None."""
+    if loaded.memory is None:
+        return None
     metadata, what = _set_metadata(loaded, kind, name)
+    if metadata.filename not in loaded.memory:
+        raise TableError(f"graph schema {loaded.path}: {what}: table '{metadata.filename}' is "
+                         f"not among the tables held in memory")
+    return loaded.memory[metadata.filename]
+
+
+def table_files(loaded: LoadedSchema, kind: str, name: str) -> list[str]:
+    """The files of a node set's ('nodes') or edge set's ('edges') table (a table held in
+    memory: its name, `memory:<filename>`)."""
+    metadata, what = _set_metadata(loaded, kind, name)
+    source = memory_source(loaded, kind, name)
+    if source is not None:
+        return [source.name]
     if loaded.store is not None:
         raise TableError(f"graph store {loaded.store.folder}: {what} is mapped from the store, "
                          f"its table is not kept there (only the in-memory engine reads a store)")

@@ -23,7 +23,7 @@ def provenance(program: str, argv: list[str] | None = None) -> dict:
     args = sys.argv[1:] if argv is None else argv
     return {"date": time.strftime("%Y-%m-%d"), "machine": machine(),
             "load_average": round(os.getloadavg()[0], 1),
-            "command": shlex.join([program, *args])}
+            "command": " ".join([program, shlex.join(args)]).strip()}
 
 
 def write_json(document: dict, path: str) -> None:

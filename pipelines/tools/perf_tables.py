@@ -235,6 +235,30 @@ def torch(data: dict, source: str) -> str:
         provenance_line(data, source)])
 
 
+def import_graph(data: dict, source: str) -> str:
+    """`python -m pipelines.bench.import_benchmark --json`: `unigraph-import` reading an OGB
+    folder beside `sample` reading the same graph's CSV tables."""
+    config, medians = data["config"], data["medians"]
+    names = {"read_csv": "`sample`'s readers, the graph's CSV tables",
+             "import_read": "`unigraph-import` reading the OGB folder (checked, nothing written)",
+             "import": f"`unigraph-import`, the whole command (writes {config['format']})"}
+    base = medians["read_csv"]["rows_per_cpu_s"]
+    rows = [[names.get(name, name), number(m["rows"]), number(m["cpu_s"], 1),
+             number(m["wall_s"], 1), number(m["rows_per_cpu_s"]),
+             f"{m['rows_per_cpu_s'] / base:.2f}x", number(m["peak_rss_mb"])]
+            for name, m in medians.items()]
+    counts = config["rows"]
+    return "\n\n".join([
+        f"Scale {config['scale']}: {counts['nodes']:,} node rows (papers with 128 floats), "
+        f"{counts['edges']:,} edge rows, {counts.get('seeds', 0):,} seed rows (the time "
+        f"split, which only the import reads); the synthetic graph as CSV tables and as an "
+        f"`ogbn_mag` folder laid out as `ogb` stores it (gzipped CSV). Median of "
+        f"{config['repeat']} interleaved round(s), one process per contender.",
+        table(["contender", "rows", "CPU s", "wall s", "rows per CPU-second",
+               "vs `sample`", "peak RSS MB"], rows),
+        provenance_line(data, source)])
+
+
 # ---- what a Dataflow run costs, estimated from the Beam engine's measured CPU ---------
 
 # Dataflow batch prices, us-central1: per vCPU-hour, per GB-hour of memory, per GB
@@ -307,6 +331,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
     "install": ("Installing", install),
     "fuzz": ("Fuzzing", fuzz),
     "torch": ("Reading samples into PyTorch Geometric", torch),
+    "import": ("Importing a graph (`unigraph-import`)", import_graph),
 }
 # Sections computed from other kinds' files: (title, after which kind they go).
 DERIVED = {"cost": ("What a Dataflow run costs", "engines")}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence, Union
+
+from google.protobuf import text_format
 
 from sampler.api.graph import CUTOFF_COLUMN, Graph, PathLike
 from sampler.core.long_rows import CHUNK_EDGES
@@ -16,12 +18,15 @@ from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.plan import UNIFORM, with_edge_aggregation
 from sampler.plan.timing import time_plan_of
 from unigraph.errors import SamplerError
+from unigraph.importers import from_object
+from unigraph.importers.spec import SPEC_FILE_NAME, starting_spec
+from unigraph.schema import LoadedSchema
 from unigraph.storage import bigquery
 
 log = logging.getLogger("sampler")
 
 
-def load_graph(graph: PathLike, spec: PathLike | ss.SamplingSpec, *,
+def load_graph(graph: Union[PathLike, Any], spec: PathLike | ss.SamplingSpec | None = None, *,
                data_path: PathLike | None = None, timestamp_column: str | None = None,
                cutoffs: bool = False, edge_aggregation: str = "edge", negatives: int = 0,
                negative_sampling: str = UNIFORM, exclude_target_edge: bool = True,
@@ -30,7 +35,13 @@ def load_graph(graph: PathLike, spec: PathLike | ss.SamplingSpec, *,
                bigquery_project: str | None = None, threads: int = 1) -> Graph:
     """Loads the graph a spec samples, once: `graph` is a schema file or its folder (any
     table format, local, gs:// or BigQuery), or a graph store (docs/store.md), which is
-    mapped instead of read. The options are `sample`'s flags of the same names:
+    mapped instead of read; or a graph held in Python, sampled as it is without files:
+    a PyG `Data`/`HeteroData`, a DGL graph or a `unigraph.importers.ImportedGraph`
+    (docs/import.md: it reads as `unigraph.import_pyg` would write it, so the subgraphs
+    are those of the written folder). `spec` left out: the folder's
+    `sampling_spec.pbtxt` (what `unigraph-import` writes), or for a graph in Python the
+    same starting spec (two hops over every edge set from the labelled node set).
+    The options are `sample`'s flags of the same names:
     `cutoffs=True` prepares sampling with per-seed time cut-offs; `negatives`,
     `negative_sampling`, `exclude_target_edge`, `target_edge_sets` are for link specs;
     `bigquery_project` bills BigQuery reads (default: GOOGLE_CLOUD_PROJECT, else the
@@ -48,10 +59,38 @@ def load_graph(graph: PathLike, spec: PathLike | ss.SamplingSpec, *,
                            target_edge_sets, chunk_edges, bigquery_project, threads)
 
 
+def _graph_and_spec(graph, spec) -> tuple[Union[str, LoadedSchema],
+                                          Union[str, "os.PathLike[str]", ss.SamplingSpec]]:
+    """(a path or a graph held in memory, the spec): a graph in Python imported, and a
+    spec left out made or found (load_graph's docstring)."""
+    imported = from_object(graph)
+    if imported is not None:
+        if spec is None:
+            if imported.seed_set is None:
+                raise SamplerError(f"{imported.origin}: no labelled node set or split to seed "
+                                   f"a starting spec from; give a spec")
+            spec = text_format.Parse(
+                starting_spec(imported.schema, imported.seed_set, imported.link),
+                ss.SamplingSpec())
+        return imported.loaded(), spec
+    if not isinstance(graph, (str, os.PathLike)):
+        raise SamplerError(f"load_graph: graph {type(graph).__name__!r}: give a schema file or "
+                           f"folder, a graph store, or a PyG / DGL graph")
+    graph = os.fspath(graph)
+    if spec is None:
+        folder = graph if not graph.endswith(".pbtxt") else os.path.dirname(graph) or "."
+        spec = os.path.join(folder, SPEC_FILE_NAME)
+        if not os.path.exists(spec):
+            raise SamplerError(f"load_graph: no spec given and no {SPEC_FILE_NAME} beside "
+                               f"the graph in {folder}")
+    return graph, spec
+
+
 def _load_graph(graph, spec, data_path, timestamp_column, cutoffs, edge_aggregation,
                 negatives, negative_sampling, exclude_target_edge, target_edge_sets,
                 chunk_edges, bigquery_project, threads) -> Graph:
-    loaded, plan = load_and_check(os.fspath(graph), spec if isinstance(spec, ss.SamplingSpec)
+    graph, spec = _graph_and_spec(graph, spec)
+    loaded, plan = load_and_check(graph, spec if isinstance(spec, ss.SamplingSpec)
                                   else os.fspath(spec),
                                   None if data_path is None else os.fspath(data_path),
                                   timestamp_column)

@@ -12,11 +12,13 @@ from unigraph.schema import LoadedSchema, check_schema, load_schema
 from unigraph.timestamps import override_timestamp_column
 
 
-def load_and_check(graph: str, spec: str | ss.SamplingSpec, data_path: str | None = None,
+def load_and_check(graph: str | LoadedSchema, spec: str | ss.SamplingSpec,
+                   data_path: str | None = None,
                    timestamp_column: str | None = None) -> tuple[LoadedSchema, Plan]:
-    """Every check of the schema and spec (a path, or a SamplingSpec message) that can
-    run before a pipeline exists."""
-    loaded = load_schema(graph, data_path)
+    """Every check of the schema (a path, or a schema loaded already: a graph held in
+    memory) and spec (a path, or a SamplingSpec message) that can run before a pipeline
+    exists."""
+    loaded = graph if isinstance(graph, LoadedSchema) else load_schema(graph, data_path)
     if timestamp_column:
         override_timestamp_column(loaded, timestamp_column)
     check_schema(loaded)

@@ -80,6 +80,21 @@ def decode_arrow(layout: TableLayout, columns: ColumnMap, table,
     return keys, weights, features
 
 
+def decode_slices(layout: TableLayout, columns: ColumnMap, table, where: str, file_index: int,
+                  first_row: int, batch_rows: int):
+    """The batches of a native Arrow table (or record batch) holding rows `first_row`...
+    of file `file_index`, `batch_rows` at a time; messages name rows as `<where>: row N`."""
+    for offset in range(0, table.num_rows, batch_rows):
+        part = table.slice(offset, batch_rows)
+        start = first_row + offset
+
+        def locate(i: int, start=start) -> str:
+            return f"{where}: row {start + i}"
+
+        keys, weights, features = decode_arrow(layout, columns, part, locate)
+        yield make_batch(layout, keys, weights, features, file_index, start, locate=locate)
+
+
 def make_batch(layout: TableLayout, keys: list[np.ndarray], weights: np.ndarray | None,
                features: dict[str, FeatureValues], file_index: int = 0, first_row: int = 0,
                rows: np.ndarray | None = None, locate: decode.Locate | None = None) -> Batch:

@@ -16,7 +16,7 @@ from unigraph.protos import example_pb2
 
 from unigraph.storage import bigquery, paths
 from unigraph.errors import TableError, one_line
-from unigraph.schema import LoadedSchema, bigquery_source, table_files
+from unigraph.schema import LoadedSchema, bigquery_source, memory_source, table_files
 
 
 def set_columns(loaded: LoadedSchema, kind: str, name: str) -> list[str]:
@@ -24,6 +24,9 @@ def set_columns(loaded: LoadedSchema, kind: str, name: str) -> list[str]:
     result's of a BigQuery query; a store's, as its manifest recorded them."""
     if loaded.store is not None:
         return list(loaded.store.table(kind, name).columns)
+    held = memory_source(loaded, kind, name)
+    if held is not None:
+        return held.columns
     source = bigquery_source(loaded, kind, name)
     if source is None:
         return table_columns(table_files(loaded, kind, name)[0])
@@ -37,6 +40,9 @@ def set_bytes(loaded: LoadedSchema, kind: str, name: str) -> int:
     query scans (0 where BigQuery does not tell); a store's, of the tables it was built from."""
     if loaded.store is not None:
         return loaded.store.table(kind, name).bytes
+    held = memory_source(loaded, kind, name)
+    if held is not None:
+        return held.nbytes
     source = bigquery_source(loaded, kind, name)
     if source is None:
         return sum(paths.size(path) for path in table_files(loaded, kind, name))

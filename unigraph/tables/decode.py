@@ -256,6 +256,11 @@ def _all_finite(weights: np.ndarray, locate: Locate, name: str,
 
 # ---- flat values -------------------------------------------------------------------
 
+def _is_time_type(arrow_type: pa.DataType) -> bool:
+    return (pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type)
+            or pa.types.is_duration(arrow_type))
+
+
 def cast_values(values: pa.Array, spec: FeatureSpec, where: Callable[[int], str],
                 name: str) -> np.ndarray:
     """A flat Arrow array of values -> numpy values of the feature's dtype.
@@ -272,6 +277,8 @@ def cast_values(values: pa.Array, spec: FeatureSpec, where: Callable[[int], str]
     text = is_text(values.type)
     if text:
         values = pc.utf8_trim_whitespace(pc.cast(values, pa.string()))
+    elif _is_time_type(values.type):  # a Parquet timestamp or date: its integer, in its unit
+        values = values.view(pa.int64() if values.type.bit_width == 64 else pa.int32())
     elif not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
               or pa.types.is_boolean(values.type)):
         raise TableError(f"{where(0)}: column '{name}' has type {values.type}, "

@@ -58,6 +58,9 @@ class TableLayout:
     # appended to `features` and removed from the batch's features again.
     timestamp: TimeColumn | None = None
     timestamp_hidden: bool = False
+    # The key columns under other names (plain tables that unigraph-import reads): one
+    # tuple of accepted names per key column, instead of `#id`/`id` and the like.
+    key_spellings: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def what(self) -> str:
@@ -71,6 +74,8 @@ class TableLayout:
     @property
     def key_columns(self) -> tuple[tuple[str, ...], ...]:
         """The accepted spellings of each key column, canonical first."""
+        if self.key_spellings is not None:
+            return self.key_spellings
         if self.kind in (EDGES, PAIRS):
             return (SOURCE_COLUMNS, TARGET_COLUMNS)
         return (ID_COLUMNS,)

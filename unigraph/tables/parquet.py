@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from unigraph.storage import paths
 from unigraph.errors import TableError, one_line
-from unigraph.tables.build import Batch, decode_arrow, make_batch, resolve_columns
+from unigraph.tables.build import Batch, decode_slices, resolve_columns
 from unigraph.tables.layout import TableLayout
 
 
@@ -51,13 +51,5 @@ def read_parquet(layout: TableLayout, path: str, file_index: int, batch_rows: in
             except Exception as e:
                 raise TableError(f"{path}: row group {group}: cannot read: {one_line(e)}") \
                     from None
-            for offset in range(0, table.num_rows, batch_rows):
-                part = table.slice(offset, batch_rows)
-                first_row = int(starts[group]) + offset
-
-                def locate(i: int, first_row=first_row) -> str:
-                    return f"{path}: row {first_row + i}"
-
-                keys, weights, features = decode_arrow(layout, columns, part, locate)
-                yield make_batch(layout, keys, weights, features, file_index, first_row,
-                                 locate=locate)
+            yield from decode_slices(layout, columns, table, path, file_index,
+                                     int(starts[group]), batch_rows)

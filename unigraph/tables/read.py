@@ -13,12 +13,13 @@ import dataclasses
 from typing import Iterator
 
 from unigraph.storage import bigquery, paths
+from unigraph.columnar.table_source import TableSource, is_memory_name
 from unigraph.columnar.batches import PairBatch, SeedBatch, describe_row
 from unigraph.errors import SamplerError, TableError
-from unigraph.schema import LoadedSchema, bigquery_source, table_files
+from unigraph.schema import LoadedSchema, bigquery_source, memory_source, table_files
 from unigraph.tables.bigquery import (OpenedSource, ReadStream, close_source, open_source,
                                       read_stream)
-from unigraph.tables.build import Batch
+from unigraph.tables.build import Batch, decode_arrow, decode_slices, make_batch, resolve_columns
 from unigraph.tables.csv import line_of_row, read_csv
 from unigraph.tables.layout import (DEFAULT_BATCH_ROWS, TableLayout, TimeColumn, seeds_layout,
                                     table_layout)
@@ -89,6 +90,26 @@ def close_bigquery(opened: OpenedSource) -> None:
     close_source(opened)
 
 
+def read_memory(layout: TableLayout, source: TableSource, *,
+                batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Batch]:
+    """Every batch of a table held in memory (or made as it is read), decoded as a Parquet
+    file's columns are and numbered as the rows of one file; a table without rows gives
+    one empty batch, so that a writer still knows its columns."""
+    if source.read is not None:
+        yield from source.read(layout, batch_rows)
+        return
+    columns = resolve_columns(layout, source.columns, source.name)
+    rows = 0
+    for part in source.batches():
+        yield from decode_slices(layout, columns, part, source.name, 0, rows, batch_rows)
+        rows += part.num_rows
+    if rows == 0:
+        empty = source.schema.empty_table()
+        keys, weights, features = decode_arrow(layout, columns, empty,
+                                               lambda i: f"{source.name}: row {i}")
+        yield make_batch(layout, keys, weights, features)
+
+
 def read_bigquery(layout: TableLayout, source: bigquery.Source, *,
                   batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[Batch]:
     """Every batch of a BigQuery table, stream after stream (in-process)."""
@@ -110,6 +131,10 @@ def read_set(loaded: LoadedSchema, kind: str, set_name: str, *,
         raise SamplerError(f"graph store {loaded.store.folder}: {kind[:-1]} set '{set_name}' is "
                            f"mapped, not read as rows; only the in-memory engine reads a store")
     layout = table_layout(loaded, kind, set_name, timestamp)
+    held = memory_source(loaded, kind, set_name)
+    if held is not None:
+        yield from read_memory(layout, held, batch_rows=batch_rows)
+        return
     source = bigquery_source(loaded, kind, set_name)
     if source is not None:
         yield from read_bigquery(layout, source, batch_rows=batch_rows)
@@ -178,6 +203,8 @@ def row_location(files: list[str], row_id: int) -> str:
         return f"{files[0]} (the row whose content hashes to {int(row_id) & (2**64 - 1):016x})"
     file_index, row = describe_row(row_id)
     path = files[file_index]
+    if is_memory_name(path):
+        return f"{path} row {row}"
     fmt = paths.file_format(path)
     if fmt == "csv":  # rescans the file: only on the error path
         return f"{path} line {line_of_row(path, row)}"

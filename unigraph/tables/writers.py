@@ -28,13 +28,13 @@ import pyarrow.parquet as pq
 from unigraph.encoding import tfrecord, wire
 
 from unigraph.storage import paths
-from unigraph.columnar.batches import EdgeBatch, FeatureValues, NodeBatch, PairBatch
+from unigraph.columnar.batches import EdgeBatch, FeatureValues, NodeBatch, PairBatch, SeedBatch
 from unigraph.errors import TableError
 from unigraph.columnar.ragged import Ragged, take
 from unigraph.schema import WEIGHT_COLUMNS
 from unigraph.tables.layout import EDGES, PAIRS, FeatureSpec, TableLayout
 
-Batch = Union[NodeBatch, EdgeBatch, PairBatch]
+Batch = Union[NodeBatch, EdgeBatch, PairBatch, SeedBatch]  # a seeds table: ids only
 WEIGHT_COLUMN = WEIGHT_COLUMNS[0]
 EXTENSIONS = {"csv": ".csv", "tfrecord": ".tfrecord", "parquet": ".parquet"}
 
@@ -368,6 +368,8 @@ def write_table(path: str, layout: TableLayout, batches: Iterable[Batch]) -> int
 
 def slice_batch(batch: Batch, start: int, end: int) -> Batch:
     """Rows [start, end) of a batch, features (Ragged too) included."""
+    if isinstance(batch, SeedBatch):
+        return batch.take(np.arange(start, end, dtype=np.int64))
     index = np.arange(start, end, dtype=np.int64)
     features = {name: take(values, index) for name, values in batch.features.items()}
     if isinstance(batch, PairBatch):
