@@ -14,6 +14,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from sampler.api.batching import ahead, epochs_of, prefetch_depth
+from sampler.api.minibatches import features_of, minibatch, node_seeds, pair_seeds
 from sampler.api.seed_tables import SeedRows, decode_rows, ends_only, read_seed_rows
 from sampler.api.subgraphs import Subgraphs
 from sampler.core.assemble import ShardAssembler
@@ -25,6 +26,8 @@ from sampler.job.job import DEFAULT_SEED, epoch_seed
 from sampler.memory.batch import (Samples, negative_draw_groups, node_samples, pair_samples,
                                   sample_batch, with_negatives)
 from sampler.memory.graph import GraphInMemory
+from sampler.minibatch.batch import MergedBatch
+from sampler.minibatch.features import Features
 from sampler.output.schema import sampled_schema
 from sampler.plan.plan import Plan, label_dtype, pairs_table_layout
 from sampler.plan.timing import TimePlan
@@ -64,6 +67,7 @@ class Graph:
         self._chunk_edges = chunk_edges
         self._assembler = ShardAssembler(plan, loaded.schema, memory.names)
         self._draw_groups: DrawGroups | None = None
+        self._feature_source: Features | None = None
         cutoff_type = time.dtype if time is not None and time.has_cutoffs else None
         self.output_schema: gs.GraphSchema = sampled_schema(loaded.schema, plan, cutoff_type)
 
@@ -235,7 +239,40 @@ class Graph:
                                             drop_last, first_epoch))
         return ahead(calls, prefetch_depth(prefetch))
 
+    def sample_merged(self, seed_ids: Ids, *, seed: int = DEFAULT_SEED, epoch: int = 0,
+                      cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
+                      disjoint: bool = False) -> MergedBatch:
+        """One mini-batch of these seeds sampled at once (docs/minibatches.md): every
+        distinct node of an op's frontier sampled once for the whole batch, laid out as
+        PyG's NeighborLoader lays it out; `disjoint=True`: each seed's own subgraph (the
+        draws of `sample`), in the same layout. The same graph, seeds, seed and epoch
+        give the same batch, bit for bit, in any thread or process."""
+        seeds, missing = node_seeds(self, seed_ids, cutoffs)
+        return minibatch(self, seeds, seed=seed, epoch=epoch, disjoint=disjoint,
+                         missing=missing)
+
+    def sample_merged_pairs(self, sources: Ids, targets: Ids, *, seed: int = DEFAULT_SEED,
+                            epoch: int = 0,
+                            cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
+                            features: Optional[dict[str, Any]] = None,
+                            known_positives: Optional[tuple[Ids, Ids]] = None,
+                            disjoint: bool = False) -> MergedBatch:
+        """`sample_merged` for link specs: the pairs (then their negatives) as
+        LinkNeighborLoader gives them; in the batch no edge between the two ends of any
+        of its pairs is sampled (docs/link-prediction.md). Options as `sample_pairs`."""
+        seeds, missing = pair_seeds(self, sources, targets, seed=seed, epoch=epoch,
+                                    cutoffs=cutoffs, features=features,
+                                    known_positives=known_positives)
+        return minibatch(self, seeds, seed=seed, epoch=epoch, disjoint=disjoint,
+                         missing=missing)
+
     # --- internals -------------------------------------------------------------
+
+    def _features(self) -> Features:
+        """Where mini-batches find their features (built once)."""
+        if self._feature_source is None:
+            self._feature_source = features_of(self)
+        return self._feature_source
 
     def _chunk_size(self, num_samples: int) -> int:
         """Samples per chunk: the engine's chunk, or with threads a share of the call."""

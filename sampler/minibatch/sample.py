@@ -1,0 +1,302 @@
+"""The driver of mini-batches: every op of the plan over a batch's frontiers, on the graph
+in memory (or a mapped store), through the core's strategies (core.hop.sample_queries)
+and core.merged's steps.
+
+    SeedBatch ─ sample_minibatch ─► MergedBatch (sampler.minibatch.batch)
+
+Hop by hop (core.merged.op_depths): each op takes the distinct nodes its input ops
+reached in this batch (its frontier; per seed with `disjoint`), samples each once,
+and the nodes its edges reach first at this hop become the hop's new nodes, by id.
+A draw is keyed by (seed, op, sample, node, position) with one sample for the whole
+merged batch (core.merged.batch_key) or each seed's own sample id (disjoint: the very
+draws of `Graph.sample`), so a batch is a function of the graph, the plan, the seed
+(epoch included) and the batch's seeds alone: the same bytes in any thread or process.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+from sampler.core import rng
+from sampler.core.arrays import argsort, run_starts
+from sampler.core.hop import Queries, sample_queries
+from sampler.core.merged import NodeLayout, PairExclusions, batch_key, frontier, op_depths
+from sampler.memory.graph import GraphInMemory
+from sampler.minibatch.batch import EdgeSetBatch, MergedBatch, NodeSetBatch
+from sampler.plan.plan import Plan
+from unigraph.errors import SamplerError
+
+
+@dataclasses.dataclass(eq=False)
+class SeedBatch:
+    """A batch's seeds as the graph's codes of the seed set, all found in it. Node seeds:
+    `codes` and `rows` (each seed's row in the call); link seeds: `sources`, `targets`
+    and `rows` per pair (the pairs given, then their negatives: `labels` 1 and 0).
+    `samples`: each seed's (pair's) sample id, for disjoint batches; `cutoffs`: each
+    seed's (pair's) cut-off."""
+
+    rows: np.ndarray
+    codes: Optional[np.ndarray] = None
+    sources: Optional[np.ndarray] = None
+    targets: Optional[np.ndarray] = None
+    labels: Optional[np.ndarray] = None
+    samples: Optional[np.ndarray] = None
+    cutoffs: Optional[np.ndarray] = None
+    features: dict = dataclasses.field(default_factory=dict)  # the pairs' columns
+
+    @property
+    def link(self) -> bool:
+        return self.sources is not None
+
+    def __len__(self) -> int:
+        return len(self.sources if self.link else self.codes)
+
+    def take(self, positions: np.ndarray) -> "SeedBatch":
+        """The seeds (pairs) at these positions, with their rows."""
+        def cut(value):
+            return None if value is None else value[positions]
+
+        return SeedBatch(self.rows[positions], cut(self.codes), cut(self.sources),
+                         cut(self.targets), cut(self.labels), cut(self.samples),
+                         cut(self.cutoffs), {k: v[positions] for k, v in self.features.items()})
+
+
+@dataclasses.dataclass(eq=False)
+class _Reached:
+    """What an op reached: local indices in its target set, with their cut-offs."""
+
+    locals: np.ndarray
+    cutoffs: Optional[np.ndarray]
+
+
+def sample_minibatch(graph: GraphInMemory, plan: Plan, seed: int, seeds: SeedBatch, *,
+                     disjoint: bool = False, epoch: int = 0, base_seed: int = 0
+                     ) -> MergedBatch:
+    """Every op of `plan` for one batch (module docstring). `seed`: the draws' seed (the
+    epoch's, sampler.job.job.epoch_seed); `base_seed`, `epoch`: as the caller gave them,
+    recorded on the batch."""
+    depth = op_depths(plan)
+    num_hops = max(depth.values())
+    node_sets = plan.node_sets()
+    n_codes = {name: max(len(graph.names[name]), 1) for name in node_sets}
+    layouts = {name: NodeLayout() for name in node_sets}
+    seed_set = plan.seed_set
+    if not disjoint and seeds.cutoffs is not None and len(np.unique(seeds.cutoffs)) > 1:
+        raise SamplerError("a merged batch's seeds share their nodes, so they must share one "
+                           "cut-off: give seeds of different cut-offs disjoint=True (each "
+                           "seed's own subgraph) or batch them by cut-off")
+    hop0, input_id, seed_cutoffs, batch_size = _seed_nodes(seeds, disjoint, n_codes[seed_set])
+    for name, layout in layouts.items():
+        layout.add_hop(hop0 if name == seed_set else np.zeros(0, np.int64), ordered=True)
+    seed_codes = hop0 % n_codes[seed_set] if disjoint else hop0
+    if disjoint:
+        samples = np.asarray(seeds.samples, np.int64)
+        key = None
+    else:
+        samples = None
+        key = batch_key(seed, rng.fingerprint(graph.names[seed_set][seed_codes]),
+                        seed_cutoffs)
+    exclusions = _exclusions(graph, plan, seeds, key) if seeds.link else None
+    reached = {plan.seed_op: _Reached(np.arange(len(hop0), dtype=np.int64), seed_cutoffs)}
+    parts: dict[str, list] = {}
+    report: dict[str, dict] = {"edges_sampled_per_op": {}, "draws_per_op": {}}
+    for hop in range(1, num_hops + 1):
+        drawn = []
+        for op in (op for op in plan.ops if depth[op.name] == hop):
+            inputs = [reached[name] for name in op.input_ops]
+            locals_ = np.concatenate([r.locals for r in inputs])
+            cutoffs = (np.concatenate([r.cutoffs for r in inputs])
+                       if inputs[0].cutoffs is not None else None)
+            front, front_cutoffs = frontier(locals_, cutoffs, len(layouts[op.source_set]))
+            keys = layouts[op.source_set].keys[front]
+            n_source = n_codes[op.source_set]
+            codes, slots = (keys % n_source, keys // n_source) if disjoint else (keys, None)
+            adjacency = graph.adjacency[op.edge_set]
+            rows = adjacency.rows_of(codes)
+            has_edges = np.flatnonzero(rows >= 0)
+            rows = rows[has_edges]
+            query_samples = (samples[slots[has_edges]] if disjoint
+                             else np.full(len(rows), key, np.int64))
+            query_cutoffs = None if front_cutoffs is None else front_cutoffs[has_edges]
+            queries = Queries(query_samples, rows, adjacency.source_fingerprints[rows], None,
+                              query_cutoffs)
+            query, position, _ = sample_queries(adjacency, queries, op, seed, exclusions)
+            from_front = has_edges[query]
+            targets = adjacency.target_ids[adjacency.target_codes[position]].astype(np.int64)
+            if disjoint:
+                targets = slots[from_front] * n_codes[op.target_set] + targets
+            drawn.append((op, front[from_front], targets, position,
+                          None if query_cutoffs is None else query_cutoffs[query]))
+            report["edges_sampled_per_op"][op.name] = len(position)
+            report["draws_per_op"][op.name] = len(rows)
+        reached_keys: dict[str, list] = {}
+        for op, _, targets, _, _ in drawn:
+            reached_keys.setdefault(op.target_set, []).append(targets)
+        for name, layout in layouts.items():
+            found = reached_keys.get(name)
+            layout.add_hop(np.concatenate(found) if found else np.zeros(0, np.int64))
+        for op, sources, targets, position, cutoffs in drawn:
+            target_locals = layouts[op.target_set].local(targets)
+            reached[op.name] = _Reached(target_locals, cutoffs)
+            parts.setdefault(op.edge_set, []).append((hop, op, sources, target_locals,
+                                                      position))
+    nodes = {}
+    for name, layout in layouts.items():
+        slot_of = None
+        if disjoint:
+            slot_of = layout.keys // n_codes[name]
+        nodes[name] = NodeSetBatch(layout.keys % n_codes[name] if disjoint else layout.keys,
+                                   list(layout.counts), slot_of)
+    edges = {name: _edge_set(name, pieces, num_hops) for name, pieces in parts.items()}
+    dropped = _leave_out_absent(graph, nodes, edges)
+    if dropped:
+        report["dangling_edges"] = dropped
+    batch = MergedBatch(seed_set, num_hops, disjoint, nodes, edges, input_id, batch_size,
+                        seed=base_seed, epoch=epoch, report=report)
+    if seeds.link:
+        _link_labels(batch, seeds, layouts[seed_set], disjoint, n_codes[seed_set])
+    elif seeds.cutoffs is not None:
+        batch.seed_time = seed_cutoffs if disjoint else seed_cutoffs[:batch_size]
+    return batch
+
+
+def _seed_nodes(seeds: SeedBatch, disjoint: bool, n_codes: int):
+    """(hop 0's keys in their order, input_id, their cut-offs, batch_size).
+    Node seeds: merged, each distinct seed once at its first row; disjoint, each row.
+    Link seeds: merged, the pairs' distinct ends by id (PyG's LinkNeighborLoader);
+    disjoint, every pair's source, then every target that is not its pair's source."""
+    cutoffs = seeds.cutoffs
+    if not seeds.link:
+        codes = np.asarray(seeds.codes, np.int64)
+        if disjoint:
+            slots = np.arange(len(codes), dtype=np.int64)
+            return slots * n_codes + codes, seeds.rows, cutoffs, len(codes)
+        first = _first_rows(codes)
+        keys = codes[first]
+        node_cutoffs = None
+        if cutoffs is not None:  # a node given twice: the earliest of its cut-offs
+            node_cutoffs = _min_by(codes, cutoffs, keys)
+        return keys, seeds.rows[first], node_cutoffs, len(keys)
+    sources = np.asarray(seeds.sources, np.int64)
+    targets = np.asarray(seeds.targets, np.int64)
+    if disjoint:
+        slots = np.arange(len(sources), dtype=np.int64)
+        other = targets != sources
+        keys = np.concatenate([slots * n_codes + sources, (slots * n_codes + targets)[other]])
+        slot_of = np.concatenate([slots, slots[other]])
+        node_cutoffs = None if cutoffs is None else cutoffs[slot_of]
+        positives = seeds.rows if seeds.labels is None else seeds.rows[seeds.labels != 0]
+        return keys, positives, node_cutoffs, 0
+    ends = np.concatenate([sources, targets])
+    keys = np.unique(ends)
+    node_cutoffs = None
+    if cutoffs is not None:
+        node_cutoffs = _min_by(ends, np.concatenate([cutoffs, cutoffs]), keys)
+    positives = seeds.rows if seeds.labels is None else seeds.rows[seeds.labels != 0]
+    return keys, positives, node_cutoffs, 0
+
+
+def _first_rows(codes: np.ndarray) -> np.ndarray:
+    """The row of each distinct code's first occurrence, in row order."""
+    order = argsort(codes)
+    starts = np.flatnonzero(run_starts(codes[order]))
+    return np.sort(order[starts])
+
+
+def _min_by(codes: np.ndarray, values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The smallest value of each key's rows (`keys`: distinct codes, any order)."""
+    order = np.lexsort((values, codes))
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(run_starts(sorted_codes))
+    smallest = values[order][starts]
+    return smallest[np.searchsorted(sorted_codes[starts], keys)]
+
+
+def _exclusions(graph: GraphInMemory, plan: Plan, seeds: SeedBatch, key) -> PairExclusions:
+    names = graph.names[plan.seed_set]
+    sources = rng.fingerprint(names[np.asarray(seeds.sources, np.int64)])
+    targets = rng.fingerprint(names[np.asarray(seeds.targets, np.int64)])
+    samples = (np.asarray(seeds.samples, np.int64) if key is None
+               else np.full(len(sources), key, np.int64))
+    return PairExclusions.of(samples, sources, targets)
+
+
+def _edge_set(name: str, pieces: list, num_hops: int) -> EdgeSetBatch:
+    """An edge set's edges of every op that sampled it, hop after hop (plan order within
+    a hop), each edge once: an edge two ops drew is kept where it came first."""
+    op = pieces[0][1]
+    sources = np.concatenate([p[2] for p in pieces])
+    targets = np.concatenate([p[3] for p in pieces])
+    positions = np.concatenate([p[4] for p in pieces])
+    hops = np.concatenate([np.full(len(p[4]), p[0], np.int64) for p in pieces])
+    if len(pieces) > 1:  # (source, position) names an edge of one sample (disjoint: of
+        order = np.lexsort((np.arange(len(positions)), positions, sources))  # one seed)
+        first = order[np.flatnonzero(run_starts(sources[order], positions[order]))]
+        kept = np.sort(first)
+        sources, targets, positions, hops = (sources[kept], targets[kept], positions[kept],
+                                             hops[kept])
+    counts = np.bincount(hops, minlength=num_hops + 1)[1:]
+    return EdgeSetBatch(name, op.source_set, op.target_set, sources, targets,
+                        positions.astype(np.int64), [int(c) for c in counts])
+
+
+def _leave_out_absent(graph: GraphInMemory, nodes: dict, edges: dict) -> dict[str, int]:
+    """Nodes of a set with a table that the table lacks are left out, and so are the
+    edges that touch them, as the assembly leaves them out of a subgraph (the ops still
+    sampled from them: the same draws). Returns the edges left out per edge set."""
+    kept = {}
+    for name, node_set in nodes.items():
+        table = graph.node_tables.get(name)
+        if table is None or len(table.ids) == len(graph.names[name]) or not len(node_set):
+            continue
+        present = table.positions_of(node_set.codes) >= 0
+        if present.all():
+            continue
+        hops = np.repeat(np.arange(len(node_set.num_sampled_nodes)),
+                         node_set.num_sampled_nodes)[present]
+        kept[name] = np.cumsum(present) - 1, present
+        nodes[name] = NodeSetBatch(
+            node_set.codes[present],
+            np.bincount(hops, minlength=len(node_set.num_sampled_nodes)).tolist(),
+            None if node_set.slots is None else node_set.slots[present])
+    dropped = {}
+    for name, edge_set in list(edges.items()):
+        keep = np.ones(len(edge_set), bool)
+        for end, local in ((edge_set.source_set, edge_set.sources),
+                           (edge_set.target_set, edge_set.targets)):
+            if end in kept:
+                keep &= kept[end][1][local]
+        if keep.all() and edge_set.source_set not in kept and edge_set.target_set not in kept:
+            continue
+        hops = np.repeat(np.arange(1, len(edge_set.num_sampled_edges) + 1),
+                         edge_set.num_sampled_edges)[keep]
+        renumber = {end: kept[end][0] for end in (edge_set.source_set, edge_set.target_set)
+                    if end in kept}
+        sources, targets = edge_set.sources[keep], edge_set.targets[keep]
+        if edge_set.source_set in renumber:
+            sources = renumber[edge_set.source_set][sources]
+        if edge_set.target_set in renumber:
+            targets = renumber[edge_set.target_set][targets]
+        edges[name] = EdgeSetBatch(
+            name, edge_set.source_set, edge_set.target_set, sources, targets,
+            edge_set.positions[keep],
+            np.bincount(hops - 1, minlength=len(edge_set.num_sampled_edges)).tolist())
+        if not keep.all():
+            dropped[name] = int((~keep).sum())
+    return dropped
+
+
+def _link_labels(batch: MergedBatch, seeds: SeedBatch, seed_layout: NodeLayout,
+                 disjoint: bool, n_codes: int) -> None:
+    """edge_label_index (the pairs' two ends, local), edge_label, seed_time per pair."""
+    sources = np.asarray(seeds.sources, np.int64)
+    targets = np.asarray(seeds.targets, np.int64)
+    if disjoint:
+        slots = np.arange(len(sources), dtype=np.int64)
+        sources, targets = slots * n_codes + sources, slots * n_codes + targets
+    batch.edge_label_index = np.stack([seed_layout.local(sources), seed_layout.local(targets)])
+    batch.edge_label = None if seeds.labels is None else np.asarray(seeds.labels)
+    batch.seed_time = seeds.cutoffs
+    batch.pair_features = dict(seeds.features)
