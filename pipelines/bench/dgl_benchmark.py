@@ -52,7 +52,9 @@ def parse_spec(path: str) -> tuple[str, list[dict]]:
     ops = []
     for body in re.findall(r"sampling_ops\s*\{(.*?)\}", text, re.S):
         ops.append({"name": re.search(r'op_name:\s*"([^"]+)"', body).group(1),
-                    "inputs": re.findall(r'input_op_names:\s*"([^"]+)"', body),
+                    "inputs": [name for names in re.findall(
+                        r'input_op_names:\s*(\[[^\]]*\]|"[^"]+")', body)
+                        for name in re.findall(r'"([^"]+)"', names)],
                     "edge_set": re.search(r'edge_set_name:\s*"([^"]+)"', body).group(1),
                     "k": int(re.search(r"sample_size:\s*(\d+)", body).group(1))})
     seed_op = re.search(r'seed_op\s*\{[^}]*op_name:\s*"([^"]+)"', text, re.S).group(1)

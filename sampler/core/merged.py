@@ -29,7 +29,7 @@ import numpy as np
 
 from sampler.core import rng
 from sampler.core.adjacency import AdjacencyBucket
-from sampler.core.arrays import argsort, run_starts
+from sampler.core.arrays import argsort, run_starts, unique
 from sampler.core.hop import Exclusions, Queries
 from sampler.core.selection import row_edges
 from sampler.plan.plan import Plan
@@ -67,16 +67,23 @@ def batch_key(seed: int, node_fingerprints: np.ndarray, cutoffs: np.ndarray | No
     return int(rng.mix(folded, total)) >> 1
 
 
-@dataclasses.dataclass(eq=False)
 class NodeLayout:
     """A node set's nodes in one batch, as keys, in the order of their local indices:
     hop after hop, each hop's new nodes by key (hop 0: the seeds, in the batch's
-    order). `local(keys)` finds keys added before."""
+    order). `local(keys)` finds keys added before.
 
-    keys: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
-    counts: list = dataclasses.field(default_factory=list)   # new nodes per hop
-    _sorted: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
-    _order: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    With `table` (merged batches: keys are codes, below the table's length) a key's
+    local index + 1 is kept at table[key], zero for keys not laid out: a lookup is one
+    gather. The table is scratch reused batch after batch (`release` zeroes the entries
+    this batch set). Without, keys are kept sorted and searched (disjoint batches, whose
+    keys span seeds times codes)."""
+
+    def __init__(self, table: np.ndarray | None = None):
+        self.keys = np.zeros(0, np.int64)
+        self.counts: list[int] = []   # new nodes per hop
+        self._table = table
+        self._sorted = np.zeros(0, np.int64)
+        self._order = np.zeros(0, np.int64)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -86,13 +93,19 @@ class NodeLayout:
         become its new nodes, by key; `ordered`: the keys are distinct, in their order
         (the seeds)."""
         keys = np.asarray(keys, np.int64)
-        if not ordered:
-            keys = np.unique(keys)
-            if len(self._sorted):
-                keys = keys[self.local(keys) < 0]
         start = len(self.keys)
-        self.keys = np.concatenate([self.keys, keys])
+        if not ordered and len(keys):
+            if self._table is not None:
+                keys = unique(keys[self._table[keys] == 0])
+            else:
+                keys = unique(keys)
+                if len(self._sorted):
+                    keys = keys[self.local(keys) < 0]
+        self.keys = np.concatenate([self.keys, keys]) if start else keys
         self.counts.append(len(keys))
+        if self._table is not None:
+            self._table[keys] = np.arange(start + 1, start + 1 + len(keys), dtype=np.int32)
+            return
         merged_keys = np.concatenate([self._sorted, keys])
         merged_order = np.concatenate([self._order, np.arange(start, start + len(keys))])
         by_key = argsort(merged_keys)
@@ -100,10 +113,17 @@ class NodeLayout:
 
     def local(self, keys: np.ndarray) -> np.ndarray:
         """The local index of each key, -1 where it is not laid out."""
+        if self._table is not None:
+            return self._table[keys].astype(np.int64) - 1
         if not len(self._sorted):
             return np.full(len(keys), -1, np.int64)
         at = np.minimum(np.searchsorted(self._sorted, keys), len(self._sorted) - 1)
         return np.where(self._sorted[at] == keys, self._order[at], -1)
+
+    def release(self) -> None:
+        """Zeroes the table's entries of this batch (the table is then free for another)."""
+        if self._table is not None:
+            self._table[self.keys] = 0
 
 
 def frontier(locals_: np.ndarray, cutoffs: np.ndarray | None, n_local: int

@@ -15,6 +15,7 @@ draws of `Graph.sample`), so a batch is a function of the graph, the plan, the s
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Optional
 
 import numpy as np
@@ -79,9 +80,20 @@ def sample_minibatch(graph: GraphInMemory, plan: Plan, seed: int, seeds: SeedBat
     recorded on the batch."""
     depth = op_depths(plan)
     num_hops = max(depth.values())
-    node_sets = plan.node_sets()
-    n_codes = {name: max(len(graph.names[name]), 1) for name in node_sets}
-    layouts = {name: NodeLayout() for name in node_sets}
+    n_codes = {name: max(len(graph.names[name]), 1) for name in plan.node_sets()}
+    tables = _scratch.tables(graph, n_codes) if not disjoint else {}
+    layouts = {name: NodeLayout(tables.get(name)) for name in n_codes}
+    try:
+        return _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hops,
+                       n_codes, layouts)
+    finally:
+        for layout in layouts.values():
+            layout.release()
+        _scratch.give_back(graph, tables)
+
+
+def _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hops, n_codes,
+            layouts) -> MergedBatch:
     seed_set = plan.seed_set
     if not disjoint and seeds.cutoffs is not None and len(np.unique(seeds.cutoffs)) > 1:
         raise SamplerError("a merged batch's seeds share their nodes, so they must share one "
@@ -160,6 +172,35 @@ def sample_minibatch(graph: GraphInMemory, plan: Plan, seed: int, seeds: SeedBat
     elif seeds.cutoffs is not None:
         batch.seed_time = seed_cutoffs if disjoint else seed_cutoffs[:batch_size]
     return batch
+
+
+class _Scratch:
+    """Per thread, the lookup tables of merged batches (NodeLayout's), one per node set
+    of a graph, each as long as the set: zeroed by the batch that used it, so allocated
+    once per thread (a forked loader worker writes its own copy's pages)."""
+
+    def __init__(self):
+        self._local = threading.local()
+
+    def tables(self, graph: GraphInMemory, n_codes: dict[str, int]) -> dict[str, np.ndarray]:
+        free = getattr(self._local, "free", None)
+        if free is None:
+            free = self._local.free = {}
+        key = id(graph)
+        tables = free.pop(key, None)
+        if tables is None or any(len(tables.get(name, ())) != n for name, n in n_codes.items()):
+            tables = {name: np.zeros(n, np.int32) for name, n in n_codes.items()}
+        return tables
+
+    def give_back(self, graph: GraphInMemory, tables: dict[str, np.ndarray]) -> None:
+        if tables:
+            free = self._local.free
+            if len(free) > 4:  # graphs loaded and dropped: keep a few
+                free.clear()
+            free[id(graph)] = tables
+
+
+_scratch = _Scratch()
 
 
 def _seed_nodes(seeds: SeedBatch, disjoint: bool, n_codes: int):
