@@ -165,6 +165,7 @@ def _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hop
     dropped = _leave_out_absent(graph, nodes, edges)
     if dropped:
         report["dangling_edges"] = dropped
+    _by_distance(nodes, edges, seed_set, num_hops)
     batch = MergedBatch(seed_set, num_hops, disjoint, nodes, edges, input_id, batch_size,
                         seed=base_seed, epoch=epoch, report=report)
     if seeds.link:
@@ -327,6 +328,58 @@ def _leave_out_absent(graph: GraphInMemory, nodes: dict, edges: dict) -> dict[st
         if not keep.all():
             dropped[name] = int((~keep).sum())
     return dropped
+
+
+def _by_distance(nodes: dict, edges: dict, seed_set: str, num_hops: int) -> None:
+    """Lays nodes and edges out by hop as a GNN reads them: a node's hop is its distance
+    from the seeds along the sampled edges (an op deep in the spec may sample from a
+    seed: its edges are still the seed's), an edge's hop one more than its source's.
+    So a layer's edges reach exactly the nodes the layers after it need (trim_to_layer
+    keeps them); nodes of one hop by id (hop 0: the seeds in their order), edges of one
+    hop in the order sampled."""
+    far = num_hops + 1
+    distance = {name: np.full(len(n), far, np.int64) for name, n in nodes.items()}
+    distance[seed_set][:nodes[seed_set].num_sampled_nodes[0]] = 0
+    for hop in range(num_hops):
+        for edge_set in edges.values():
+            at_hop = distance[edge_set.source_set][edge_set.sources] == hop
+            targets = edge_set.targets[at_hop]
+            reached = distance[edge_set.target_set]
+            reached[targets] = np.minimum(reached[targets], hop + 1)
+    for name, node_set in nodes.items():
+        d = distance[name]
+        unreached = d == far  # reached only from nodes left out (_leave_out_absent)
+        if unreached.any():
+            first = np.repeat(np.arange(num_hops + 1), node_set.num_sampled_nodes)
+            d[unreached] = first[unreached]
+        if not len(d) or (np.all(d[1:] >= d[:-1]) and np.array_equal(
+                np.bincount(d, minlength=num_hops + 1)[:num_hops + 1],
+                node_set.num_sampled_nodes)):
+            continue  # laid out so already (each node first reached at its distance)
+        within = np.where(d == 0, np.arange(len(d)), node_set.codes)
+        if node_set.slots is not None:
+            within = np.where(d == 0, within, node_set.slots * (int(node_set.codes.max()) + 1)
+                              + node_set.codes)
+        order = np.lexsort((within, d))
+        renumber = np.empty(len(order), np.int64)
+        renumber[order] = np.arange(len(order))
+        nodes[name] = NodeSetBatch(node_set.codes[order],
+                                   np.bincount(d, minlength=num_hops + 1).tolist(),
+                                   None if node_set.slots is None else node_set.slots[order])
+        distance[name] = d[order]
+        for edge_set in edges.values():
+            if edge_set.source_set == name:
+                edge_set.sources = renumber[edge_set.sources]
+            if edge_set.target_set == name:
+                edge_set.targets = renumber[edge_set.targets]
+    for edge_set in edges.values():
+        hops = distance[edge_set.source_set][edge_set.sources] + 1
+        counts = np.bincount(hops, minlength=num_hops + 1)[1:num_hops + 1].tolist()
+        if counts != edge_set.num_sampled_edges:
+            order = np.argsort(hops, kind="stable")
+            edge_set.sources, edge_set.targets = edge_set.sources[order], edge_set.targets[order]
+            edge_set.positions = edge_set.positions[order]
+            edge_set.num_sampled_edges = counts
 
 
 def _link_labels(batch: MergedBatch, seeds: SeedBatch, seed_layout: NodeLayout,

@@ -158,7 +158,8 @@ def test_a_merged_batch_samples_each_frontier_node_once(tmp_path_factory, graph,
 
 
 def check_layout(batch, plan):
-    """Nodes once, by hop; edges by hop, from earlier nodes; layers nested prefixes."""
+    """Nodes once, by hop (their distance from the seeds); edges by hop, each from a
+    node of the hop before; layers nested prefixes."""
     depth = op_depths(plan)
     assert batch.num_hops == max(depth.values())
     for name, nodes in batch.nodes.items():
@@ -170,7 +171,7 @@ def check_layout(batch, plan):
     for name, edges in batch.edges.items():
         assert sum(edges.num_sampled_edges) == len(edges)
         hops = np.repeat(np.arange(1, batch.num_hops + 1), edges.num_sampled_edges)
-        assert (hop_of[edges.source_set][edges.sources] <= hops - 1).all()
+        assert (hop_of[edges.source_set][edges.sources] == hops - 1).all()
         assert (hop_of[edges.target_set][edges.targets] <= hops).all()
     layers = batch.layers()
     assert len(layers) == batch.num_hops
