@@ -335,32 +335,31 @@ def _by_distance(nodes: dict, edges: dict, seed_set: str, num_hops: int) -> None
     from the seeds along the sampled edges (an op deep in the spec may sample from a
     seed: its edges are still the seed's), an edge's hop one more than its source's.
     So a layer's edges reach exactly the nodes the layers after it need (trim_to_layer
-    keeps them); nodes of one hop by id (hop 0: the seeds in their order), edges of one
-    hop in the order sampled."""
-    far = num_hops + 1
-    distance = {name: np.full(len(n), far, np.int64) for name, n in nodes.items()}
-    distance[seed_set][:nodes[seed_set].num_sampled_nodes[0]] = 0
-    for hop in range(num_hops):
+    keeps them); nodes of one hop by the hop an op first reached them at, then by id
+    (hop 0: the seeds in their order), edges of one hop in the order sampled. The hop a node was first reached at bounds its distance,
+    so relaxing every edge from those bounds (Bellman-Ford) finds it in a pass or two;
+    a node reached only from nodes left out keeps that hop."""
+    first = {name: np.repeat(np.arange(num_hops + 1), n.num_sampled_nodes)
+             for name, n in nodes.items()}
+    distance = {name: hops.copy() for name, hops in first.items()}
+    for _ in range(num_hops):
+        changed = False
         for edge_set in edges.values():
-            at_hop = distance[edge_set.source_set][edge_set.sources] == hop
-            targets = edge_set.targets[at_hop]
+            if not len(edge_set):
+                continue
+            candidate = distance[edge_set.source_set][edge_set.sources] + 1
             reached = distance[edge_set.target_set]
-            reached[targets] = np.minimum(reached[targets], hop + 1)
+            shorter = candidate < reached[edge_set.targets]
+            if shorter.any():
+                np.minimum.at(reached, edge_set.targets[shorter], candidate[shorter])
+                changed = True
+        if not changed:
+            break
     for name, node_set in nodes.items():
         d = distance[name]
-        unreached = d == far  # reached only from nodes left out (_leave_out_absent)
-        if unreached.any():
-            first = np.repeat(np.arange(num_hops + 1), node_set.num_sampled_nodes)
-            d[unreached] = first[unreached]
-        if not len(d) or (np.all(d[1:] >= d[:-1]) and np.array_equal(
-                np.bincount(d, minlength=num_hops + 1)[:num_hops + 1],
-                node_set.num_sampled_nodes)):
-            continue  # laid out so already (each node first reached at its distance)
-        within = np.where(d == 0, np.arange(len(d)), node_set.codes)
-        if node_set.slots is not None:
-            within = np.where(d == 0, within, node_set.slots * (int(node_set.codes.max()) + 1)
-                              + node_set.codes)
-        order = np.lexsort((within, d))
+        if np.array_equal(d, first[name]):
+            continue  # each node was first reached at its distance: laid out so already
+        order = _by_small(d)  # by distance, then as laid out (first hop, then id)
         renumber = np.empty(len(order), np.int64)
         renumber[order] = np.arange(len(order))
         nodes[name] = NodeSetBatch(node_set.codes[order],
@@ -376,10 +375,15 @@ def _by_distance(nodes: dict, edges: dict, seed_set: str, num_hops: int) -> None
         hops = distance[edge_set.source_set][edge_set.sources] + 1
         counts = np.bincount(hops, minlength=num_hops + 1)[1:num_hops + 1].tolist()
         if counts != edge_set.num_sampled_edges:
-            order = np.argsort(hops, kind="stable")
+            order = _by_small(hops)
             edge_set.sources, edge_set.targets = edge_set.sources[order], edge_set.targets[order]
             edge_set.positions = edge_set.positions[order]
             edge_set.num_sampled_edges = counts
+
+
+def _by_small(values: np.ndarray) -> np.ndarray:
+    """A stable argsort of small non-negative integers (hops): numpy radix-sorts int8."""
+    return np.argsort(values.astype(np.int8), kind="stable")
 
 
 def _link_labels(batch: MergedBatch, seeds: SeedBatch, seed_layout: NodeLayout,

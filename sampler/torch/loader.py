@@ -8,7 +8,9 @@ Parameters follow PyG's where they apply (`input_nodes`, `input_time`, `disjoint
 `persistent_workers`, `pin_memory`); the fan-outs are the spec's, so there is no
 `num_neighbors`. Batches are made in the workers (sampler.api.loader): forked, they
 share the graph's pages; each batch is a function of (graph, seed, epoch, its seeds),
-so any `num_workers` gives the same batches. Every pass is a new epoch (new order, new
+so any `num_workers` gives the same batches. A worker hands the main process a batch's
+arrays in one buffer of shared memory, which becomes the HeteroData there (one
+descriptor per batch, not one per tensor). Every pass is a new epoch (new order, new
 draws), or the one `set_epoch` names.
 """
 from __future__ import annotations
@@ -19,23 +21,29 @@ from sampler.api.graph import Graph
 from sampler.api.loader import (EpochBatches, MinibatchDataset, NodeBatches, PairBatches,
                                 first, pair_input, prepare_for_workers, worker_context)
 from sampler.job.job import DEFAULT_SEED
-from sampler.torch.minibatch import merged_to_hetero_data
+from sampler.torch.minibatch import Packed, hetero_data, hetero_items
 from unigraph.errors import SamplerError, require_extra
 
 torch_data = require_extra("torch.utils.data", "torch", "sampler.torch")
 
 
 class _View:
-    """A batch as HeteroData (picklable, for workers a caller starts by spawn)."""
+    """A batch as what HeteroData is made of: in a worker, packed into one buffer of
+    shared memory (minibatch.Packed), which the main process turns into the HeteroData
+    (`finish`); without workers, the HeteroData at once."""
 
     def __init__(self, features: str, label: Optional[str], reverse: bool,
-                 link_edge_type, transform: Optional[Callable]):
+                 link_edge_type, transform: Optional[Callable], packed: bool):
         self.features, self.label, self.reverse = features, label, reverse
-        self.link_edge_type, self.transform = link_edge_type, transform
+        self.link_edge_type, self.transform, self.packed = link_edge_type, transform, packed
 
     def __call__(self, batch):
-        data = merged_to_hetero_data(batch, features=self.features, label=self.label,
-                                     reverse=self.reverse, link_edge_type=self.link_edge_type)
+        items = hetero_items(batch, features=self.features, label=self.label,
+                             reverse=self.reverse, link_edge_type=self.link_edge_type)
+        return Packed(items) if self.packed else self.finish(items)
+
+    def finish(self, made):
+        data = hetero_data(made.unpack() if isinstance(made, Packed) else made)
         return data if self.transform is None else self.transform(data)
 
 
@@ -50,11 +58,19 @@ class _Loader(torch_data.DataLoader):
         self.batches = EpochBatches(len(make), batch_size, shuffle, drop_last, seed, epoch)
         if num_workers:
             prepare_for_workers(graph)
+        self._finish = make.view.finish if num_workers else None
+        self._pin = bool(kwargs.pop("pin_memory", False))
         super().__init__(MinibatchDataset(make, len(make)), batch_sampler=self.batches,
                          num_workers=num_workers, collate_fn=first,
                          multiprocessing_context=worker_context(num_workers,
                                                                 multiprocessing_context),
                          **kwargs)
+
+    def __iter__(self):
+        """The batches of one epoch (the next, or the one set_epoch named)."""
+        for made in super().__iter__():
+            data = made if self._finish is None else self._finish(made)
+            yield data.pin_memory() if self._pin else data
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch of the next pass (then the one after, and so on)."""
@@ -76,8 +92,10 @@ class NeighborLoader(_Loader):
         seeds need one cut-off, `disjoint=True` samples each seed at its own.
     disjoint: each seed's own subgraph (the draws of `Graph.sample`), with `batch`.
     seed, epoch: the draws' seed and the first pass's epoch.
-    features, label, reverse, transform: as `merged_to_hetero_data` takes them; the
-        HeteroData then goes through `transform`."""
+    features, label, reverse: as `merged_to_hetero_data` takes them.
+    transform: a function of each HeteroData, called in the main process (workers hand
+        it the batch's arrays in one buffer of shared memory, which it makes into the
+        HeteroData without a copy)."""
 
     def __init__(self, graph: Graph, input_nodes=None, input_time=None, *,
                  batch_size: int = 1, shuffle: bool = False, num_workers: int = 0,
@@ -88,7 +106,8 @@ class NeighborLoader(_Loader):
         if getattr(graph, "link", False):
             raise SamplerError("the spec seeds with pairs: use LinkNeighborLoader")
         make = NodeBatches(graph, input_nodes, input_time, seed=seed, disjoint=disjoint,
-                           view=_View(features, label, reverse, None, transform))
+                           view=_View(features, label, reverse, None, transform,
+                                      packed=num_workers > 0))
         super().__init__(graph, make, batch_size=batch_size, shuffle=shuffle,
                          drop_last=drop_last, num_workers=num_workers, seed=seed, epoch=epoch,
                          multiprocessing_context=multiprocessing_context, **kwargs)
@@ -116,7 +135,8 @@ class LinkNeighborLoader(_Loader):
             raise SamplerError("the spec seeds nodes: use NeighborLoader")
         pairs = pair_input(graph, edge_label_index, edge_label, edge_label_time)
         make = PairBatches(graph, pairs, seed=seed, disjoint=disjoint,
-                           view=_View(features, None, reverse, link_edge_type, transform))
+                           view=_View(features, None, reverse, link_edge_type, transform,
+                                      packed=num_workers > 0))
         super().__init__(graph, make, batch_size=batch_size, shuffle=shuffle,
                          drop_last=drop_last, num_workers=num_workers, seed=seed, epoch=epoch,
                          multiprocessing_context=multiprocessing_context, **kwargs)

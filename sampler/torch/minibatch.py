@@ -50,57 +50,117 @@ def merged_to_hetero_data(batch: MergedBatch, *, features: str = "x",
     """`HeteroData` of a mini-batch (module docstring). `features`: "x" or "names";
     `label`: a dense feature of the seed set, as `y` (left out of `x`); link batches
     take `edge_label` from the negatives' labels or the pairs' `label` column."""
+    return hetero_data(hetero_items(batch, features=features, label=label, reverse=reverse,
+                                    link_edge_type=link_edge_type))
+
+
+Item = tuple  # (store key: a node type, an edge type or None, attribute, value)
+
+
+def hetero_items(batch: MergedBatch, *, features: str = "x", label: Optional[str] = None,
+                 reverse: bool = True, link_edge_type=None) -> list[Item]:
+    """What the HeteroData of a batch holds, as numpy arrays and Python values (no torch:
+    a loader's worker makes them, sampler.torch.loader packs them)."""
     source = batch.source
     if source is None:
         raise SamplerError("this MergedBatch came from another process without its graph: "
                            "make the HeteroData where it was sampled")
-    data = HeteroData()
+    items: list[Item] = []
     for name, nodes in batch.nodes.items():
-        store = data[name]
-        store.n_id = torch.from_numpy(source.node_ids(name, nodes.codes))
+        items.append((name, "n_id", source.node_ids(name, nodes.codes)))
         values = source.node_features(name, nodes.codes)
         if name == batch.seed_set and label is not None:
-            store.y = torch.from_numpy(np.ascontiguousarray(pop_label(values, label, name)))
-        for key, array in tensor_arrays(values, features, "x").items():
-            store[key] = torch.from_numpy(array)
-        store.num_nodes = len(nodes)
-        store.num_sampled_nodes = list(nodes.num_sampled_nodes)
+            items.append((name, "y", np.ascontiguousarray(pop_label(values, label, name))))
+        items += [(name, key, array) for key, array in
+                  tensor_arrays(values, features, "x").items()]
+        items += [(name, "num_nodes", len(nodes)),
+                  (name, "num_sampled_nodes", list(nodes.num_sampled_nodes))]
         if nodes.slots is not None:
-            store.batch = torch.from_numpy(nodes.slots)
+            items.append((name, "batch", nodes.slots))
     for name, edges in batch.edges.items():
-        store = data[edge_type(batch, name, reverse)]
+        kind = edge_type(batch, name, reverse)
         ends = (edges.targets, edges.sources) if reverse else (edges.sources, edges.targets)
-        store.edge_index = torch.from_numpy(np.stack(ends))
-        store.e_id = torch.from_numpy(source.edge_ids(name, edges.positions))
-        for key, array in tensor_arrays(source.edge_features(name, edges.positions), features,
-                                        "edge_attr").items():
-            store[key] = torch.from_numpy(array)
-        store.num_sampled_edges = list(edges.num_sampled_edges)
-    seeds = data[batch.seed_set]
+        items += [(kind, "edge_index", np.stack(ends)),
+                  (kind, "e_id", source.edge_ids(name, edges.positions))]
+        items += [(kind, key, array) for key, array in tensor_arrays(
+            source.edge_features(name, edges.positions), features, "edge_attr").items()]
+        items.append((kind, "num_sampled_edges", list(edges.num_sampled_edges)))
     if batch.link:
-        _link(data, batch, link_edge_type)
+        items += _link_items(batch, link_edge_type)
     else:
-        seeds.batch_size = batch.batch_size
-        seeds.input_id = torch.from_numpy(np.asarray(batch.input_id, np.int64))
+        seed_set = batch.seed_set
+        items += [(seed_set, "batch_size", batch.batch_size),
+                  (seed_set, "input_id", np.asarray(batch.input_id, np.int64))]
         if batch.seed_time is not None:
-            seeds.seed_time = torch.from_numpy(np.asarray(batch.seed_time))
+            items.append((seed_set, "seed_time", np.asarray(batch.seed_time)))
+    return items
+
+
+def hetero_data(items: list[Item]) -> "HeteroData":
+    """The HeteroData of `hetero_items` (arrays become tensors without a copy)."""
+    data = HeteroData()
+    for key, attribute, value in items:
+        store = data if key is None else data[key]
+        store[attribute] = torch.from_numpy(value) if isinstance(value, np.ndarray) else value
     return data
 
 
-def _link(data, batch: MergedBatch, link_edge_type) -> None:
+def _link_items(batch: MergedBatch, link_edge_type) -> list[Item]:
     pair_set = batch.seed_set
     kind = tuple(link_edge_type) if link_edge_type else (pair_set, "link", pair_set)
     if len(kind) != 3 or kind[0] != pair_set or kind[2] != pair_set:
         raise SamplerError(f"link_edge_type {kind}: give (source set, relation, target set), "
                            f"both sets '{pair_set}' (the pairs' node set)")
-    store = data[kind]
-    store.edge_label_index = torch.from_numpy(batch.edge_label_index.astype(np.int64))
-    store.input_id = torch.from_numpy(np.asarray(batch.input_id, np.int64))
+    items = [(kind, "edge_label_index", batch.edge_label_index.astype(np.int64)),
+             (kind, "input_id", np.asarray(batch.input_id, np.int64))]
     labels = batch.edge_label
     if labels is None and LINK_LABEL in batch.pair_features:
         values = np.asarray(batch.pair_features[LINK_LABEL])
         labels = values.reshape(len(values))
     if labels is not None:
-        store.edge_label = torch.from_numpy(np.ascontiguousarray(labels))
+        items.append((kind, "edge_label", np.ascontiguousarray(labels)))
     if batch.seed_time is not None:
-        store.edge_label_time = torch.from_numpy(np.asarray(batch.seed_time))
+        items.append((kind, "edge_label_time", np.asarray(batch.seed_time)))
+    return items
+
+
+_ALIGN = 64
+
+
+class Packed:
+    """A batch's items with every array in one buffer of shared memory: a DataLoader
+    worker hands the main process one storage (one file descriptor) per batch instead
+    of one per tensor, which the main process would otherwise pay for, batch after
+    batch, while the workers sample. `unpack` gives the items back, the arrays as views
+    of the buffer (no copy)."""
+
+    def __init__(self, items: list[Item]):
+        layout, offset = [], 0
+        for key, attribute, value in items:
+            if isinstance(value, np.ndarray):
+                value = np.ascontiguousarray(value)
+                layout.append((key, attribute, value.dtype.str, value.shape, offset))
+                offset += -(-value.nbytes // _ALIGN) * _ALIGN
+            else:
+                layout.append((key, attribute, None, value, None))
+        self.buffer = torch.empty(max(offset, 1), dtype=torch.uint8).share_memory_()
+        memory = self.buffer.numpy()
+        arrays = (v for _, _, v in items if isinstance(v, np.ndarray))
+        for (_, _, dtype, shape, at), value in zip(
+                (entry for entry in layout if entry[2] is not None), arrays):
+            nbytes = value.nbytes
+            memory[at:at + nbytes] = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+        self.layout = layout
+
+    def unpack(self) -> list[Item]:
+        memory = self.buffer.numpy()
+        items = []
+        for key, attribute, dtype, shape, at in self.layout:
+            if dtype is None:
+                items.append((key, attribute, shape))
+                continue
+            dtype = np.dtype(dtype)
+            count = int(np.prod(shape, dtype=np.int64))
+            items.append((key, attribute, memory[at:at + count * dtype.itemsize]
+                          .view(dtype).reshape(shape)))
+        return items
