@@ -27,6 +27,7 @@ from sampler.memory.batch import (Samples, negative_draw_groups, node_samples, p
                                   sample_batch, with_negatives)
 from sampler.memory.graph import GraphInMemory
 from sampler.minibatch.batch import MergedBatch
+from sampler.minibatch.ego import EgoGraph, chain_of, ego_graph
 from sampler.minibatch.features import Features
 from sampler.output.schema import sampled_schema
 from sampler.plan.plan import Plan, label_dtype, pairs_table_layout
@@ -265,6 +266,16 @@ class Graph:
                                     known_positives=known_positives)
         return minibatch(self, seeds, seed=seed, epoch=epoch, disjoint=disjoint,
                          missing=missing)
+
+    def sample_ego(self, seed_ids: Ids, *, seed: int = DEFAULT_SEED, epoch: int = 0,
+                   cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
+                   label: Optional[str] = None, disjoint: bool = False) -> EgoGraph:
+        """`sample_merged` in GraphLearn's dense EgoGraph form, for specs whose ops form a
+        chain with fixed fan-outs (docs/minibatches.md); `label`: the roots' `y`."""
+        chain_of(self._plan)
+        batch = self.sample_merged(seed_ids, seed=seed, epoch=epoch, cutoffs=cutoffs,
+                                   disjoint=disjoint)
+        return ego_graph(batch, self._plan, label=label)
 
     # --- internals -------------------------------------------------------------
 

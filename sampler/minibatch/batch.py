@@ -83,6 +83,10 @@ class MergedBatch:
     pair_features: dict = dataclasses.field(default_factory=dict)  # the pairs' columns
     missing: list = dataclasses.field(default_factory=list)  # ids asked for, not in the set
     report: dict = dataclasses.field(default_factory=dict)   # sampled edges per op, ...
+    # Per op, what it drew, as it drew it (each frontier node's edges by position): the
+    # nodes it sampled from and reached (codes; disjoint: keys, sampler.core.merged) and
+    # each edge's adjacency position. The dense EgoGraph (ego.py) is read from these.
+    op_edges: dict = dataclasses.field(default_factory=dict)
     source: object = None  # where the features are (sampler.minibatch.features.Features)
 
     @property

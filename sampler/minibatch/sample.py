@@ -113,6 +113,7 @@ def _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hop
     exclusions = _exclusions(graph, plan, seeds, key) if seeds.link else None
     reached = {plan.seed_op: _Reached(np.arange(len(hop0), dtype=np.int64), seed_cutoffs)}
     parts: dict[str, list] = {}
+    op_edges: dict[str, tuple] = {}
     report: dict[str, dict] = {"edges_sampled_per_op": {}, "draws_per_op": {}}
     for hop in range(1, num_hops + 1):
         drawn = []
@@ -141,6 +142,7 @@ def _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hop
                 targets = slots[from_front] * n_codes[op.target_set] + targets
             drawn.append((op, front[from_front], targets, position,
                           None if query_cutoffs is None else query_cutoffs[query]))
+            op_edges[op.name] = (keys[from_front], targets, position)
             report["edges_sampled_per_op"][op.name] = len(position)
             report["draws_per_op"][op.name] = len(rows)
         reached_keys: dict[str, list] = {}
@@ -167,7 +169,7 @@ def _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hop
         report["dangling_edges"] = dropped
     _by_distance(nodes, edges, seed_set, num_hops)
     batch = MergedBatch(seed_set, num_hops, disjoint, nodes, edges, input_id, batch_size,
-                        seed=base_seed, epoch=epoch, report=report)
+                        seed=base_seed, epoch=epoch, report=report, op_edges=op_edges)
     if seeds.link:
         _link_labels(batch, seeds, layouts[seed_set], disjoint, n_codes[seed_set])
     elif seeds.cutoffs is not None:

@@ -15,74 +15,25 @@ draws), or the one `set_epoch` names.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, Optional
 
 from sampler.api.graph import Graph
-from sampler.api.loader import (EpochBatches, MinibatchDataset, NodeBatches, PairBatches,
-                                first, pair_input, prepare_for_workers, worker_context)
+from sampler.api.loader import NodeBatches, PairBatches, pair_input
+from sampler.api.torch_loader import MinibatchLoader, View
 from sampler.job.job import DEFAULT_SEED
-from sampler.torch.minibatch import Packed, hetero_data, hetero_items
-from unigraph.errors import SamplerError, require_extra
-
-torch_data = require_extra("torch.utils.data", "torch", "sampler.torch")
+from sampler.torch.minibatch import hetero_data, hetero_items
+from unigraph.errors import SamplerError
 
 
-class _View:
-    """A batch as what HeteroData is made of: in a worker, packed into one buffer of
-    shared memory (minibatch.Packed), which the main process turns into the HeteroData
-    (`finish`); without workers, the HeteroData at once."""
-
-    def __init__(self, features: str, label: Optional[str], reverse: bool,
-                 link_edge_type, transform: Optional[Callable], packed: bool):
-        self.features, self.label, self.reverse = features, label, reverse
-        self.link_edge_type, self.transform, self.packed = link_edge_type, transform, packed
-
-    def __call__(self, batch):
-        items = hetero_items(batch, features=self.features, label=self.label,
-                             reverse=self.reverse, link_edge_type=self.link_edge_type)
-        return Packed(items) if self.packed else self.finish(items)
-
-    def finish(self, made):
-        data = hetero_data(made.unpack() if isinstance(made, Packed) else made)
-        return data if self.transform is None else self.transform(data)
+def _view(features: str, label: Optional[str], reverse: bool, link_edge_type,
+          transform: Optional[Callable], packed: bool) -> View:
+    return View(functools.partial(hetero_items, features=features, label=label,
+                                  reverse=reverse, link_edge_type=link_edge_type),
+                hetero_data, transform, packed)
 
 
-class _Loader(torch_data.DataLoader):
-    def __init__(self, graph: Graph, make, *, batch_size: int, shuffle: bool, drop_last: bool,
-                 num_workers: int, seed: int, epoch: int, multiprocessing_context,
-                 **kwargs):
-        if not isinstance(graph, Graph):
-            raise SamplerError(f"give a graph of sampler.api.load_graph, got "
-                               f"{type(graph).__name__}")
-        self.graph = graph
-        self.batches = EpochBatches(len(make), batch_size, shuffle, drop_last, seed, epoch)
-        if num_workers:
-            prepare_for_workers(graph)
-        self._finish = make.view.finish if num_workers else None
-        self._pin = bool(kwargs.pop("pin_memory", False))
-        super().__init__(MinibatchDataset(make, len(make)), batch_sampler=self.batches,
-                         num_workers=num_workers, collate_fn=first,
-                         multiprocessing_context=worker_context(num_workers,
-                                                                multiprocessing_context),
-                         **kwargs)
-
-    def __iter__(self):
-        """The batches of one epoch (the next, or the one set_epoch named)."""
-        for made in super().__iter__():
-            data = made if self._finish is None else self._finish(made)
-            yield data.pin_memory() if self._pin else data
-
-    def set_epoch(self, epoch: int) -> None:
-        """The epoch of the next pass (then the one after, and so on)."""
-        self.batches.set_epoch(epoch)
-
-    @property
-    def epoch(self) -> int:
-        """The epoch the next pass will be."""
-        return self.batches.epoch
-
-
-class NeighborLoader(_Loader):
+class NeighborLoader(MinibatchLoader):
     """Mini-batches of node seeds as `HeteroData` (module docstring).
 
     graph: `sampler.api.load_graph(...)` (tables read, or a graph store mapped).
@@ -106,14 +57,14 @@ class NeighborLoader(_Loader):
         if getattr(graph, "link", False):
             raise SamplerError("the spec seeds with pairs: use LinkNeighborLoader")
         make = NodeBatches(graph, input_nodes, input_time, seed=seed, disjoint=disjoint,
-                           view=_View(features, label, reverse, None, transform,
+                           view=_view(features, label, reverse, None, transform,
                                       packed=num_workers > 0))
         super().__init__(graph, make, batch_size=batch_size, shuffle=shuffle,
                          drop_last=drop_last, num_workers=num_workers, seed=seed, epoch=epoch,
                          multiprocessing_context=multiprocessing_context, **kwargs)
 
 
-class LinkNeighborLoader(_Loader):
+class LinkNeighborLoader(MinibatchLoader):
     """Mini-batches of pairs as `HeteroData`, as PyG's LinkNeighborLoader gives them: the
     pairs' ends are the seeds, `edge_label_index`, `edge_label` and `input_id` on
     `link_edge_type`. Negatives are the graph's (`load_graph(..., negatives=K)`), drawn
@@ -135,7 +86,7 @@ class LinkNeighborLoader(_Loader):
             raise SamplerError("the spec seeds nodes: use NeighborLoader")
         pairs = pair_input(graph, edge_label_index, edge_label, edge_label_time)
         make = PairBatches(graph, pairs, seed=seed, disjoint=disjoint,
-                           view=_View(features, None, reverse, link_edge_type, transform,
+                           view=_view(features, None, reverse, link_edge_type, transform,
                                       packed=num_workers > 0))
         super().__init__(graph, make, batch_size=batch_size, shuffle=shuffle,
                          drop_last=drop_last, num_workers=num_workers, seed=seed, epoch=epoch,
