@@ -219,7 +219,8 @@ def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:
     median = {name: _median(r) for name, r in runs.items()}
     sampling = median["sampling"]
     result = {"benchmark": "minibatch", **provenance("benchmark", args.argv),
-              "scale": args.scale, "seeds": sampling[str(HETERO_BATCH)]["seeds"],
+              "scale": args.scale, "seeds": ns.seed_count,
+              "passes": passes(ns.seed_count),
               "batch_sizes": list(BATCHES), "repeat": args.repeat,
               "load_averages": loads, "median": median,
               "ratios": {

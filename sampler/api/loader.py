@@ -24,6 +24,7 @@ from sampler.api.batching import epoch_order
 from sampler.api.minibatches import known_pairs, minibatch, node_seeds
 from sampler.api.seed_tables import SeedRows
 from sampler.memory.engine import fork_is_safe
+from sampler.minibatch.sample import seed_fingerprints
 from unigraph.errors import SamplerError
 
 if TYPE_CHECKING:
@@ -235,6 +236,7 @@ def prepare_for_workers(graph: "Graph") -> None:
         adjacency.rows_of(probe)
     for table in memory.node_tables.values():
         table.positions_of(probe)
+    seed_fingerprints(memory, graph.seed_set)
     graph._features()
 
 

@@ -70,8 +70,9 @@ def sample_queries(adjacency: AdjacencyBucket, queries: "Queries", op: PlannedOp
     query then position. `exclusions`: which edges each query must not draw, where the
     op excludes pair edges (default: the edges between the ends of the query's pair,
     `pair_edges`; sampler.core.merged's for a batch sampled at once)."""
-    long = (np.isin(queries.rows, adjacency.long_rows.rows) if adjacency.long_rows is not None
-            else np.zeros(len(queries.rows), bool))
+    if adjacency.long_rows is None:  # no row in chunks: every query at once, no copies
+        return _sample_rows(adjacency, queries, op, seed, exclusions)
+    long = np.isin(queries.rows, adjacency.long_rows.rows)
     parts, excluded = [], 0
     for subset, sample in ((np.flatnonzero(~long), _sample_rows),
                            (np.flatnonzero(long), _sample_long_rows)):

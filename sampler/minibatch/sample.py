@@ -108,8 +108,7 @@ def _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hop
         key = None
     else:
         samples = None
-        key = batch_key(seed, rng.fingerprint(graph.names[seed_set][seed_codes]),
-                        seed_cutoffs)
+        key = batch_key(seed, _scratch.fingerprints(graph, seed_set)[seed_codes], seed_cutoffs)
     exclusions = _exclusions(graph, plan, seeds, key) if seeds.link else None
     reached = {plan.seed_op: _Reached(np.arange(len(hop0), dtype=np.int64), seed_cutoffs)}
     parts: dict[str, list] = {}
@@ -137,7 +136,8 @@ def _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hop
                               query_cutoffs)
             query, position, _ = sample_queries(adjacency, queries, op, seed, exclusions)
             from_front = has_edges[query]
-            targets = adjacency.target_ids[adjacency.target_codes[position]].astype(np.int64)
+            targets = adjacency.target_ids[adjacency.target_codes[position]].astype(
+                np.int64, copy=False)
             if disjoint:
                 targets = slots[from_front] * n_codes[op.target_set] + targets
             drawn.append((op, front[from_front], targets, position,
@@ -180,10 +180,13 @@ def _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hop
 class _Scratch:
     """Per thread, the lookup tables of merged batches (NodeLayout's), one per node set
     of a graph, each as long as the set: zeroed by the batch that used it, so allocated
-    once per thread (a forked loader worker writes its own copy's pages)."""
+    once per thread (a forked loader worker writes its own copy's pages); and per graph,
+    the seed set's fingerprints (a merged batch's key hashes its seeds')."""
 
     def __init__(self):
         self._local = threading.local()
+        self._lock = threading.Lock()
+        self._fingerprints: dict = {}
 
     def tables(self, graph: GraphInMemory, n_codes: dict[str, int]) -> dict[str, np.ndarray]:
         free = getattr(self._local, "free", None)
@@ -195,6 +198,20 @@ class _Scratch:
             tables = {name: np.zeros(n, np.int32) for name, n in n_codes.items()}
         return tables
 
+    def fingerprints(self, graph: GraphInMemory, node_set: str) -> np.ndarray:
+        """The node set's fingerprints by code (sampler.core.rng), computed once per graph
+        (before a loader's workers fork: sampler.api.loader.prepare_for_workers)."""
+        key = (id(graph), node_set)
+        with self._lock:
+            found = self._fingerprints.get(key)
+        if found is None or found[0] is not graph:
+            found = (graph, rng.fingerprint(graph.names[node_set]))
+            with self._lock:
+                if len(self._fingerprints) > 8:
+                    self._fingerprints.clear()
+                self._fingerprints[key] = found
+        return found[1]
+
     def give_back(self, graph: GraphInMemory, tables: dict[str, np.ndarray]) -> None:
         if tables:
             free = self._local.free
@@ -204,6 +221,11 @@ class _Scratch:
 
 
 _scratch = _Scratch()
+
+
+def seed_fingerprints(graph: GraphInMemory, node_set: str) -> np.ndarray:
+    """A node set's fingerprints by code, computed once per graph."""
+    return _scratch.fingerprints(graph, node_set)
 
 
 def _seed_nodes(seeds: SeedBatch, disjoint: bool, n_codes: int):
@@ -338,25 +360,13 @@ def _by_distance(nodes: dict, edges: dict, seed_set: str, num_hops: int) -> None
     seed: its edges are still the seed's), an edge's hop one more than its source's.
     So a layer's edges reach exactly the nodes the layers after it need (trim_to_layer
     keeps them); nodes of one hop by the hop an op first reached them at, then by id
-    (hop 0: the seeds in their order), edges of one hop in the order sampled. The hop a node was first reached at bounds its distance,
-    so relaxing every edge from those bounds (Bellman-Ford) finds it in a pass or two;
-    a node reached only from nodes left out keeps that hop."""
+    (hop 0: the seeds in their order), edges of one hop in the order sampled. The hop a
+    node was first reached at bounds its distance (_relax finds it); a node reached only
+    from nodes left out keeps that hop."""
     first = {name: np.repeat(np.arange(num_hops + 1), n.num_sampled_nodes)
              for name, n in nodes.items()}
     distance = {name: hops.copy() for name, hops in first.items()}
-    for _ in range(num_hops):
-        changed = False
-        for edge_set in edges.values():
-            if not len(edge_set):
-                continue
-            candidate = distance[edge_set.source_set][edge_set.sources] + 1
-            reached = distance[edge_set.target_set]
-            shorter = candidate < reached[edge_set.targets]
-            if shorter.any():
-                np.minimum.at(reached, edge_set.targets[shorter], candidate[shorter])
-                changed = True
-        if not changed:
-            break
+    hops = _relax(edges, distance, num_hops)
     for name, node_set in nodes.items():
         d = distance[name]
         if np.array_equal(d, first[name]):
@@ -373,14 +383,44 @@ def _by_distance(nodes: dict, edges: dict, seed_set: str, num_hops: int) -> None
                 edge_set.sources = renumber[edge_set.sources]
             if edge_set.target_set == name:
                 edge_set.targets = renumber[edge_set.targets]
-    for edge_set in edges.values():
-        hops = distance[edge_set.source_set][edge_set.sources] + 1
-        counts = np.bincount(hops, minlength=num_hops + 1)[1:num_hops + 1].tolist()
+    for name, edge_set in edges.items():
+        edge_hops = hops[name]
+        counts = np.bincount(edge_hops, minlength=num_hops + 1)[1:num_hops + 1].tolist()
         if counts != edge_set.num_sampled_edges:
-            order = _by_small(hops)
+            order = _by_small(edge_hops)
             edge_set.sources, edge_set.targets = edge_set.sources[order], edge_set.targets[order]
             edge_set.positions = edge_set.positions[order]
             edge_set.num_sampled_edges = counts
+
+
+def _relax(edges: dict, distance: dict, num_hops: int) -> dict:
+    """Bellman-Ford over the batch's edges, in the order they were sampled, from upper
+    bounds of the distances (updated in place); each edge's hop (its source's distance
+    + 1). One pass finds them unless a node's distance shrank after edges from it were
+    relaxed: those edge sets are checked again, and only a change there (rare: a deep
+    op sampled from a seed a node that earlier ops sampled from) takes another pass."""
+    for _ in range(num_hops + 1):
+        hops, seen_at = {}, {}
+        version = dict.fromkeys(distance, 0)
+        for name, edge_set in edges.items():
+            seen_at[name] = version[edge_set.source_set]
+            candidate = distance[edge_set.source_set][edge_set.sources] + 1
+            reached = distance[edge_set.target_set]
+            shorter = candidate < reached[edge_set.targets]
+            if shorter.any():
+                np.minimum.at(reached, edge_set.targets[shorter], candidate[shorter])
+                version[edge_set.target_set] += 1
+            hops[name] = candidate
+        stale = False
+        for name, edge_set in edges.items():
+            if version[edge_set.source_set] != seen_at[name]:
+                now = distance[edge_set.source_set][edge_set.sources] + 1
+                if not np.array_equal(now, hops[name]):
+                    stale = True
+                    break
+        if not stale:
+            return hops
+    return hops
 
 
 def _by_small(values: np.ndarray) -> np.ndarray:
