@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ import time
 import numpy as np
 
 from pipelines import REPO_ROOT
+from pipelines.bench.api_benchmark import _median
 from pipelines.bench.provenance import provenance
 
 BATCHES = (512, 1024)
@@ -176,15 +176,6 @@ def _dgl(python: str, ns: argparse.Namespace, size: int) -> dict:
     if done.returncode != 0:
         raise RuntimeError(f"dgl failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def _median(runs: list):
-    first = runs[0]
-    if isinstance(first, dict):
-        return {k: _median([r[k] for r in runs]) for k in first}
-    if isinstance(first, (int, float)) and not isinstance(first, bool):
-        return round(statistics.median(runs), 3)
-    return first
 
 
 def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:

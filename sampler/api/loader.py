@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 

@@ -17,6 +17,7 @@ import numpy as np
 from sampler.api.seed_tables import decode_rows, ends_only
 from sampler.core.pairs import numbered_pair_rows
 from sampler.core.seeds import numbered_seed_rows
+from sampler.core.stats import RunStats
 from sampler.job.job import epoch_seed
 from sampler.memory.batch import node_samples, pair_samples, with_negatives
 from sampler.minibatch.batch import MergedBatch
@@ -36,16 +37,50 @@ if TYPE_CHECKING:
 log = logging.getLogger("sampler")
 
 
-def node_seeds(graph: "Graph", seed_ids, cutoffs) -> tuple[SeedBatch, list]:
-    """(the rows found in the seed set, as codes with their rows, sample ids and
-    cut-offs; the ids of the rows not found)."""
+def node_rows(graph: "Graph", seed_ids, cutoffs, call: str):
+    """Node seeds decoded and numbered as a seeds table's rows (each row's sample id), and
+    those found in the seed set (`Samples`); `call`: what a link spec's caller should do."""
     if graph.link:
         raise SamplerError(f"the spec seeds with pairs (symmetric_link_seed_op "
-                           f"'{graph._plan.seed_op}'): give pairs (sources, targets)")
+                           f"'{graph._plan.seed_op}'): {call}")
     layout = seeds_layout(graph._cutoff_column(cutoffs))
     rows = decode_rows(layout, {"id": seed_ids, CUTOFF_COLUMN: cutoffs}, "seeds")
     numbered, row_samples = numbered_seed_rows(rows)
-    samples = node_samples(graph._memory, graph.seed_set, numbered)
+    return rows, row_samples, node_samples(graph._memory, graph.seed_set, numbered)
+
+
+def pair_rows(graph: "Graph", sources, targets, *, cutoffs, features, known_positives,
+              seed: int, epoch: int, call: str) -> tuple[PairBatch, RunStats]:
+    """Pairs decoded as a pairs table's rows, then (loaded with `negatives=K`) their
+    negatives drawn for this seed and epoch, with the report's counts; `known_positives`:
+    (sources, targets), or pairs decoded already (known_pairs)."""
+    plan, schema = graph._plan, graph.schema
+    if not graph.link:
+        raise SamplerError(f"the spec's seed op '{plan.seed_op}' seeds nodes: {call}")
+    layout = pairs_table_layout(plan, schema, graph._cutoff_column(cutoffs))
+    wanted = [f.name for f in layout.features if f.name != CUTOFF_COLUMN]
+    unknown = sorted(set(features or {}) - set(wanted))
+    if unknown:
+        raise SamplerError(f"pairs: feature '{unknown[0]}' is not a feature of node set "
+                           f"'_readout' the pairs table feeds (those: "
+                           f"{', '.join(wanted) or 'none'})")
+    rows = decode_rows(layout, {"source": sources, "target": targets, CUTOFF_COLUMN: cutoffs,
+                                **(features or {})}, "pairs")
+    extra = RunStats()
+    if plan.negatives:
+        known = known_positives
+        if known_positives is not None and not isinstance(known_positives, PairBatch):
+            known = known_pairs(graph, known_positives)
+        [rows], extra = with_negatives([rows], plan, graph._negative_groups(),
+                                       epoch_seed(seed, epoch), label_dtype(schema), known)
+    return rows, extra
+
+
+def node_seeds(graph: "Graph", seed_ids, cutoffs) -> tuple[SeedBatch, list]:
+    """(the rows found in the seed set, as codes with their rows, sample ids and
+    cut-offs; the ids of the rows not found)."""
+    rows, row_samples, samples = node_rows(graph, seed_ids, cutoffs,
+                                           "give pairs (sources, targets)")
     found = samples.found
     at = np.minimum(np.searchsorted(found.samples, row_samples), max(len(found) - 1, 0))
     ok = (found.samples[at] == row_samples) if len(found) else np.zeros(len(rows), bool)
@@ -61,25 +96,10 @@ def pair_seeds(graph: "Graph", sources, targets, *, seed: int, epoch: int, cutof
                features: Optional[dict[str, Any]], known_positives) -> tuple[SeedBatch, list]:
     """The pairs (then, loaded with `negatives=K`, K negatives per pair drawn for this
     seed and epoch) whose two ends are in the seed set, as codes; and the pairs not."""
-    if not graph.link:
-        raise SamplerError(f"the spec's seed op '{graph._plan.seed_op}' seeds nodes: give "
-                           f"seed ids")
-    plan, schema = graph._plan, graph.schema
-    layout = pairs_table_layout(plan, schema, graph._cutoff_column(cutoffs))
-    wanted = [f.name for f in layout.features if f.name != CUTOFF_COLUMN]
-    unknown = sorted(set(features or {}) - set(wanted))
-    if unknown:
-        raise SamplerError(f"pairs: feature '{unknown[0]}' is not a feature of node set "
-                           f"'_readout' the pairs table feeds (those: "
-                           f"{', '.join(wanted) or 'none'})")
-    rows = decode_rows(layout, {"source": sources, "target": targets, CUTOFF_COLUMN: cutoffs,
-                                **(features or {})}, "pairs")
-    if plan.negatives:
-        known = known_positives
-        if known_positives is not None and not isinstance(known_positives, PairBatch):
-            known = known_pairs(graph, known_positives)
-        [rows], _ = with_negatives([rows], plan, graph._negative_groups(),
-                                   epoch_seed(seed, epoch), label_dtype(schema), known)
+    rows, _ = pair_rows(graph, sources, targets, cutoffs=cutoffs, features=features,
+                        known_positives=known_positives, seed=seed, epoch=epoch,
+                        call="give seed ids")
+    plan = graph._plan
     numbered, row_samples = numbered_pair_rows(rows)
     memory = graph._memory
     interned = pair_samples(memory, graph.seed_set, numbered).pairs
@@ -96,8 +116,8 @@ def pair_seeds(graph: "Graph", sources, targets, *, seed: int, epoch: int, cutof
     kept = np.flatnonzero(ok)
     pair_features = {k: np.asarray(v)[ok] for k, v in rows.features.items()
                      if not (plan.negatives and k == "label")}
-    return SeedBatch(rows=positions[kept], sources=source_codes[ok], targets=target_codes[ok], labels=labels,
-                     samples=row_samples[ok],
+    return SeedBatch(rows=positions[kept], sources=source_codes[ok],
+                     targets=target_codes[ok], labels=labels, samples=row_samples[ok],
                      cutoffs=None if rows.timestamps is None else rows.timestamps[ok],
                      features=pair_features), missing
 

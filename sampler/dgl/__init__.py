@@ -15,7 +15,7 @@ DGL, never torch_geometric.
 from unigraph.errors import MissingExtra
 
 try:
-    import dgl  # noqa: F401
+    import dgl  # noqa: F401  (what to install, said once here)
 except ModuleNotFoundError as e:
     if e.name is None or e.name.split(".")[0] not in ("dgl", "torch"):
         raise
