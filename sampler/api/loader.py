@@ -14,6 +14,7 @@ pickled but keys and finished batches.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import multiprocessing
 import os
 from typing import TYPE_CHECKING, Any, Callable
@@ -29,6 +30,8 @@ from unigraph.errors import SamplerError
 
 if TYPE_CHECKING:
     from sampler.api.graph import Graph
+
+log = logging.getLogger("sampler")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -212,19 +215,25 @@ def pair_input(graph: "Graph", edge_label_index, edge_label, edge_label_time) ->
     return SeedRows(sources=sources, targets=targets, features=features, cutoffs=cutoffs)
 
 
-def worker_context(num_workers: int, multiprocessing_context):
-    """The DataLoader's multiprocessing context: fork, which shares the graph's pages with
-    the workers, unless the caller chose; refused where forking is unsafe (gRPC loaded:
-    sampler.memory.engine.fork_is_safe) or impossible."""
+def worker_context(num_workers: int, multiprocessing_context) -> tuple[int, Any]:
+    """(workers, the DataLoader's multiprocessing context): fork, which shares the graph's
+    pages with the workers, unless the caller chose a context. Where forking is unsafe
+    (gRPC loaded, say by Beam or a BigQuery graph: sampler.memory.engine.fork_is_safe) or
+    impossible, the batches are made in this process instead, and a warning says so (as
+    the memory engine writes its shards itself there): the same batches, one core."""
     if num_workers == 0 or multiprocessing_context is not None:
-        return multiprocessing_context
+        return num_workers, multiprocessing_context
+    why = None
     if "fork" not in multiprocessing.get_all_start_methods():
-        raise SamplerError("num_workers > 0 shares the graph with its workers by fork, which "
-                           "this platform lacks: use num_workers=0")
-    if not fork_is_safe():
-        raise SamplerError("num_workers > 0 forks workers, unsafe once gRPC is loaded (a "
-                           "BigQuery graph): map a graph store instead, or num_workers=0")
-    return multiprocessing.get_context("fork")
+        why = "this platform cannot fork"
+    elif not fork_is_safe():
+        why = "forking is unsafe once gRPC is loaded (Beam, a BigQuery graph)"
+    if why is not None:
+        log.warning("num_workers=%d: %s, so the batches are made in this process (the same "
+                    "batches; map a graph store in a fresh process for workers)",
+                    num_workers, why)
+        return 0, None
+    return num_workers, multiprocessing.get_context("fork")
 
 
 def prepare_for_workers(graph: "Graph") -> None:

@@ -90,15 +90,18 @@ class MinibatchLoader(torch_data.DataLoader):
                                f"{type(graph).__name__}")
         self.graph = graph
         self.batches = EpochBatches(len(make), batch_size, shuffle, drop_last, seed, epoch)
+        num_workers, context = worker_context(num_workers, multiprocessing_context)
         if num_workers:
             prepare_for_workers(graph)
+        else:
+            for option in ("prefetch_factor", "persistent_workers"):  # workers' options
+                kwargs.pop(option, None)
+        make.view.packed = num_workers > 0
         self._finish = make.view.finish if num_workers else None
         self._pin = bool(kwargs.pop("pin_memory", False))
         super().__init__(MinibatchDataset(make, len(make)), batch_sampler=self.batches,
                          num_workers=num_workers, collate_fn=first,
-                         multiprocessing_context=worker_context(num_workers,
-                                                                multiprocessing_context),
-                         **kwargs)
+                         multiprocessing_context=context, **kwargs)
 
     def __iter__(self):
         """The batches of one epoch (the next, or the one set_epoch named)."""

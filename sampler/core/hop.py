@@ -70,6 +70,8 @@ def sample_queries(adjacency: AdjacencyBucket, queries: "Queries", op: PlannedOp
     query then position. `exclusions`: which edges each query must not draw, where the
     op excludes pair edges (default: the edges between the ends of the query's pair,
     `pair_edges`; sampler.core.merged's for a batch sampled at once)."""
+    if not len(queries.rows):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
     if adjacency.long_rows is None:  # no row in chunks: every query at once, no copies
         return _sample_rows(adjacency, queries, op, seed, exclusions)
     long = np.isin(queries.rows, adjacency.long_rows.rows)

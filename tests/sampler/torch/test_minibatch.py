@@ -3,7 +3,10 @@
 gives the seeds what it gives them on the whole batch), and the loaders: the same
 batches for any number of workers, a new order and new draws every epoch, len(),
 node and link seeds, a graph store shared with the workers."""
+import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -113,18 +116,43 @@ def tensors(data):
     return found
 
 
+def fresh_runs(graph: str, spec: str, runs: list, **load) -> list:
+    """Loader runs in a fresh interpreter (tests/sampler/torch/loader_runs.py): there the
+    loader forks its workers, whatever this test process has loaded."""
+    config = json.dumps({"graph": graph, "spec": spec, "runs": runs, "load": load})
+    done = subprocess.run([sys.executable, "-m", "tests.sampler.torch.loader_runs", config],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=REPO_ROOT, OMP_NUM_THREADS="1"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def test_the_loader_gives_the_same_batches_for_any_number_of_workers(demo):
-    runs = []
-    for workers in (0, 1, 2):
-        loader = NeighborLoader(demo, batch_size=7, shuffle=True, num_workers=workers,
-                                seed=5, label="labels")
-        assert len(loader) == -(-len(demo.node_ids()) // 7)
-        runs.append([[tensors(d) for d in loader], [tensors(d) for d in loader]])
+    runs = fresh_runs(DEMO, DEMO_SPEC, [
+        dict(input=None, batch_size=7, shuffle=True, num_workers=workers, seed=5,
+             label="labels", passes=2) for workers in (0, 1, 2)])
     assert runs[0] == runs[1] == runs[2]
-    first, second = runs[0]
+    assert runs[0]["len"] == -(-len(demo.node_ids()) // 7)
+    first, second = runs[0]["passes"]
     assert first != second  # each pass is a new epoch: a new order and new draws
-    seeds = [d[("paper", "n_id")][:d[("paper", "batch_size")]] for d in first]
-    assert sorted(sum(seeds, [])) == list(range(len(demo.node_ids())))  # every seed once
+    # In this process: the same batches, every seed once per epoch.
+    here = [[tensors(d) for d in NeighborLoader(demo, batch_size=7, shuffle=True, seed=5,
+                                                label="labels")]]
+    seeds = [d[("paper", "n_id")][:d[("paper", "batch_size")]] for d in here[0]]
+    assert sorted(sum(seeds, [])) == list(range(len(demo.node_ids())))
+    assert len(here[0]) == len(first)
+
+
+def test_where_forking_is_unsafe_the_batches_are_made_here(demo, monkeypatch, caplog):
+    from sampler.api import loader
+
+    expected = [tensors(d) for d in NeighborLoader(demo, batch_size=9, seed=2)]
+    monkeypatch.setattr(loader, "fork_is_safe", lambda: False)
+    with caplog.at_level("WARNING", logger="sampler"):
+        made = NeighborLoader(demo, batch_size=9, seed=2, num_workers=2,
+                              persistent_workers=True)
+    assert made.num_workers == 0 and "gRPC" in caplog.text
+    assert [tensors(d) for d in made] == expected
 
 
 def test_set_epoch_replays_an_epoch(demo):
@@ -160,23 +188,23 @@ def test_a_graph_store_is_shared_with_the_workers(demo, tmp_path):
 
     store = str(tmp_path / "store")
     convert.prepare(DEMO, store, log=lambda line: None)
-    mapped = api.load_graph(store, DEMO_SPEC)
-    from_store = [tensors(d) for d in NeighborLoader(mapped, batch_size=9, num_workers=2,
-                                                     shuffle=True, seed=8)]
-    from_tables = [tensors(d) for d in NeighborLoader(demo, batch_size=9, shuffle=True,
-                                                      seed=8)]
+    options = dict(input=None, batch_size=9, shuffle=True, seed=8)
+    [from_store] = fresh_runs(store, DEMO_SPEC, [dict(options, num_workers=2)])
+    [from_tables] = fresh_runs(DEMO, DEMO_SPEC, [dict(options, num_workers=0)])
     assert from_store == from_tables
 
 
 def test_link_loader_gives_link_neighbor_loaders_layout():
     graph = api.load_graph(LINK, os.path.join(LINK, "sampling_spec.pbtxt"), negatives=1)
     pairs = graph.read_seeds(os.path.join(LINK, "pairs.csv"))
-    loader = LinkNeighborLoader(graph, pairs, batch_size=32, shuffle=True, num_workers=2,
-                                seed=3)
-    same = LinkNeighborLoader(graph, os.path.join(LINK, "pairs.csv"), batch_size=32,
-                              shuffle=True, seed=3)
+    loader = LinkNeighborLoader(graph, pairs, batch_size=32, shuffle=True, seed=3)
     batches = [tensors(d) for d in loader]
-    assert batches == [tensors(d) for d in same]
+    options = dict(batch_size=32, shuffle=True, seed=3, kind="link",
+                   input=os.path.join(LINK, "pairs.csv"))
+    workers, alone = fresh_runs(LINK, os.path.join(LINK, "sampling_spec.pbtxt"),
+                                [dict(options, num_workers=2), dict(options, num_workers=0)],
+                                negatives=1)
+    assert workers == alone and len(workers["passes"][0]) == len(batches)
     assert len(loader) == -(-len(pairs) // 32)
     inputs = sorted(sum((b[(("user", "link", "user"), "input_id")] for b in batches), []))
     assert inputs == list(range(len(pairs)))
