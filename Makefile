@@ -11,7 +11,7 @@ DEMO_OUT := out/demo
 # (setup.py's python_requires); one that is not installed here is said and skipped.
 OTHER_PYTHONS ?= 3.10 3.12 3.13
 
-.PHONY: demo test install protos lint-docker clean check-base check-pythons dgl docs fuzz
+.PHONY: demo test install protos lint-docker clean check-base check-pythons dgl test-dgl docs fuzz
 
 # The PyTorch that [test] gets through the [torch] extra: the CPU wheel, installed first so
 # that the extra's range is met by it (an unpinned torch would pull a multi-GB CUDA build).
@@ -41,10 +41,11 @@ demo: $(STAMP)
 	@echo
 	$(VENV)/bin/sample-check $(DEMO_OUT)
 
-# The whole suite, then the base install on its own and the other Python versions.
+# The whole suite, then sampler.dgl's tests in DGL's virtualenv, the base install on its
+# own and the other Python versions.
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2 tests
-	$(MAKE) --no-print-directory check-base check-pythons
+	$(MAKE) --no-print-directory test-dgl check-base check-pythons
 
 # The base install (no extras) in a virtualenv of its own, as a user gets it from
 # `pip install .`: both engines sample the demo, byte for byte alike, and nothing heavy
@@ -100,15 +101,28 @@ fuzz: $(STAMP)
 protos: $(STAMP)
 	$(PY) -m pipelines.tools.gen_protos
 
-# DGL for `benchmark --api --dgl-python .cache/dgl/bin/python` (docs/performance.md): a
-# virtualenv of its own with the last DGL release that installs here and the PyTorch it
-# needs (about 3 GB with its CUDA wheels); never part of `make test`.
+# DGL's virtualenv (.cache/dgl): sampler.dgl and its tests (tests/dgl, run by `make test`
+# there), `benchmark --api/--minibatch --dgl-python .cache/dgl/bin/python`. DGL's wheels
+# need their own PyTorch: the last DGL release that installs here and the torch it
+# needs (PyPI has no CPU-only torch 2.2 for Linux: about 3 GB with its CUDA wheels,
+# 4-5 minutes to install here), plus what `from sampler import api` imports (the project
+# itself runs from the work tree, PYTHONPATH). Remade when DGL_PACKAGES change.
 DGL_VENV := .cache/dgl
-$(DGL_VENV)/bin/python:
+DGL_PACKAGES := torch==2.2.1 dgl==2.1.0 torchdata==0.7.1 'numpy<2' 'pandas<2.3' 'pyarrow<19' \
+    pyyaml pydantic 'protobuf>=6.33.5,<7' google-crc32c pytest
+DGL_STAMP := $(DGL_VENV)/.installed-$(shell echo "$(DGL_PACKAGES)" | cksum | cut -d' ' -f1)
+DGL_TESTS := tests/dgl
+$(DGL_STAMP):
+	rm -rf $(DGL_VENV)
 	$(PYTHON) -m venv $(DGL_VENV)
-	$(DGL_VENV)/bin/python -m pip install --quiet torch==2.2.1 dgl==2.1.0 torchdata==0.7.1 \
-	    'numpy<2' 'pandas<2.3' 'pyarrow<19' pyyaml pydantic
-dgl: $(DGL_VENV)/bin/python
+	$(DGL_VENV)/bin/python -m pip install --quiet $(DGL_PACKAGES)
+	touch $@
+dgl: $(DGL_STAMP)
+
+# sampler.dgl's tests in DGL's virtualenv (they need nothing of tests/conftest.py).
+test-dgl: $(DGL_STAMP)
+	PYTHONPATH=$(CURDIR) $(DGL_VENV)/bin/python -m pytest -q --noconftest -p no:cacheprovider \
+	    $(DGL_TESTS)
 
 # The user guide as a site in site/: the generated pages (command reference, performance
 # tables from docs/benchmarks/*.json) are rewritten first; --strict fails on a broken

@@ -445,7 +445,9 @@ def generate(scale: float, seed: int, *, hub_edges: int = 0, planted: bool = Fal
 
 def node_ids(node_set: str, index: np.ndarray, hub_index: int | None = None) -> np.ndarray:
     """b"<node_set>/<index>" for every index (bytes 'S' array); the hub index as author/hub."""
-    ids = np.strings.add(f"{node_set}/".encode(), np.asarray(index).astype("S"))
+    # np.strings: numpy 2 (fast); np.char: the same on numpy 1.26, which setup.py allows.
+    ids = getattr(np, "strings", np.char).add(f"{node_set}/".encode(),
+                                              np.asarray(index).astype("S"))
     if hub_index is not None:
         ids[np.asarray(index) == hub_index] = HUB_ID
     return ids

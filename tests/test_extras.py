@@ -207,3 +207,19 @@ print(json.dumps({{"message": message}}))
     message = json.loads(run.stdout.strip().splitlines()[-1])["message"]
     assert message.startswith("MissingExtra: sampler.torch needs torch, which is not installed")
     assert "pip install 'graph-sampler[torch]'" in message and "\n" not in message
+
+
+def test_sampler_dgl_without_dgl_is_one_line():
+    """DGL is no extra of the project (its wheels need their own torch): without it,
+    `import sampler.dgl` says in one line what to install and where."""
+    script = ("import json\ntry:\n    import sampler.dgl\n    message = None\n"
+              "except Exception as e:\n    message = f'{type(e).__name__}: {e}'\n"
+              "print(json.dumps({'message': message}))\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=600, env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    message = json.loads(run.stdout.strip().splitlines()[-1])["message"]
+    if message is None:
+        pytest.skip("DGL is installed here")
+    assert message.startswith("MissingExtra: sampler.dgl needs dgl, which is not installed")
+    assert "pip install dgl==2.1.0 torch==2.2.1" in message and "make dgl" in message
+    assert "\n" not in message

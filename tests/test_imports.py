@@ -134,8 +134,9 @@ LAYERS = [
     ("sampler.job",),
     ("sampler.store",),
     ("sampler.beam", "sampler.memory"),
+    ("sampler.minibatch",),
     ("sampler.run", "sampler.api"),
-    ("sampler.training", "sampler.torch"),
+    ("sampler.training", "sampler.torch", "sampler.dgl"),
     # The commands, then the benchmarks that run them, then the maintainers' tools.
     ("pipelines",),
     ("pipelines.bench",),

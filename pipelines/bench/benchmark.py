@@ -284,10 +284,14 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--api", action="store_true",
                         help="online sampling through sampler.api against the memory engine "
                              "on one core (pipelines/bench/api_benchmark.py)")
+    parser.add_argument("--minibatch", action="store_true",
+                        help="merged mini-batches (sampling, HeteroData, the loader with 1 and "
+                             "2 workers) beside DGL's sampler with --dgl-python "
+                             "(pipelines/bench/minibatch_benchmark.py)")
     parser.add_argument("--latency", action="store_true",
                         help="--api: also the milliseconds per batch of 512 random seeds")
     parser.add_argument("--dgl-python", metavar="PYTHON",
-                        help="--api: an interpreter with DGL installed, to run DGL's "
+                        help="--api, --minibatch: an interpreter with DGL installed, to run DGL's "
                              "sample_neighbors beside (pipelines/bench/dgl_benchmark.py)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON line (config, runs, median) instead of text")
@@ -408,6 +412,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         seeds = os.path.join(folder, manifest["seeds"]["hub" if args.hub_edges else "all"])
     extra = shlex.split(args.extra_args)
+    if args.minibatch:
+        from pipelines.bench.minibatch_benchmark import main_hook as minibatch_hook
+
+        return minibatch_hook(args, folder, spec, seeds, log)
     if args.api:
         from pipelines.bench.api_benchmark import main_hook as api_hook
 

@@ -275,6 +275,53 @@ DATAFLOW_SLOWDOWN, SHUFFLED_PER_OUTPUT_BYTE = 2.0, 2.0
 TFGNN_SUBGRAPHS, TFGNN_VCPU_HOURS, TFGNN_USD = 736_000, (45, 150), 11.0
 
 
+def minibatch(data: dict, source: str) -> str:
+    """`benchmark --minibatch --json`: merged mini-batches beside DGL's sampler, HeteroData
+    against sampling alone, the loader with 1 and 2 workers."""
+    median, ratios = data["median"], data["ratios"]
+    sampling = median["sampling"]
+    rows = []
+    for size in data["batch_sizes"]:
+        ours = sampling[str(size)]
+        rows.append([f"this sampler, `Graph.sample_merged`, batches of {size}",
+                     number(ours["edges_per_cpu_s"] / 1e6, 2), number(ours["seeds_per_cpu_s"]),
+                     number(ours["batches_per_cpu_s"], 1), ""])
+        dgl = median.get(f"dgl_{size}")
+        if dgl is not None:
+            rows.append([f"DGL {data['dgl']['dgl']} `sample_neighbors`, batches of {size}",
+                         number(dgl["edges_per_cpu_s"] / 1e6, 2),
+                         number(dgl["seeds"] / dgl["cpu_s"]),
+                         number(dgl["seeds"] / size / dgl["cpu_s"], 1),
+                         f"this sampler {ours['edges_per_cpu_s'] / dgl['edges_per_cpu_s']:.2f}x "
+                         f"its edges / CPU-s"])
+    hetero = median["heterodata"]
+    rows.append([f"this sampler, `HeteroData` batches of {1024} with features and labels",
+                 number(hetero["edges_per_cpu_s"] / 1e6, 2),
+                 number(hetero["seeds_per_cpu_s"]), number(hetero["batches_per_cpu_s"], 1),
+                 f"{ratios['heterodata_vs_sampling']:.2f}x of sampling alone"])
+    loader = [[f"`NeighborLoader(num_workers={w})`, HeteroData batches of 1024",
+               number(median[f"loader_{w}"]["batches_per_s"], 1),
+               "1.00x" if w == 1 else f"{ratios['loader_2_vs_1']:.2f}x"] for w in (1, 2)]
+    loads = data.get("load_averages", [])
+    return "\n\n".join([
+        f"Scale {data['scale']}, {number(data['seeds'])} seeds"
+        + (f", {data['passes']} passes over them (a new epoch each)" if data.get("passes")
+           else "") + "; the benchmark "
+        f"spec's fan-outs for both samplers, one thread each, CPU seconds; median of "
+        f"{data['repeat']} interleaved round(s). DGL's C++ sampler through the same spec "
+        f"on the same tables (its own interpreter, torch {data.get('dgl', {}).get('torch')})"
+        f": each op's merged frontier in one `sample_neighbors` call.",
+        table(["", "M sampled edges / CPU-s", "seeds / CPU-s", "batches / CPU-s", "ratio"],
+              rows),
+        "The loader over one epoch after another (the first, its workers' start, not "
+        "timed), batches per wall second: two workers on this 2-core machine can give up "
+        "to twice one worker's rate only where nothing else runs"
+        + (f" (load average during the runs: {', '.join(str(x) for x in loads)})"
+           if loads else "") + ".",
+        table(["", "batches / s", "vs 1 worker"], loader),
+        provenance_line(data, source)])
+
+
 def cost(data: dict, source: str) -> str:
     """The cost model from an engines measurement that has a `beam` contender."""
     config, medians = data["config"], data["medians"]
@@ -332,6 +379,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
     "fuzz": ("Fuzzing", fuzz),
     "torch": ("Reading samples into PyTorch Geometric", torch),
     "import": ("Importing a graph (`unigraph-import`)", import_graph),
+    "minibatch": ("Mini-batches (merged, PyG and DGL)", minibatch),
 }
 # Sections computed from other kinds' files: (title, after which kind they go).
 DERIVED = {"cost": ("What a Dataflow run costs", "engines")}

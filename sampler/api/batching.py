@@ -77,6 +77,17 @@ def ahead(calls: Iterator[Callable[[], Subgraphs]], depth: int) -> Iterator[Subg
                 future.cancel()
 
 
+def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
+    """The rows 0 .. n-1 in epoch `epoch`'s order: shuffled from the seed and the epoch
+    by counter-based keys (the same order on every machine and numpy), or as given."""
+    order = np.arange(n)
+    if shuffle:
+        keys = rng.mix(np.uint64(seed & (2**64 - 1)), np.uint64(_SHUFFLE_SALT),
+                       np.uint64(epoch), order.astype(np.uint64))
+        order = np.argsort(keys, kind="stable")
+    return order
+
+
 def epochs_of(n: int, batch_size: int, shuffle: bool, epochs: Optional[int], seed: int,
             drop_last: bool, first_epoch: int) -> Iterator[tuple[int, np.ndarray]]:
     """(epoch, the rows of one batch) for every batch of every epoch."""
@@ -86,11 +97,7 @@ def epochs_of(n: int, batch_size: int, shuffle: bool, epochs: Optional[int], see
         raise SamplerError(f"epochs {epochs}: give 0 or more, or None for no end")
     epoch = first_epoch
     while epochs is None or epoch < first_epoch + epochs:
-        order = np.arange(n)
-        if shuffle:  # counter-based keys: the same order on every machine and numpy
-            keys = rng.mix(np.uint64(seed & (2**64 - 1)), np.uint64(_SHUFFLE_SALT),
-                           np.uint64(epoch), order.astype(np.uint64))
-            order = np.argsort(keys, kind="stable")
+        order = epoch_order(n, shuffle, seed, epoch)
         end = n - n % batch_size if drop_last else n
         for lo in range(0, end, batch_size):
             yield epoch, order[lo:lo + batch_size]

@@ -14,25 +14,28 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from sampler.api.batching import ahead, epochs_of, prefetch_depth
-from sampler.api.seed_tables import SeedRows, decode_rows, ends_only, read_seed_rows
+from sampler.api.minibatches import (features_of, minibatch, node_rows, node_seeds, pair_rows,
+                                     pair_seeds)
+from sampler.api.seed_tables import SeedRows, read_seed_rows
 from sampler.api.subgraphs import Subgraphs
 from sampler.core.assemble import ShardAssembler
 from sampler.core.negatives import DrawGroups
 from sampler.core.pairs import numbered_pair_rows
-from sampler.core.seeds import numbered_seed_rows
 from sampler.core.stats import RunStats
 from sampler.job.job import DEFAULT_SEED, epoch_seed
-from sampler.memory.batch import (Samples, negative_draw_groups, node_samples, pair_samples,
-                                  sample_batch, with_negatives)
+from sampler.memory.batch import Samples, negative_draw_groups, pair_samples, sample_batch
 from sampler.memory.graph import GraphInMemory
+from sampler.minibatch.batch import MergedBatch
+from sampler.minibatch.ego import EgoGraph, chain_of, ego_graph
+from sampler.minibatch.features import Features
 from sampler.output.schema import sampled_schema
-from sampler.plan.plan import Plan, label_dtype, pairs_table_layout
+from sampler.plan.plan import Plan
 from sampler.plan.timing import TimePlan
 from unigraph.errors import SamplerError
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.schema import LoadedSchema
 from unigraph.storage import bigquery
-from unigraph.tables.layout import TimeColumn, seeds_layout
+from unigraph.tables.layout import TimeColumn
 from unigraph.timestamps import SEED_TIMESTAMP_COLUMNS
 
 log = logging.getLogger("sampler")
@@ -64,6 +67,7 @@ class Graph:
         self._chunk_edges = chunk_edges
         self._assembler = ShardAssembler(plan, loaded.schema, memory.names)
         self._draw_groups: DrawGroups | None = None
+        self._feature_source: Features | None = None
         cutoff_type = time.dtype if time is not None and time.has_cutoffs else None
         self.output_schema: gs.GraphSchema = sampled_schema(loaded.schema, plan, cutoff_type)
 
@@ -136,13 +140,8 @@ class Graph:
         """The subgraphs of these seeds (ids as str, bytes or ints; a seed listed twice is
         two samples with their own draws), in their order; `cutoffs`: each seed's time
         cut-off (needs `load_graph(..., cutoffs=True)`)."""
-        if self.link:
-            raise SamplerError(f"the spec seeds with pairs (symmetric_link_seed_op "
-                               f"'{self._plan.seed_op}'): use sample_pairs(sources, targets)")
-        layout = seeds_layout(self._cutoff_column(cutoffs))
-        rows = decode_rows(layout, {"id": seed_ids, CUTOFF_COLUMN: cutoffs}, "seeds")
-        numbered, row_samples = numbered_seed_rows(rows)
-        samples = node_samples(self._memory, self.seed_set, numbered)
+        rows, row_samples, samples = node_rows(self, seed_ids, cutoffs,
+                                               "use sample_pairs(sources, targets)")
         return self._subgraphs(samples, row_samples, rows.ids.tolist(), seed, epoch)
 
     def sample_pairs(self, sources: Ids, targets: Ids, *, seed: int = DEFAULT_SEED,
@@ -154,30 +153,9 @@ class Graph:
         negatives per pair; `features`: the pairs table's `_readout` feature columns;
         `known_positives` (sources, targets): more pairs that are never drawn as negatives
         (the CLI's known positives are its whole pairs table)."""
-        if not self.link:
-            raise SamplerError(f"the spec's seed op '{self._plan.seed_op}' seeds nodes: use "
-                               f"sample(seed_ids)")
-        layout = pairs_table_layout(self._plan, self.schema, self._cutoff_column(cutoffs))
-        wanted = [f.name for f in layout.features if f.name != CUTOFF_COLUMN]
-        unknown = sorted(set(features or {}) - set(wanted))
-        if unknown:
-            raise SamplerError(f"pairs: feature '{unknown[0]}' is not a feature of node set "
-                               f"'_readout' the pairs table feeds (those: "
-                               f"{', '.join(wanted) or 'none'})")
-        columns = {"source": sources, "target": targets, CUTOFF_COLUMN: cutoffs,
-                   **(features or {})}
-        rows = decode_rows(layout, columns, "pairs")
-        seed_for_draws = epoch_seed(seed, epoch)
-        extra = RunStats()
-        if self._plan.negatives:
-            known = None
-            if known_positives is not None:
-                known_layout = pairs_table_layout(self._plan, self.schema)
-                known = decode_rows(ends_only(known_layout),
-                                     {"source": known_positives[0],
-                                      "target": known_positives[1]}, "known_positives")
-            [rows], extra = with_negatives([rows], self._plan, self._negative_groups(),
-                                           seed_for_draws, label_dtype(self.schema), known)
+        rows, extra = pair_rows(self, sources, targets, cutoffs=cutoffs, features=features,
+                                known_positives=known_positives, seed=seed, epoch=epoch,
+                                call="use sample(seed_ids)")
         numbered, row_samples = numbered_pair_rows(rows)
         samples = pair_samples(self._memory, self.seed_set, numbered)
         samples.stats.merge(extra)
@@ -235,7 +213,50 @@ class Graph:
                                             drop_last, first_epoch))
         return ahead(calls, prefetch_depth(prefetch))
 
+    def sample_merged(self, seed_ids: Ids, *, seed: int = DEFAULT_SEED, epoch: int = 0,
+                      cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
+                      disjoint: bool = False) -> MergedBatch:
+        """One mini-batch of these seeds sampled at once (docs/minibatches.md): every
+        distinct node of an op's frontier sampled once for the whole batch, laid out as
+        PyG's NeighborLoader lays it out; `disjoint=True`: each seed's own subgraph (the
+        draws of `sample`), in the same layout. The same graph, seeds, seed and epoch
+        give the same batch, bit for bit, in any thread or process."""
+        seeds, missing = node_seeds(self, seed_ids, cutoffs)
+        return minibatch(self, seeds, seed=seed, epoch=epoch, disjoint=disjoint,
+                         missing=missing)
+
+    def sample_merged_pairs(self, sources: Ids, targets: Ids, *, seed: int = DEFAULT_SEED,
+                            epoch: int = 0,
+                            cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
+                            features: Optional[dict[str, Any]] = None,
+                            known_positives: Optional[tuple[Ids, Ids]] = None,
+                            disjoint: bool = False) -> MergedBatch:
+        """`sample_merged` for link specs: the pairs (then their negatives) as
+        LinkNeighborLoader gives them; in the batch no edge between the two ends of any
+        of its pairs is sampled (docs/link-prediction.md). Options as `sample_pairs`."""
+        seeds, missing = pair_seeds(self, sources, targets, seed=seed, epoch=epoch,
+                                    cutoffs=cutoffs, features=features,
+                                    known_positives=known_positives)
+        return minibatch(self, seeds, seed=seed, epoch=epoch, disjoint=disjoint,
+                         missing=missing)
+
+    def sample_ego(self, seed_ids: Ids, *, seed: int = DEFAULT_SEED, epoch: int = 0,
+                   cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
+                   label: Optional[str] = None, disjoint: bool = False) -> EgoGraph:
+        """`sample_merged` in GraphLearn's dense EgoGraph form, for specs whose ops form a
+        chain with fixed fan-outs (docs/minibatches.md); `label`: the roots' `y`."""
+        chain_of(self._plan)
+        batch = self.sample_merged(seed_ids, seed=seed, epoch=epoch, cutoffs=cutoffs,
+                                   disjoint=disjoint)
+        return ego_graph(batch, self._plan, label=label)
+
     # --- internals -------------------------------------------------------------
+
+    def _features(self) -> Features:
+        """Where mini-batches find their features (built once)."""
+        if self._feature_source is None:
+            self._feature_source = features_of(self)
+        return self._feature_source
 
     def _chunk_size(self, num_samples: int) -> int:
         """Samples per chunk: the engine's chunk, or with threads a share of the call."""

@@ -53,22 +53,8 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
                seed: int) -> Draws:
     """The edges `op` samples for every (sample, node) request."""
     requests = requests.unique()
-    queries = _Queries.of(adjacency, requests)
-    long = (np.isin(queries.rows, adjacency.long_rows.rows) if adjacency.long_rows is not None
-            else np.zeros(len(queries.rows), bool))
-    parts, excluded = [], 0
-    for subset, sample in ((np.flatnonzero(~long), _sample_rows),
-                           (np.flatnonzero(long), _sample_long_rows)):
-        if subset.size:
-            query_index, edge_position, n_excluded = sample(adjacency, queries.take(subset),
-                                                            op, seed)
-            parts.append((subset[query_index], edge_position))
-            excluded += n_excluded
-    query_index = np.concatenate([q for q, _ in parts]) if parts else np.zeros(0, np.int64)
-    edge_position = np.concatenate([p for _, p in parts]) if parts else np.zeros(0, np.int64)
-    if len(parts) > 1:  # by query, then position, as one call would give them
-        order = np.lexsort((edge_position, query_index))
-        query_index, edge_position = query_index[order], edge_position[order]
+    queries = Queries.of(adjacency, requests)
+    query_index, edge_position, excluded = sample_queries(adjacency, queries, op, seed)
     return Draws(edge_piece(adjacency, op, queries.samples, queries.rows, query_index,
                             edge_position),
                  len(requests), _at_cap(query_index, len(queries.rows), op.sample_size),
@@ -76,8 +62,47 @@ def sample_hop(adjacency: AdjacencyBucket, requests: Requests, op: PlannedOp,
                  None if queries.cutoffs is None else queries.cutoffs[query_index])
 
 
+def sample_queries(adjacency: AdjacencyBucket, queries: "Queries", op: PlannedOp, seed: int,
+                   exclusions: "Exclusions | None" = None
+                   ) -> tuple[np.ndarray, np.ndarray, int]:
+    """`op`'s strategy for every query (each a distinct (sample, node) with edges here),
+    long rows chunk by chunk: (query index, edge position, edges left out), sorted by
+    query then position. `exclusions`: which edges each query must not draw, where the
+    op excludes pair edges (default: the edges between the ends of the query's pair,
+    `pair_edges`; sampler.core.merged's for a batch sampled at once)."""
+    if not len(queries.rows):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+    if adjacency.long_rows is None:  # no row in chunks: every query at once, no copies
+        return _sample_rows(adjacency, queries, op, seed, exclusions)
+    long = np.isin(queries.rows, adjacency.long_rows.rows)
+    parts, excluded = [], 0
+    for subset, sample in ((np.flatnonzero(~long), _sample_rows),
+                           (np.flatnonzero(long), _sample_long_rows)):
+        if subset.size:
+            query_index, edge_position, n_excluded = sample(adjacency, queries.take(subset),
+                                                            op, seed, exclusions)
+            parts.append((subset[query_index], edge_position))
+            excluded += n_excluded
+    query_index = np.concatenate([q for q, _ in parts]) if parts else np.zeros(0, np.int64)
+    edge_position = np.concatenate([p for _, p in parts]) if parts else np.zeros(0, np.int64)
+    if len(parts) > 1:  # by query, then position, as one call would give them
+        order = np.lexsort((edge_position, query_index))
+        query_index, edge_position = query_index[order], edge_position[order]
+    return query_index, edge_position, excluded
+
+
+class Exclusions:
+    """Per query, the positions of its row's edges it must not draw (a CSR over the
+    queries, as core.strategies takes them); `row_splits` indexes `queries.rows` (a long
+    row's chunks: core.long_rows)."""
+
+    def positions(self, adjacency: AdjacencyBucket, queries: "Queries",
+                  row_splits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+
 @dataclasses.dataclass(eq=False)
-class _Queries:
+class Queries:
     """(sample, node) requests whose node has edges here, as the strategies take them."""
 
     samples: np.ndarray          # int64 sample id
@@ -87,22 +112,22 @@ class _Queries:
     cutoffs: np.ndarray | None   # the sample's cut-off
 
     @staticmethod
-    def of(adjacency: AdjacencyBucket, requests: Requests) -> "_Queries":
+    def of(adjacency: AdjacencyBucket, requests: Requests) -> "Queries":
         """The requests (distinct) whose node has a row in `adjacency`."""
         rows = adjacency.rows_of(requests.ids)[requests.codes]
         with_edges = np.flatnonzero(rows >= 0)
         rows = rows[with_edges]
-        return _Queries(requests.samples[with_edges], rows, adjacency.source_fingerprints[rows],
+        return Queries(requests.samples[with_edges], rows, adjacency.source_fingerprints[rows],
                         None if requests.pairs is None else requests.pairs[with_edges],
                         None if requests.cutoffs is None else requests.cutoffs[with_edges])
 
-    def take(self, positions: np.ndarray) -> "_Queries":
-        return _Queries(*[None if a is None else a[positions] for a in (
+    def take(self, positions: np.ndarray) -> "Queries":
+        return Queries(*[None if a is None else a[positions] for a in (
             self.samples, self.rows, self.nodes, self.pairs, self.cutoffs)])
 
-    def on_rows(self, rows: np.ndarray) -> "_Queries":
+    def on_rows(self, rows: np.ndarray) -> "Queries":
         """The same queries, addressing other rows (a long row's chunks)."""
-        return _Queries(self.samples, rows, self.nodes, self.pairs, self.cutoffs)
+        return Queries(self.samples, rows, self.nodes, self.pairs, self.cutoffs)
 
 
 def _at_cap(query_index: np.ndarray, n_queries: int, k: int) -> int:
@@ -110,12 +135,15 @@ def _at_cap(query_index: np.ndarray, n_queries: int, k: int) -> int:
     return int((np.bincount(query_index, minlength=n_queries) >= k).sum())
 
 
-def _eligibility(adjacency: AdjacencyBucket, queries: _Queries, op: PlannedOp,
-                 row_splits: np.ndarray) -> dict:
+def _eligibility(adjacency: AdjacencyBucket, queries: Queries, op: PlannedOp,
+                 row_splits: np.ndarray, exclusions: Exclusions | None = None) -> dict:
     """What limits each query to some of its row's edges, as core.strategies takes it: a
     cut-off's eligible prefix, and a link sample's excluded edges."""
     excluded_splits, excluded_positions = None, None
-    if op.exclude_pair_edges and queries.pairs is not None:
+    if op.exclude_pair_edges and exclusions is not None:
+        excluded_splits, excluded_positions = exclusions.positions(adjacency, queries,
+                                                                   row_splits)
+    elif op.exclude_pair_edges and queries.pairs is not None:
         excluded_splits, excluded_positions = pair_edges(adjacency, queries.rows, queries.nodes,
                                                          queries.pairs, row_splits)
     # A cut-off over a time-ordered row is an eligible prefix; timeless rows are whole.
@@ -130,9 +158,10 @@ def _excluded_count(eligibility: dict) -> int:
     return 0 if positions is None else len(positions)
 
 
-def _sample_rows(adjacency: AdjacencyBucket, queries: _Queries, op: PlannedOp, seed: int):
+def _sample_rows(adjacency: AdjacencyBucket, queries: Queries, op: PlannedOp, seed: int,
+                 exclusions: Exclusions | None = None):
     """The strategy on whole rows: (query index, edge position, edges excluded)."""
-    eligibility = _eligibility(adjacency, queries, op, adjacency.row_splits)
+    eligibility = _eligibility(adjacency, queries, op, adjacency.row_splits, exclusions)
     query_index, edge_position = sample_edges(
         op.strategy, row_splits=adjacency.row_splits, weights=adjacency.weights,
         query_rows=queries.rows, query_samples=queries.samples, query_nodes=queries.nodes,
@@ -140,13 +169,13 @@ def _sample_rows(adjacency: AdjacencyBucket, queries: _Queries, op: PlannedOp, s
     return query_index, edge_position, _excluded_count(eligibility)
 
 
-def _chunk_candidates(adjacency: AdjacencyBucket, queries: _Queries, chunk_index: np.ndarray,
-                      row_splits: np.ndarray, op: PlannedOp, seed: int
-                      ) -> tuple[Candidates, int]:
+def _chunk_candidates(adjacency: AdjacencyBucket, queries: Queries, chunk_index: np.ndarray,
+                      row_splits: np.ndarray, op: PlannedOp, seed: int,
+                      exclusions: Exclusions | None = None) -> tuple[Candidates, int]:
     """Each (query, chunk)'s k best edges of the chunk (core.long_rows), and the edges
     left out: queries.rows[i] is the chunk as a row of `row_splits`, chunk_index[i] its
     index in its long row."""
-    eligibility = _eligibility(adjacency, queries, op, row_splits)
+    eligibility = _eligibility(adjacency, queries, op, row_splits, exclusions)
     candidates = chunk_candidates(
         op.strategy, row_splits=row_splits, weights=adjacency.weights, times=adjacency.times,
         query_rows=queries.rows, query_samples=queries.samples, query_nodes=queries.nodes,
@@ -155,13 +184,14 @@ def _chunk_candidates(adjacency: AdjacencyBucket, queries: _Queries, chunk_index
     return candidates, _excluded_count(eligibility)
 
 
-def _sample_long_rows(adjacency: AdjacencyBucket, queries: _Queries, op: PlannedOp, seed: int):
+def _sample_long_rows(adjacency: AdjacencyBucket, queries: Queries, op: PlannedOp, seed: int,
+                      exclusions: Exclusions | None = None):
     """Long rows in this adjacency: every chunk's candidates, then the k best per query."""
     long_rows = adjacency.long_rows
     query_of, chunk_index, chunk = long_rows.chunks_of(queries.rows)
     row_splits, rows = chunk_rows(long_rows.chunk_starts, long_rows.chunk_ends, chunk)
     candidates, n_excluded = _chunk_candidates(adjacency, queries.take(query_of).on_rows(rows),
-                                               chunk_index, row_splits, op, seed)
+                                               chunk_index, row_splits, op, seed, exclusions)
     query = query_of[candidates.query]
     kept = best(query, candidates.primary, candidates.secondary, op.sample_size)
     return query[kept], candidates.position[kept], n_excluded
@@ -276,7 +306,7 @@ def sample_chunk(chunk: AdjacencyBucket, chunk_index: int, requests: Requests, o
     """`op` on one chunk of a hub (`chunk`: the chunk's edges as a one-row adjacency):
     every request's k best edges of the chunk, by the output shard of its sample, and
     the edges it left out for link samples."""
-    queries = _Queries.of(chunk, requests.unique())
+    queries = Queries.of(chunk, requests.unique())
     candidates, n_excluded = _chunk_candidates(
         chunk, queries, np.full(len(queries.rows), chunk_index, np.int64), chunk.row_splits,
         op, seed)

@@ -29,7 +29,9 @@ import numpy as np
 
 from sampler.graph_tensor.model import GraphTensor
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET, READOUT_PREFIX
+from sampler.minibatch.batch import MergedBatch
 from sampler.output.names import ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET
+from sampler.torch.minibatch import merged_to_hetero_data
 from sampler.torch.vocabulary import Vocabulary, integer_ids
 from unigraph.columnar.ragged import Ragged
 from unigraph.errors import SamplerError, require_extra
@@ -74,7 +76,8 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
                    ) -> "HeteroData":
     """A `HeteroData` of one subgraph (a numpy GraphTensor: `parse_example` of a record,
     an item of `Graph.sample`) or of a batch: a list of them, or a `Subgraphs` of the
-    Python API, merged into one disjoint graph with seeds first (module docstring).
+    Python API, merged into one disjoint graph with seeds first (module docstring); or
+    of a mini-batch sampled at once (`Graph.sample_merged`: sampler.torch.minibatch).
 
     vocabulary: maps string `#id`s to `n_id` codes (required unless the ids are
         integers, which are then `n_id` as they are).
@@ -88,6 +91,9 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
     input_id: each subgraph's index in the input (default: a `Subgraphs`' row
         positions, else 0 .. n-1).
     """
+    if isinstance(subgraphs, MergedBatch):  # a mini-batch sampled at once: its own layout
+        return merged_to_hetero_data(subgraphs, features=features, label=label,
+                                     link_edge_type=link_edge_type)
     if features not in FEATURE_MODES:
         raise SamplerError(f"features={features!r}: give one of {', '.join(FEATURE_MODES)}")
     graphs, default_ids, batched = _graphs_of(subgraphs)

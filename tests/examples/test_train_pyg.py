@@ -1,5 +1,6 @@
 """examples/train_pyg.py: a PyG heterogeneous GraphSAGE learns the planted task from
-`sample`'s records (held-out accuracy >= 0.95; the seed-only MLP near chance) and the
+`sample`'s records (held-out accuracy >= 0.95; the seed-only MLP near chance), online
+from merged mini-batches with trim_to_layer as well as from disjoint ones, and the
 planted links of examples/link_tiny (held-out ROC AUC >= 0.9; endpoints alone near 0.5).
 
 Small and single-threaded (torch's threads contend on a shared 2-core machine): about
@@ -48,6 +49,21 @@ def planted(tmp_path_factory):
     assert sample.main(["--graph", str(graph), "--spec", str(graph.parent / "spec.pbtxt"),
                         "--output", f"{out}/", "--quiet"]) == 0
     return str(out)
+
+
+def test_merged_batches_learn_it_as_well_as_disjoint_ones(example, planted):
+    """Online, with trim_to_layer: mini-batches sampled at once (each node once per
+    batch) against each seed's own subgraph, the same epochs and seeds. Measured: both
+    0.991 on these 350 held-out seeds (the five-op spec after 8 epochs: 0.94 merged,
+    0.98 disjoint, the merged epochs twice as fast; docs/minibatches.md)."""
+    graph = os.path.join(os.path.dirname(planted), "graph")
+    spec = os.path.join(os.path.dirname(planted), "spec.pbtxt")
+    options = dict(epochs=3, batch_size=32, log=lambda _: None)
+    merged = example.train_online(graph, spec, "labels", batches="merged", **options)
+    disjoint = example.train_online(graph, spec, "labels", batches="disjoint", **options)
+    assert merged["accuracy"] >= disjoint["accuracy"] >= 0.95, (merged, disjoint)
+    assert merged["held_out_count"] == disjoint["held_out_count"] == 350
+    assert len(merged["epoch_seconds"]) == 3 and min(merged["epoch_seconds"]) > 0
 
 
 @pytest.fixture(scope="module")

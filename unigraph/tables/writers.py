@@ -297,7 +297,8 @@ def _list_messages(column: _Column, n: int) -> tuple[str, wire.RowPieces]:
     if column.spec is None and values.dtype.kind == "S":  # ids: one bytes value per row
         width = values.dtype.itemsize
         matrix = np.ascontiguousarray(values).view(np.uint8).reshape(n, width)
-        lengths = np.strings.str_len(values).astype(np.int64)  # trailing NULs are padding
+        # (np.char on numpy 1.26, which setup.py allows; np.strings on numpy 2.)
+        lengths = getattr(np, "strings", np.char).str_len(values).astype(np.int64)  # NULs: padding
         pieces.fixed(np.array([wire.TAG_FIELD_1], dtype=np.uint8))
         pieces.varint(lengths)
         pieces.varying(matrix[np.arange(width)[None, :] < lengths[:, None]], lengths)
