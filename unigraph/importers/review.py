@@ -47,7 +47,7 @@ def review(guess: Guess) -> list[str]:
 
 def _feature_text(features) -> str:
     parts = []
-    for name, feature in features.items():
+    for name, feature in sorted(features.items()):  # a protobuf map's order varies by process
         shape = "[" + ", ".join(str(d.size) for d in feature.shape.dim) + "]"
         parts.append(f"{name} {gs.DataType.Name(feature.dtype)} {shape}")
     return ", ".join(parts) or "no features"
