@@ -111,7 +111,7 @@ DGL_VENV := .cache/dgl
 DGL_PACKAGES := torch==2.2.1 dgl==2.1.0 torchdata==0.7.1 'numpy<2' 'pandas<2.3' 'pyarrow<19' \
     pyyaml pydantic 'protobuf>=6.33.5,<7' google-crc32c pytest
 DGL_STAMP := $(DGL_VENV)/.installed-$(shell echo "$(DGL_PACKAGES)" | cksum | cut -d' ' -f1)
-DGL_TESTS := tests/dgl
+DGL_TESTS := tests/dgl tests/unigraph/importers/test_dgl_import.py
 $(DGL_STAMP):
 	rm -rf $(DGL_VENV)
 	$(PYTHON) -m venv $(DGL_VENV)

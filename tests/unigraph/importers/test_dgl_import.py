@@ -1,13 +1,8 @@
 """DGL graphs imported: node and edge types, their data, masks as splits, edges in their
 id order; sampled from memory as from the written folder.
 
-DGL's wheels need their own PyTorch, so this file runs in the project's DGL virtualenv
-(skipped elsewhere):
-
-    make dgl
-    .cache/dgl/bin/python -m pip install 'protobuf>=6.33.5,<7' 'google-crc32c>=1.5' \\
-        pytest hypothesis
-    .cache/dgl/bin/python -m pytest -p no:cacheprovider tests/unigraph/importers/test_dgl_import.py
+DGL's wheels need their own PyTorch, so this file runs in the project's DGL virtualenv,
+by `make test-dgl` (part of `make test`), and is skipped elsewhere.
 """
 import numpy as np
 import pytest
