@@ -17,6 +17,7 @@ from typing import Iterator
 
 from sampler.output.commit import pending_commit
 from sampler.output.files import REPORT_FILE
+from sampler.output.ownership import bare_name_problem
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.encoding import tfrecord
 from unigraph.storage import paths
@@ -108,8 +109,17 @@ def _listed_in_report(folder: str) -> list[FilePath] | None:
     names = report.get("output_shards")
     if not isinstance(names, list) or not names:
         return None
-    # Reports list names relative to the folder (older ones: full paths).
-    return [paths.join(folder, name.rsplit("/", 1)[-1]) for name in names]
+    # Reports list names relative to the folder (older ones: full paths); a name is read
+    # in this folder only, whatever the report says.
+    found = []
+    for name in names:
+        base = name.rsplit("/", 1)[-1] if isinstance(name, str) else name
+        problem = bare_name_problem(base)
+        if problem is not None:
+            raise SamplesError(f"{paths.join(folder, REPORT_FILE)}: output_shards: "
+                               f"{problem}")
+        found.append(paths.join(folder, base))
+    return found
 
 
 def _check_complete(folder: str, files: list[FilePath]) -> None:
