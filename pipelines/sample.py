@@ -86,6 +86,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overwrite", action="store_true",
                         help="write into a non-empty output folder that `sample` did not write "
                              "(its own earlier output is always replaced, atomically)")
+    parser.add_argument("--verify-store", dest="verify_store", action="store_true",
+                        help="with a graph store as --graph: check every file's checksum "
+                             "before sampling (reads the whole store; docs/store.md). What "
+                             "is cheap is checked on every run")
     parser.add_argument("--engine", choices=("auto", "memory", "beam"), default="auto",
                         help="memory: the graph in this machine's memory, worker processes "
                              "over output shards (fastest where the graph fits); beam: an "
@@ -185,6 +189,8 @@ def _sample(args: argparse.Namespace, beam_args: list[str]) -> int:
     plan = with_edge_aggregation(link_options(plan, args, loaded), args.edge_aggregation)
     for warning in plan_warnings(plan, args.spec):
         print(f"sample: warning: {warning}", file=sys.stderr)
+    if args.verify_store:
+        _verify_store(loaded, args.graph, say=(lambda line: None) if args.quiet else print)
     if args.dry_run:
         print(describe_plan(loaded, plan, seeds=args.seeds))
         return 0
@@ -211,6 +217,18 @@ def _sample(args: argparse.Namespace, beam_args: list[str]) -> int:
               file=sys.stderr)
         return EXIT_NOTHING_SAMPLED
     return 0
+
+
+def _verify_store(loaded: LoadedSchema, graph: str, say) -> None:
+    if loaded.store is None:
+        raise SamplerError(f"--verify-store: --graph {graph} is not a graph store (it has no "
+                           f"store.json of this project's format)")
+    from sampler.store.mapped import verify_store  # numpy and the store: only here
+
+    verify_store(loaded.store.folder, loaded.store.manifest)
+    files = loaded.store.manifest["files"]
+    say(f"graph store {loaded.store.folder}: {len(files)} files, "
+        f"{sum(f['bytes'] for f in files.values()) / 1e6:,.1f} MB, every checksum verified")
 
 
 def _interrupted(signum, frame):

@@ -11,7 +11,6 @@ dataset, and so is a folder a run was stopped in the middle of committing to.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from typing import Iterator
 
@@ -19,7 +18,7 @@ from sampler.output.commit import pending_commit
 from sampler.output.files import REPORT_FILE
 from sampler.output.ownership import bare_name_problem
 from unigraph.protos import graph_schema_pb2 as gs
-from unigraph.encoding import tfrecord
+from unigraph.encoding import json_data, tfrecord
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, TableError, one_line
 from unigraph.schema import SCHEMA_FILE_NAME, load_schema
@@ -93,7 +92,7 @@ def read_run_report(folder: str) -> dict | None:
         return None
     try:
         with paths.open_binary(path) as f:
-            report = json.loads(f.read().decode("utf-8"))
+            report = json_data.loads(f.read())
     except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
         raise SamplesError(f"{path}: not a JSON run report: {one_line(e)}") from None
     if not isinstance(report, dict):

@@ -37,6 +37,7 @@ import socket
 import stat
 import time
 
+from unigraph.encoding import json_data
 from unigraph.errors import SamplerError
 from unigraph.storage import gcs, paths
 
@@ -163,7 +164,7 @@ def _not_a_lock(folder: str, path: str, what: str) -> str:
 def _read_fd(fd: int) -> dict:
     try:
         data = os.pread(fd, 4096, 0)
-        owner = json.loads(data.decode("utf-8")) if data.strip() else {}
+        owner = json_data.loads(data) if data.strip() else {}
     except (OSError, ValueError):
         return {"unreadable": True}
     return owner if isinstance(owner, dict) else {"unreadable": True}
@@ -181,7 +182,7 @@ def _acquire_object(folder: str, path: str, run_id: str, log) -> Lock:
             continue  # another run created it first: look at who
         data, generation = found
         try:
-            owner = json.loads(data.decode("utf-8"))
+            owner = json_data.loads(data)
         except ValueError:
             owner = {}
         if not isinstance(owner, dict):

@@ -38,6 +38,7 @@ import uuid
 
 from sampler.output.files import REPORT_FILE, SCHEMA_FILE, is_shard_name, write_text
 from sampler.output.lock import LOCK_FILE
+from unigraph.encoding import json_data
 from unigraph.errors import SamplerError, message_line
 from unigraph.storage import paths
 
@@ -119,7 +120,7 @@ def marked_staging_run(folder: str, name: str) -> str | None:
         elif not paths.exists(marker):
             return None
         with paths.open_binary(marker) as f:
-            document = json.loads(f.read(4096).decode("utf-8"))
+            document = json_data.loads(f.read(4096))
     except (OSError, ValueError):
         return None
     if not isinstance(document, dict) or document.get("format") != _STAGING_FORMAT \
@@ -165,7 +166,7 @@ def read_journal(folder: str) -> Journal | None:
             return None
         with paths.open_binary(path) as f:
             data = f.read(1 << 24)
-        document = json.loads(data.decode("utf-8"))
+        document = json_data.loads(data)
     except (OSError, ValueError) as e:
         raise refuse(f"unreadable: {message_line(e, 200)}") from None
     if not isinstance(document, dict) or document.get("format") != JOURNAL_FORMAT:
@@ -251,7 +252,7 @@ def check_ours(folder: str, state: FolderState, overwrite: bool) -> None:
 
 def _read_report(folder: str) -> dict:
     with paths.open_binary(paths.join(folder, REPORT_FILE)) as f:
-        report = json.loads(f.read(1 << 26).decode("utf-8"))
+        report = json_data.loads(f.read(1 << 26))
     if not isinstance(report, dict):
         raise ValueError(f"a JSON {type(report).__name__}, not an object")
     return report
