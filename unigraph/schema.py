@@ -175,6 +175,28 @@ def _check_feature(where: str, name: str, feature: gs.Feature, reserved: set[str
             raise SchemaError(
                 f"{where}: feature '{name}' dimension {i} has size {size}; "
                 f"use a size >= 0, or -1 for a ragged dimension")
+    problem = shape_problem(feature_shape(feature))
+    if problem is not None:
+        raise SchemaError(f"{where}: feature '{name}' {problem}")
+
+
+# A declared shape sizes what the readers allocate per row (a vector's values, the columns
+# of CSV's fast path): bounded before anything is read. 2**24 values is a 64 MB float
+# vector per row; no feature of a graph one samples comes near.
+MAX_RANK, MAX_ITEM_VALUES = 32, 1 << 24
+
+
+def shape_problem(shape: tuple[int, ...]) -> str | None:
+    """Why a declared per-item shape is beyond what the readers take (None: it is not)."""
+    if len(shape) > MAX_RANK:
+        return f"has {len(shape)} dimensions, more than {MAX_RANK}"
+    values = 1
+    for size in shape:
+        values *= max(size, 1)
+        if values > MAX_ITEM_VALUES:
+            return (f"has shape {list(shape)}: more than {MAX_ITEM_VALUES} values per item, "
+                    f"the most a reader allocates for one")
+    return None
 
 
 def is_link_readout(kind: str, name: str) -> bool:
