@@ -25,7 +25,7 @@ from sampler.plan.describe import describe_plan
 from sampler.job.job import DEFAULT_SEED
 from sampler.job.options import link_plan, load_and_check
 from sampler.plan.plan import DEGREE, UNIFORM, Plan, plan_warnings, with_edge_aggregation
-from unigraph.errors import SamplerError, message_line, one_line
+from unigraph.errors import SamplerError, message_line, one_line, printable
 from unigraph.schema import LoadedSchema
 from unigraph.storage import bigquery
 
@@ -192,7 +192,7 @@ def _sample(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.verify_store:
         _verify_store(loaded, args.graph, say=(lambda line: None) if args.quiet else print)
     if args.dry_run:
-        print(describe_plan(loaded, plan, seeds=args.seeds))
+        print(printable(describe_plan(loaded, plan, seeds=args.seeds), keep="\n"))
         return 0
     if args.epoch < 0:
         raise SamplerError(f"--epoch {args.epoch}: give 0 or more")
@@ -212,7 +212,7 @@ def _sample(args: argparse.Namespace, beam_args: list[str]) -> int:
                      overwrite=args.overwrite, verbose=not args.quiet)
     except NothingSampled as e:
         if not args.quiet:
-            print(format_report(e.report))
+            print(printable(format_report(e.report), keep="\n"))
         print(f"sample: {message_line(e)}; the previous output (if any) is kept",
               file=sys.stderr)
         return EXIT_NOTHING_SAMPLED
