@@ -36,6 +36,7 @@ from sampler.core.long_rows import CHUNK_EDGES
 from unigraph.storage import bigquery, paths
 from unigraph.storage.staging import write_staged
 from unigraph.errors import SamplerError, SchemaError, TableError, message_line, one_line
+from unigraph.interrupts import interruptible
 from unigraph.schema import (SCHEMA_FILE_NAME, bigquery_source, check_schema, load_schema,
                              set_names, table_files)
 from unigraph.tables import converted, read_set, table_layout
@@ -188,6 +189,7 @@ def verify(store: str) -> str:
             f"checksum checked, no damage found")
 
 
+@interruptible("unigraph-convert", "interrupted; nothing written")
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)

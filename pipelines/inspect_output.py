@@ -34,6 +34,7 @@ from sampler.output.seek import Condition, ScanCounts, find_records, parse_condi
     seed_condition
 from sampler.output.stats import json_safe
 from unigraph.errors import SamplerError, message_line, one_line, printable
+from unigraph.interrupts import interruptible
 from unigraph.columnar.ragged import Ragged
 
 SHOWN_VALUES = 4   # values of a feature shown per item in text
@@ -267,6 +268,7 @@ def _selected(samples: SampleFolder, args, counts: ScanCounts):
                            f"{counts.records:,} records in {counts.files} files)")
 
 
+@interruptible("sample-inspect", "interrupted")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sample-inspect", description=__doc__.split("\n\n")[0],

@@ -15,9 +15,7 @@ Flags this command does not know must be Beam pipeline options (--runner,
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 
 from sampler.core.long_rows import CHUNK_EDGES
 from sampler.output.report import format_report
@@ -26,10 +24,11 @@ from sampler.job.job import DEFAULT_SEED
 from sampler.job.options import link_plan, load_and_check
 from sampler.plan.plan import DEGREE, UNIFORM, Plan, plan_warnings, with_edge_aggregation
 from unigraph.errors import SamplerError, message_line, one_line, printable
+from unigraph.interrupts import EXIT_INTERRUPTED, interruptible
 from unigraph.schema import LoadedSchema
 from unigraph.storage import bigquery
 
-EXIT_NOTHING_SAMPLED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_NOTHING_SAMPLED, EXIT_ERROR = 1, 2  # EXIT_INTERRUPTED: 130 (unigraph.interrupts)
 
 EXAMPLES = """\
 examples:
@@ -231,16 +230,11 @@ def _verify_store(loaded: LoadedSchema, graph: str, say) -> None:
         f"{sum(f['bytes'] for f in files.values()) / 1e6:,.1f} MB, every checksum verified")
 
 
-def _interrupted(signum, frame):
-    raise KeyboardInterrupt
-
-
+# SIGTERM (a scheduler's stop) ends a run like Ctrl-C: staged work dropped, previous
+# output kept (unigraph.interrupts).
+@interruptible("sample", "interrupted; previous output kept")
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
-    # SIGTERM (a scheduler's stop) ends a run like Ctrl-C: staged work dropped, previous
-    # output kept. Only the main thread may install handlers.
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    previous_term = signal.signal(signal.SIGTERM, _interrupted) if on_main_thread else None
     try:
         args, beam_args = parser.parse_known_args(argv)
         if args.workers is not None and args.workers < 1:
@@ -254,12 +248,6 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # the environment: a full disk, a vanished folder, permissions
         print(f"sample: error: {one_line(e)}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("sample: interrupted; previous output kept", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        if on_main_thread:
-            signal.signal(signal.SIGTERM, previous_term)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_ED
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, message_line, one_line, printable
+from unigraph.interrupts import interruptible
 
 
 class BadRecord(SamplerError):
@@ -204,6 +205,7 @@ def format_report(folder: str, report: CheckReport) -> str:
     return "\n".join(lines)
 
 
+@interruptible("sample-check", "interrupted")
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="sample-check", description=__doc__.split("\n\n")[0])
     parser.add_argument("output", metavar="OUT", help="a `sample` output folder")

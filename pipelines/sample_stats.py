@@ -32,6 +32,7 @@ from sampler.output.stats import FolderStats, folder_stats
 from sampler.output.stats_summary import format_summary
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, message_line, one_line, printable, require_extra
+from unigraph.interrupts import interruptible
 
 STATS_FOLDER = "stats"
 JSON_FILE = "stats.json"
@@ -58,6 +59,7 @@ def _progress(label: str, quiet: bool):
     return report
 
 
+@interruptible("sample-stats", "interrupted; no report written")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sample-stats", description=__doc__.split("\n\n")[0],

@@ -42,10 +42,12 @@ from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
                                                   TypeOptions, WorkerOptions)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
+from sampler.beam.interrupts import quiet_after_interrupt
 from unigraph.beam.lean_import import with_dataflow_client
 from unigraph.beam.runners import DASK_RUNNER
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
+from unigraph.interrupts import interrupted_in
 
 
 RUNNER_NAMES = {"DaskRunner": DASK_RUNNER}  # short names Beam's runner registry lacks
@@ -249,18 +251,21 @@ def run_pipeline(pipeline: beam.Pipeline):
     error raised in a worker reaches the caller as one SamplerError line (not Beam's
     wrapped traceback); any other failure, a bug, keeps its traceback."""
     try:
-        result = pipeline.run()
-        watch = _DaskStallWatch.start(result)
-        try:
-            result.wait_until_finish()
-        except BaseException:
-            if watch is not None and watch.stalled:  # what cancelling raised, if anything
-                raise SamplerError(watch.message()) from None
-            raise
-        finally:
-            if watch is not None:
-                watch.stop()
-            _close_client(result)
+        # A Ctrl-C reaches Beam's worker processes and threads too: they print nothing
+        # after it (sampler.beam.interrupts), and `sample` prints its one line.
+        with quiet_after_interrupt():
+            result = pipeline.run()
+            watch = _DaskStallWatch.start(result)
+            try:
+                result.wait_until_finish()
+            except BaseException:
+                if watch is not None and watch.stalled:  # what cancelling raised, if any
+                    raise SamplerError(watch.message()) from None
+                raise
+            finally:
+                if watch is not None:
+                    watch.stop()
+                _close_client(result)
         if watch is not None and watch.stalled:  # cancelled futures may just end the wait
             raise SamplerError(watch.message())
         return result
@@ -269,6 +274,10 @@ def run_pipeline(pipeline: beam.Pipeline):
     except OSError as e:
         raise SamplerError(_STEP_SUFFIX.sub("", one_line(e))) from None
     except Exception as e:
+        # Ctrl-C (or SIGTERM) inside a step: Beam wraps the KeyboardInterrupt in its own
+        # RuntimeError; it is raised again as what it is, one line and 130 in `sample`.
+        if interrupted_in(e) or str(e).startswith("KeyboardInterrupt"):
+            raise KeyboardInterrupt from None
         message = killed_worker(e) or worker_error(e)
         if message is None:
             raise

@@ -44,6 +44,7 @@ from sampler.output.stats_features import plain_number
 from sampler.output.stats_layout import Layout
 from sampler.output.stats_shard import LISTED_SEEDS, Tally, summarize_shard
 from unigraph.storage import paths
+from unigraph.interrupts import quiet_worker
 
 PARALLEL_MIN_BYTES = 64 << 20  # smaller folders are read in-process
 
@@ -256,14 +257,22 @@ def _shard_tallies(samples: SampleFolder, layout: Layout, workers: int, keep_see
     # Forked workers start at once and need no `if __name__ == "__main__"` guard in a
     # notebook or script; remote folders are read in-process (a forked GCS client is
     # not safe), see _worker_count.
+    # Workers leave Ctrl-C to this process (unigraph.interrupts.quiet_worker), which
+    # drops the work left and does not wait for the shards being read.
     context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
+                                                  initializer=quiet_worker)
+    try:
         results = pool.map(summarize_shard, files, [layout] * len(files),
                            [keep_seed_ids] * len(files))
         for done, (path, tally) in enumerate(zip(files, results), start=1):
             if progress:
                 progress(done, len(files), path, tally.records)
             yield tally
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def sample_stats(folder: str, *, workers: int | None = None) -> dict:
