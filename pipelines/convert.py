@@ -39,7 +39,7 @@ from unigraph.errors import SamplerError, SchemaError, TableError, message_line,
 from unigraph.interrupts import interruptible
 from unigraph.schema import (SCHEMA_FILE_NAME, bigquery_source, check_schema, load_schema,
                              set_names, table_files)
-from unigraph.tables import converted, read_set, table_layout
+from unigraph.tables import read_set, table_layout
 from unigraph.tables.writers import EXTENSIONS, write_sharded
 from unigraph.timestamps import override_timestamp_column
 
@@ -129,7 +129,7 @@ def _write_tables(loaded, folder: str, fmt: str, shards: int):
             key, stem = ("bigquery", str(source.table)), source.table.table
         else:
             key, stem = ("sql", source.sql), name
-        stem = converted.file_stem(stem)  # a set's name may hold '/': one file name only
+        stem = paths.file_stem(stem)  # a set's name may hold '/': one file name only
         if key not in written:
             while stem in used_names:
                 stem += "_"
