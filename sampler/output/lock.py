@@ -131,6 +131,9 @@ def _acquire_local(folder: str, path: str, run_id: str, log) -> Lock:
             continue
         if not created:
             previous = _read_fd(fd)
+            if previous and not _is_record(previous):  # empty: a run killed as it began
+                os.close(fd)
+                raise SamplerError(_not_a_lock(folder, path, "not a lock record (pid, host)"))
             if previous.get("host") not in (None, socket.gethostname()):
                 os.close(fd)
                 raise SamplerError(_foreign_host(folder, path, previous))
@@ -159,6 +162,11 @@ def _acquire_local(folder: str, path: str, run_id: str, log) -> Lock:
 def _not_a_lock(folder: str, path: str, what: str) -> str:
     return (f"--output {folder}: {LOCK_FILE} is {what}, not a lock `sample` wrote; it is "
             f"never opened through a link or written into; remove it ({path}) if it is yours")
+
+
+def _is_record(owner: dict) -> bool:
+    """Whether a lock file's content is a lock `sample` wrote (owner_record's form)."""
+    return isinstance(owner.get("pid"), int) and isinstance(owner.get("host"), str)
 
 
 def _read_fd(fd: int) -> dict:

@@ -227,7 +227,8 @@ def test_a_checked_journal_is_still_completed(tmp_path, capsys):
 
 # ---- the lock is never followed --------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["symlink", "hardlink", "dangling", "folder", "fifo"])
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "dangling", "folder", "fifo",
+                                  "garbage"])
 def test_a_planted_lock_is_never_written_through(tmp_path, capsys, own_output, kind):
     """Issue 36: `.sample-lock` was opened following symlinks, and a run overwrote the
     file it pointed to."""
@@ -241,6 +242,8 @@ def test_a_planted_lock_is_never_written_through(tmp_path, capsys, own_output, k
         lock.symlink_to(tmp_path / "outside" / "created-by-sample")
     elif kind == "folder":
         lock.mkdir()
+    elif kind == "garbage":  # a file of that name that no run wrote: never taken over
+        lock.write_text("my own notes")
     else:
         os.mkfifo(lock)
     before = tree(tmp_path)
