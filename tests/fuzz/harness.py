@@ -265,6 +265,14 @@ def _mutate_parquet(data: bytes, draw: Draw, count: int, footer: bool
     low, high = (footer_start, len(data) - 9) if footer else (4, footer_start - 1)
     if high < low:
         return data, ["parquet: no such region"]
+    return mutate_in_place(data, low, high, draw, count,
+                           f"parquet {'footer' if footer else 'page'} byte")
+
+
+def mutate_in_place(data: bytes, low: int, high: int, draw: Draw, count: int, what: str
+                    ) -> tuple[bytes, list[str]]:
+    """`count` bytes in data[low:high + 1] flipped or set, none moved (offsets and sizes
+    stay valid)."""
     out = bytearray(data)
     done = []
     for _ in range(count):
@@ -273,7 +281,7 @@ def _mutate_parquet(data: bytes, draw: Draw, count: int, footer: bool
             out[at] ^= 1 << draw.integer(0, 7)
         else:
             out[at] = (0, 0x7F, 0x80, 0xFF, draw.integer(0, 255))[draw.integer(0, 4)]
-        done.append(f"parquet {'footer' if footer else 'page'} byte {at}")
+        done.append(f"{what} {at}")
     return bytes(out), done
 
 

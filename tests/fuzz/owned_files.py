@@ -88,19 +88,13 @@ def mutate_array(data: bytes, draw) -> tuple[bytes, list[str]]:
     """Bytes of an .npy file's data (never its header) changed in place: the size and
     header stay valid, so the values meet the checks (codes out of range, splits that
     decrease, weights that are NaN)."""
+    from tests.fuzz.harness import mutate_in_place
+
     header = data.find(b"\n") + 1  # np.save ends its header with a newline
     if header <= 0 or header >= len(data):
         return data, ["array: no data"]
-    out = bytearray(data)
-    done = []
-    for _ in range(draw.integer(1, 3)):
-        at = draw.integer(header, len(data) - 1)
-        if draw.integer(0, 1):
-            out[at] ^= 1 << draw.integer(0, 7)
-        else:
-            out[at] = (0, 0x7F, 0x80, 0xFF, draw.integer(0, 255))[draw.integer(0, 4)]
-        done.append(f"array byte {at}")
-    return bytes(out), done
+    return mutate_in_place(data, header, len(data) - 1, draw, draw.integer(1, 3),
+                           "array byte")
 
 
 def store_argv(case, folder: str, out: str, csv_base) -> tuple[str, list[str]]:

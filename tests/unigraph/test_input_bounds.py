@@ -42,6 +42,18 @@ def csv_graph(folder, feature='features { key: "v" value { dtype: DT_FLOAT } }',
     return folder
 
 
+class Peak:
+    """The largest memory traced (numpy's buffers included) while the block ran."""
+
+    def __enter__(self):
+        tracemalloc.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.bytes = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+
+
 def run_sample(capsys, folder, out, *extra):
     code = sample.main(["--graph", str(folder), "--spec", os.path.join(folder, "spec.pbtxt"),
                         "--output", str(out), "--quiet", *extra])
@@ -55,15 +67,11 @@ def test_a_huge_declared_shape_is_refused_before_reading(tmp_path, capsys):
     (MemoryError traceback)."""
     folder = csv_graph(str(tmp_path / "g"), 'features { key: "v" value { dtype: DT_FLOAT '
                                             'shape { dim { size: 1000000000 } } } }')
-    tracemalloc.start()
-    try:
+    with Peak() as peak:
         code, line = run_sample(capsys, folder, tmp_path / "out")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
     assert code == 2 and "feature 'v' has shape [1000000000]: more than 16777216 values" in line
     assert "graph_schema.pbtxt" in line
-    assert peak < 64 << 20
+    assert peak.bytes < 64 << 20
 
 
 @pytest.mark.parametrize("dims, expect", [
@@ -84,15 +92,11 @@ def test_a_record_length_of_a_tebibyte_with_a_valid_checksum(tmp_path):
     head = struct.pack("<Q", 1 << 40)
     data = (tfrecord.encode_record(b"first")
             + head + struct.pack("<I", tfrecord.masked_crc32c(head)) + b"x" * 100)
-    tracemalloc.start()
-    try:
-        with pytest.raises(TableError, match=r"f: record 1 at byte 21: length 1099511627776 "
-                                             r"is more than a record may hold"):
-            list(tfrecord.iter_records(io.BytesIO(data), "f"))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 32 << 20
+    with Peak() as peak, pytest.raises(TableError, match=r"f: record 1 at byte 21: length "
+                                                          r"1099511627776 is more than a record "
+                                                          r"may hold"):
+        list(tfrecord.iter_records(io.BytesIO(data), "f"))
+    assert peak.bytes < 32 << 20
 
 
 def test_a_length_within_the_bound_costs_the_files_bytes_not_the_claim():
@@ -100,14 +104,9 @@ def test_a_length_within_the_bound_costs_the_files_bytes_not_the_claim():
     short, without a buffer of the claim's size."""
     head = struct.pack("<Q", 3 << 29)
     data = head + struct.pack("<I", tfrecord.masked_crc32c(head)) + b"x" * 1000
-    tracemalloc.start()
-    try:
-        with pytest.raises(TableError, match="record 0 at byte 0: truncated data"):
-            list(tfrecord.iter_records(io.BytesIO(data), "f"))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 256 << 20
+    with Peak() as peak, pytest.raises(TableError, match="record 0 at byte 0: truncated data"):
+        list(tfrecord.iter_records(io.BytesIO(data), "f"))
+    assert peak.bytes < 256 << 20
 
 
 def test_a_tfrecord_table_with_a_crafted_length_is_one_line(tmp_path, capsys):
@@ -130,15 +129,11 @@ def test_a_tfrecord_table_with_a_crafted_length_is_one_line(tmp_path, capsys):
 
 def test_an_id_longer_than_the_bound_is_one_line(tmp_path, capsys):
     folder = csv_graph(str(tmp_path / "g"), rows=("u1,1", "u" * 5000 + ",2"))
-    tracemalloc.start()
-    try:
+    with Peak() as peak:
         code, line = run_sample(capsys, folder, tmp_path / "out")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
     assert code == 2 and "u.csv: line 3: column 'id': an id of 5000 bytes, longer than the " \
                          "4096 an id may have" in line
-    assert peak < 256 << 20
+    assert peak.bytes < 256 << 20
 
 
 def test_ids_of_the_bound_read(tmp_path):

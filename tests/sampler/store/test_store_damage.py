@@ -12,25 +12,12 @@ import numpy as np
 import pytest
 
 from pipelines import convert, sample
-from tests.sampler.store.test_store_refusals import EXAMPLE, SPEC, edit_manifest
+from tests.sampler.store.test_store_refusals import (  # noqa: F401  (fixtures)
+    EXAMPLE, SPEC, edit_manifest, prepared, store)
 from unigraph.store_manifest import MANIFEST_NAME
 
 CITES = "edges/001-cites"
 PAPER = "nodes/003-paper"
-
-
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
-    store = str(tmp_path_factory.mktemp("s") / "store")
-    convert.prepare(EXAMPLE, store, log=lambda line: None)
-    return store
-
-
-@pytest.fixture
-def store(prepared, tmp_path):
-    copy = str(tmp_path / "store")
-    shutil.copytree(prepared, copy)
-    return copy
 
 
 def sample_on(store, tmp_path, capsys, *flags):
