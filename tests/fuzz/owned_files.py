@@ -141,6 +141,7 @@ def state_violations(outcome, out: str, before_out: dict, inputs: str,
     if lock_before is not None and _stale_lock(lock_before):
         # A lock of a dead run is ours to take over, whatever the run then decides.
         before_out = {k: v for k, v in before_out.items() if k != ".sample-lock"}
+        after = {k: v for k, v in after.items() if k != ".sample-lock"}
     if outcome.code != 0 and after != before_out:
         found.append("a failed run changed the output folder")
     if outcome.code == 0:

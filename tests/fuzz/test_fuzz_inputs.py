@@ -133,3 +133,16 @@ def test_found_an_edge_table_without_rows_samples(bases, tmp_path):
     outcome, problems = harness.run_case(built, case, b"source,target\n", str(tmp_path / "w"),
                                          bases[1])
     assert not problems and outcome.code == 0, outcome
+
+
+def test_found_a_lock_of_another_host_keeps_the_folder(bases, tmp_path):
+    """A state case whose lock names another host: refused, the folder as it was (the
+    harness's rule compared the folder without the lock before and with it after)."""
+    built = bases[0]
+    lock = os.path.join(built["state"].folder, ".sample-lock")
+    data = open(lock, "rb").read().replace(b'"host": "', b'"host": "elsewhere-')
+    case = harness.Case("state", ".sample-lock", ["host"], "sample")
+    outcome, problems = harness.run_case(built, case, data, str(tmp_path / "w"), bases[1])
+    assert not problems and outcome.code == 2
+    assert "holds .sample-lock; if it is not running any more, delete the lock" in \
+        outcome.stderr
