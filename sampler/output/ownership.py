@@ -289,8 +289,9 @@ def previous_files(folder: str, state: FolderState) -> list[str]:
 
 def delete_statistics(folder: str) -> None:
     """Removes what `sample-stats` wrote about the previous output (OUT/stats/stats.json,
-    index.html, and the same in its vs-<other>/ comparisons), then the folders if that
-    left them empty. Nothing else in stats/ is touched, nor a stats/ that is a link."""
+    index.html, and the same in its vs-<other>/ comparisons: files whose content says
+    sample-stats wrote them), then the folders if that left them empty. Nothing else in
+    stats/ is touched, nor a stats/ that is a link."""
     root = paths.join(folder, STATS_FOLDER)
     if not _real_folder(root):
         return
@@ -299,11 +300,29 @@ def delete_statistics(folder: str) -> None:
         if sub and not _real_folder(where):
             continue
         for name in STATS_FILES:
-            paths.delete_if_exists(paths.join(where, name))
+            if _written_by_sample_stats(paths.join(where, name), name):
+                paths.delete_if_exists(paths.join(where, name))
         if sub and not paths.is_remote(where):
             _remove_if_empty(where)
     if not paths.is_remote(root):
         _remove_if_empty(root)
+
+
+def _written_by_sample_stats(path: str, name: str) -> bool:
+    """stats.json: sample-stats' numbers (a JSON object with its quantile method, or its
+    runs compared); index.html: its page (its doctype and title)."""
+    try:
+        if not paths.exists(path):
+            return False
+        with paths.open_binary(path) as f:
+            data = f.read(1 << 27 if name == "stats.json" else 4096)
+        if name == "index.html":
+            return data.startswith(b"<!DOCTYPE html>") and b"<title>sample-stats: " in data
+        document = json_data.loads(data)
+    except (OSError, ValueError):
+        return False
+    return isinstance(document, dict) and ("quantile_method" in document
+                                           or isinstance(document.get("runs"), dict))
 
 
 def _real_folder(path: str) -> bool:

@@ -67,7 +67,9 @@ def build_state_base(root: str, previous: str) -> str:
                    "run": STATE_RUN}, f)
     os.makedirs(os.path.join(folder, "stats", "vs-other"))
     for where in ("stats", "stats/vs-other"):
-        for name, text in (("stats.json", "{}"), ("index.html", "<html></html>")):
+        for name, text in (("stats.json", '{"records": 0, "quantile_method": "exact"}'),
+                           ("index.html", "<!DOCTYPE html>\n<html><head><title>sample-stats: "
+                                          "out</title></head></html>")):
             with open(os.path.join(folder, where, name), "w") as f:
                 f.write(text)
     for name, data in USER_FILES.items():

@@ -288,15 +288,20 @@ def test_a_report_naming_a_path_is_refused_by_readers(tmp_path, capsys, own_outp
 
 def test_statistics_are_replaced_but_a_users_files_beside_them_stay(tmp_path, capsys,
                                                                     own_output):
+    from pipelines import sample_stats
+
+    assert sample_stats.main([str(own_output), "--workers", "1", "--quiet"]) == 0
+    capsys.readouterr()
     stats = own_output / "stats"
-    stats.mkdir()
-    (stats / "stats.json").write_text("{}")
-    (stats / "index.html").write_text("<html>")
+    assert sorted(os.listdir(stats)) == ["index.html", "stats.json"]
     (stats / "my-notes.txt").write_text("mine")
     (stats / "vs-other").mkdir()
-    (stats / "vs-other" / "stats.json").write_text("{}")
+    shutil.copy(stats / "stats.json", stats / "vs-other" / "stats.json")
+    (stats / "vs-other" / "index.html").write_text("<html>my own page</html>")
     assert topk(capsys, own_output, "--seed", "3")[0] == 0
-    assert sorted(os.listdir(stats)) == ["my-notes.txt"]
+    # sample-stats' files are gone; a user's, named like them or not, stay
+    assert sorted(os.listdir(stats)) == ["my-notes.txt", "vs-other"]
+    assert os.listdir(stats / "vs-other") == ["index.html"]
 
 
 def test_statistics_folder_that_is_a_link_is_not_followed(tmp_path, capsys, own_output):
