@@ -3,10 +3,13 @@
     unigraph-convert --graph G --output DIR --format parquet|csv|tfrecord [--shards N]
     unigraph-convert --graph G --output STORE --format store [--chunk-edges N]
                      [--timestamp-column C]
+    unigraph-convert --verify STORE
 
 `--format store` writes a graph store instead (sampler/store, docs/store.md): the
 indexes the in-memory engine samples, as flat files that `sample --graph STORE`
 maps in a second instead of reading the tables; built one table at a time.
+`--verify STORE` checks a store whole: its manifest, every array against the layout's
+rules, every file's checksum (sampler/store/checks.py).
 
 Reads every table with the unigraph readers (so the input is fully checked on
 the way) and writes `<DIR>/<table>.<ext>` (or `<table>@N.<ext>` with --shards N)
@@ -33,6 +36,7 @@ from sampler.core.long_rows import CHUNK_EDGES
 from unigraph.storage import bigquery, paths
 from unigraph.storage.staging import write_staged
 from unigraph.errors import SamplerError, SchemaError, TableError, message_line, one_line
+from unigraph.interrupts import interruptible
 from unigraph.schema import (SCHEMA_FILE_NAME, bigquery_source, check_schema, load_schema,
                              set_names, table_files)
 from unigraph.tables import read_set, table_layout
@@ -47,13 +51,17 @@ STAGING_PREFIX = ".convert-staging-"  # a run's tables until all are written
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="unigraph-convert",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--graph", required=True, metavar="SCHEMA",
+    parser.add_argument("--graph", metavar="SCHEMA",
                         help="graph schema: a .pbtxt file or a folder holding graph_schema.pbtxt")
-    parser.add_argument("--output", required=True, metavar="DIR",
+    parser.add_argument("--output", metavar="DIR",
                         help="output folder (local or gs://); must not be the input's folder")
-    parser.add_argument("--format", required=True, choices=sorted(EXTENSIONS) + [STORE],
+    parser.add_argument("--format", choices=sorted(EXTENSIONS) + [STORE],
                         help="table format to write, or store: a graph store for `sample` "
                              "(docs/store.md)")
+    parser.add_argument("--verify", metavar="STORE",
+                        help="instead of converting: check the graph store STORE whole (its "
+                             "manifest, every array, every checksum); exit status 2 and one "
+                             "line naming the file when it is damaged")
     parser.add_argument("--shards", type=int, default=1, metavar="N",
                         help="files per table (default 1; tables only)")
     parser.add_argument("--chunk-edges", type=int, default=CHUNK_EDGES, metavar="N",
@@ -99,7 +107,8 @@ def convert(graph: str, output: str, fmt: str, shards: int = 1) -> list[str]:
             f.write(text_format.MessageToString(schema).encode("utf-8"))
         return names + [SCHEMA_FILE_NAME], lines  # the schema last: it names the rest
 
-    return write_staged(output, STAGING_PREFIX, write)
+    # The schema is always written: a user's file of that name is refused at once.
+    return write_staged(output, STAGING_PREFIX, write, known=[SCHEMA_FILE_NAME])
 
 
 def _write_tables(loaded, folder: str, fmt: str, shards: int):
@@ -120,6 +129,7 @@ def _write_tables(loaded, folder: str, fmt: str, shards: int):
             key, stem = ("bigquery", str(source.table)), source.table.table
         else:
             key, stem = ("sql", source.sql), name
+        stem = paths.file_stem(stem)  # a set's name may hold '/': one file name only
         if key not in written:
             while stem in used_names:
                 stem += "_"
@@ -163,8 +173,28 @@ def prepare(graph: str, output: str, chunk_edges: int = CHUNK_EDGES,
     return prepare_store(loaded, output, chunk_edges=chunk_edges, log=log)
 
 
+def verify(store: str) -> str:
+    """Checks a graph store whole; returns the summary line (SamplerError when damaged)."""
+    from sampler.store.mapped import check_whole_store, verify_store
+
+    loaded = load_schema(store)
+    if loaded.store is None:
+        raise SchemaError(f"--verify {store}: not a graph store (no store.json of this "
+                          f"project's format)")
+    check_whole_store(loaded)
+    verify_store(loaded.store.folder, loaded.store.manifest)
+    files = loaded.store.manifest["files"]
+    return (f"graph store {loaded.store.folder}: {len(files)} files, "
+            f"{sum(f['bytes'] for f in files.values()) / 1e6:,.1f} MB: every array and "
+            f"checksum checked, no damage found")
+
+
+@interruptible("unigraph-convert", "interrupted; nothing written")
 def main(argv: list[str] | None = None) -> int:
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.verify is None and not (args.graph and args.output and args.format):
+        parser.error("give --graph, --output and --format (or --verify STORE)")
     try:
         with bigquery.billing_project_given(args.bigquery_project):
             return _convert(args)
@@ -172,12 +202,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unigraph-convert: error: {message_line(e)}", file=sys.stderr)
         return 2
     except OSError as e:  # the environment: a full disk, permissions, a vanished folder
-        print(f"unigraph-convert: error: --output {args.output}: {one_line(e)}",
-              file=sys.stderr)
+        where = f"--verify {args.verify}" if args.verify else f"--output {args.output}"
+        print(f"unigraph-convert: error: {where}: {one_line(e)}", file=sys.stderr)
         return 2
 
 
 def _convert(args: argparse.Namespace) -> int:
+    if args.verify is not None:
+        if args.graph or args.output or args.format:
+            raise SchemaError("--verify STORE checks a store; give it alone")
+        print(verify(args.verify))
+        return 0
     if args.format == STORE:
         if args.shards != 1:
             raise SchemaError("--shards is for tables; a store has no shards")

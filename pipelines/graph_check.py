@@ -19,7 +19,8 @@ import json
 import sys
 
 from unigraph.check.graph_check import ERROR, NOTE, WARNING, GraphCheck, check_graph
-from unigraph.errors import SamplerError, SchemaError, message_line, one_line
+from unigraph.errors import SamplerError, SchemaError, message_line, one_line, printable
+from unigraph.interrupts import interruptible
 from unigraph.schema import check_schema, load_schema
 
 SHOWN_FINDINGS = 12
@@ -103,6 +104,7 @@ def _time_range(text: str | None) -> tuple[float, float] | None:
     return low, high
 
 
+@interruptible("unigraph-check")
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
@@ -121,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report.as_dict(), indent=1))
     else:
-        print("\n".join(render(report)))
+        print(printable("\n".join(render(report)), keep="\n"))  # ids from the tables
     failed = report.errors or (args.strict and report.warnings)
     return 1 if failed else 0
 

@@ -27,8 +27,9 @@ import argparse
 import os
 import sys
 
-from unigraph.errors import SamplerError, SchemaError, message_line, one_line
+from unigraph.errors import SamplerError, SchemaError, message_line, one_line, printable
 from unigraph.importers import infer, write_graph
+from unigraph.interrupts import interruptible
 from unigraph.importers.review import review, schema_lines
 from unigraph.importers.ogb import OgbOptions, from_ogb, is_ogb_folder
 from unigraph.importers.spec import DEFAULT_FANOUTS
@@ -201,19 +202,21 @@ def run(args: argparse.Namespace, out=print) -> int:
     return 0
 
 
+def _shown(line: str) -> None:
+    print(printable(line))  # names and values from the source: nothing acts on the terminal
+
+
+@interruptible("unigraph-import", "interrupted; nothing written")
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     try:
-        return run(args)
+        return run(args, out=_shown)
     except SamplerError as e:
         print(f"unigraph-import: error: {message_line(e)}", file=sys.stderr)
         return 2
     except OSError as e:  # the environment: a full disk, permissions, a vanished folder
         print(f"unigraph-import: error: --output {args.output}: {one_line(e)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("unigraph-import: interrupted; nothing written", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

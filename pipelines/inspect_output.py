@@ -33,7 +33,8 @@ from sampler.output.names import ID_FEATURE
 from sampler.output.seek import Condition, ScanCounts, find_records, parse_condition, \
     seed_condition
 from sampler.output.stats import json_safe
-from unigraph.errors import SamplerError, message_line, one_line
+from unigraph.errors import SamplerError, message_line, one_line, printable
+from unigraph.interrupts import interruptible
 from unigraph.columnar.ragged import Ragged
 
 SHOWN_VALUES = 4   # values of a feature shown per item in text
@@ -112,11 +113,12 @@ def seeds_of(graph: GraphTensor) -> dict[str, set[int]]:
     return seeds
 
 
-def _ids(graph: GraphTensor, node_set: str) -> list[str]:
+def _ids(graph: GraphTensor, node_set: str, shown: bool = False) -> list[str]:
+    """The node ids; `shown`: for a terminal, control characters escaped."""
     ids = graph.node_sets[node_set].features.get(ID_FEATURE)
     if ids is None:
         return [str(i) for i in range(graph.node_sets[node_set].total_size)]
-    return [_text(i) for i in ids]
+    return [printable(_text(i)) if shown else _text(i) for i in ids]
 
 
 def format_text(graph: GraphTensor, where: str, max_items: int | None) -> str:
@@ -141,7 +143,7 @@ def format_text(graph: GraphTensor, where: str, max_items: int | None) -> str:
         if not size:
             continue
         has_ids = ID_FEATURE in node_set.features
-        ids = _ids(graph, name)
+        ids = _ids(graph, name, shown=True)
         header = ["#"] + [ID_FEATURE] * has_ids + [f"{f} ({_describe(v)})"
                                                    for f, v in features.items()]
         rows = [[f"{i}{'*' if i in seeds.get(name, ()) else ''}"] + [ids[i]] * has_ids
@@ -157,7 +159,7 @@ def format_text(graph: GraphTensor, where: str, max_items: int | None) -> str:
                      f"edge{'s' if size != 1 else ''}")
         if not size:
             continue
-        source_ids, target_ids = _ids(graph, source), _ids(graph, target)
+        source_ids, target_ids = _ids(graph, source, True), _ids(graph, target, True)
         features = dict(sorted(edge_set.features.items()))
         sources, targets = adjacency.indices("source"), adjacency.indices("target")
         rows = [[f"{source_ids[s]} -> {target_ids[t]}"]
@@ -168,7 +170,8 @@ def format_text(graph: GraphTensor, where: str, max_items: int | None) -> str:
         more(size, len(rows), "edges")
     if seeds:
         lines.append("(* the seed: where a _readout edge set starts)")
-    return "\n".join(lines)
+    # Names and values come from the folder's files: nothing in them acts on the terminal.
+    return "\n".join(printable(line) for line in lines)
 
 
 # --- JSON and DOT -----------------------------------------------------------------
@@ -208,6 +211,7 @@ def to_json(graph: GraphTensor, path: str, index: int) -> dict:
 
 
 def _dot_quote(text: str) -> str:
+    text = printable(text)  # `--dot` is read on terminals too
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
@@ -264,6 +268,7 @@ def _selected(samples: SampleFolder, args, counts: ScanCounts):
                            f"{counts.records:,} records in {counts.files} files)")
 
 
+@interruptible("sample-inspect", "interrupted")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sample-inspect", description=__doc__.split("\n\n")[0],

@@ -15,9 +15,7 @@ Flags this command does not know must be Beam pipeline options (--runner,
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 
 from sampler.core.long_rows import CHUNK_EDGES
 from sampler.output.report import format_report
@@ -25,11 +23,12 @@ from sampler.plan.describe import describe_plan
 from sampler.job.job import DEFAULT_SEED
 from sampler.job.options import link_plan, load_and_check
 from sampler.plan.plan import DEGREE, UNIFORM, Plan, plan_warnings, with_edge_aggregation
-from unigraph.errors import SamplerError, message_line, one_line
+from unigraph.errors import SamplerError, message_line, one_line, printable
+from unigraph.interrupts import EXIT_INTERRUPTED, interruptible
 from unigraph.schema import LoadedSchema
 from unigraph.storage import bigquery
 
-EXIT_NOTHING_SAMPLED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
+EXIT_NOTHING_SAMPLED, EXIT_ERROR = 1, 2  # EXIT_INTERRUPTED: 130 (unigraph.interrupts)
 
 EXAMPLES = """\
 examples:
@@ -86,6 +85,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overwrite", action="store_true",
                         help="write into a non-empty output folder that `sample` did not write "
                              "(its own earlier output is always replaced, atomically)")
+    parser.add_argument("--verify-store", dest="verify_store", action="store_true",
+                        help="with a graph store as --graph: check every file's checksum "
+                             "before sampling (reads the whole store; docs/store.md). What "
+                             "is cheap is checked on every run")
     parser.add_argument("--engine", choices=("auto", "memory", "beam"), default="auto",
                         help="memory: the graph in this machine's memory, worker processes "
                              "over output shards (fastest where the graph fits); beam: an "
@@ -185,8 +188,10 @@ def _sample(args: argparse.Namespace, beam_args: list[str]) -> int:
     plan = with_edge_aggregation(link_options(plan, args, loaded), args.edge_aggregation)
     for warning in plan_warnings(plan, args.spec):
         print(f"sample: warning: {warning}", file=sys.stderr)
+    if args.verify_store:
+        _verify_store(loaded, args.graph, say=(lambda line: None) if args.quiet else print)
     if args.dry_run:
-        print(describe_plan(loaded, plan, seeds=args.seeds))
+        print(printable(describe_plan(loaded, plan, seeds=args.seeds), keep="\n"))
         return 0
     if args.epoch < 0:
         raise SamplerError(f"--epoch {args.epoch}: give 0 or more")
@@ -206,23 +211,30 @@ def _sample(args: argparse.Namespace, beam_args: list[str]) -> int:
                      overwrite=args.overwrite, verbose=not args.quiet)
     except NothingSampled as e:
         if not args.quiet:
-            print(format_report(e.report))
+            print(printable(format_report(e.report), keep="\n"))
         print(f"sample: {message_line(e)}; the previous output (if any) is kept",
               file=sys.stderr)
         return EXIT_NOTHING_SAMPLED
     return 0
 
 
-def _interrupted(signum, frame):
-    raise KeyboardInterrupt
+def _verify_store(loaded: LoadedSchema, graph: str, say) -> None:
+    if loaded.store is None:
+        raise SamplerError(f"--verify-store: --graph {graph} is not a graph store (it has no "
+                           f"store.json of this project's format)")
+    from sampler.store.mapped import verify_store  # numpy and the store: only here
+
+    verify_store(loaded.store.folder, loaded.store.manifest)
+    files = loaded.store.manifest["files"]
+    say(f"graph store {loaded.store.folder}: {len(files)} files, "
+        f"{sum(f['bytes'] for f in files.values()) / 1e6:,.1f} MB, every checksum verified")
 
 
+# SIGTERM (a scheduler's stop) ends a run like Ctrl-C: staged work dropped, previous
+# output kept (unigraph.interrupts).
+@interruptible("sample", "interrupted; previous output kept")
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
-    # SIGTERM (a scheduler's stop) ends a run like Ctrl-C: staged work dropped, previous
-    # output kept. Only the main thread may install handlers.
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    previous_term = signal.signal(signal.SIGTERM, _interrupted) if on_main_thread else None
     try:
         args, beam_args = parser.parse_known_args(argv)
         if args.workers is not None and args.workers < 1:
@@ -236,12 +248,6 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # the environment: a full disk, a vanished folder, permissions
         print(f"sample: error: {one_line(e)}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("sample: interrupted; previous output kept", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    finally:
-        if on_main_thread:
-            signal.signal(signal.SIGTERM, previous_term)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_ED
                                   SEED_ID_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.storage import paths
-from unigraph.errors import SamplerError, message_line, one_line
+from unigraph.errors import SamplerError, message_line, one_line, printable
+from unigraph.interrupts import interruptible
 
 
 class BadRecord(SamplerError):
@@ -204,6 +205,7 @@ def format_report(folder: str, report: CheckReport) -> str:
     return "\n".join(lines)
 
 
+@interruptible("sample-check", "interrupted")
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="sample-check", description=__doc__.split("\n\n")[0])
     parser.add_argument("output", metavar="OUT", help="a `sample` output folder")
@@ -216,7 +218,7 @@ def main(argv=None) -> int:
     except OSError as e:  # e.g. a shard that cannot be read
         print(f"sample-check: error: {one_line(e)}", file=sys.stderr)
         return 2
-    print(format_report(args.output, report))
+    print(printable(format_report(args.output, report), keep="\n"))
     return 0 if report.ok else 1
 
 

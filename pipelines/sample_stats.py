@@ -31,7 +31,8 @@ from sampler.output.files import write_text
 from sampler.output.stats import FolderStats, folder_stats
 from sampler.output.stats_summary import format_summary
 from unigraph.storage import paths
-from unigraph.errors import SamplerError, message_line, one_line, require_extra
+from unigraph.errors import SamplerError, message_line, one_line, printable, require_extra
+from unigraph.interrupts import interruptible
 
 STATS_FOLDER = "stats"
 JSON_FILE = "stats.json"
@@ -58,6 +59,7 @@ def _progress(label: str, quiet: bool):
     return report
 
 
+@interruptible("sample-stats", "interrupted; no report written")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sample-stats", description=__doc__.split("\n\n")[0],
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sample-stats: error: cannot write the report: {one_line(e)}", file=sys.stderr)
         return 2
     try:
-        print(format_summary(numbers))
+        print(printable(format_summary(numbers), keep="\n"))
         print(f"wrote {json_path}" + (f"\nwrote {html_path}" if stats_report else ""))
     except BrokenPipeError:   # e.g. `| head`: the files are written all the same
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

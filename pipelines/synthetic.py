@@ -103,6 +103,7 @@ import time
 import numpy as np
 
 from unigraph.columnar.batches import EdgeBatch, NodeBatch
+from unigraph.interrupts import interruptible
 from unigraph.storage.paths import shard_names
 from unigraph.schema import load_schema
 from unigraph.tables.layout import FeatureSpec, seeds_layout, table_layout
@@ -680,6 +681,7 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@interruptible("synthetic-graph", "interrupted")
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     started = time.perf_counter()

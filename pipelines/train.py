@@ -18,6 +18,7 @@ import sys
 from sampler.output.folder import open_samples
 from sampler.training.layout import layout_from_schema
 from unigraph.errors import SamplerError
+from unigraph.interrupts import interruptible
 
 # sampler.training.progress's choices; that module imports TensorFlow, which --help and
 # the input checks do not pay for.
@@ -152,6 +153,7 @@ def _fraction(text: str) -> float:
     return value
 
 
+@interruptible("train", "interrupted")
 def main(argv=None) -> int:
     args = make_parser().parse_args(argv)
     try:

@@ -35,7 +35,7 @@ from sampler.output.schema import sampled_schema, schema_text
 from sampler.plan.plan import Plan, pairs_table_layout
 from sampler.plan.timing import describe_time_plan, time_plan
 from unigraph.storage import bigquery, paths
-from unigraph.errors import SamplerError, one_line
+from unigraph.errors import SamplerError, one_line, printable
 from unigraph.columnar.batches import describe_row
 from unigraph.schema import LoadedSchema, bigquery_source, table_files
 from unigraph.tables import seed_files
@@ -188,7 +188,7 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         abort(staging)
         raise
     if verbose:
-        say(format_report(report))
+        say(printable(format_report(report), keep="\n"))
         say(f"output: {num_shards} shard(s) {final.shard_path(0, num_shards)} ...")
         say(f"schema: {final.beside(SCHEMA_FILE)}")
     say(f"report: {final.beside(REPORT_FILE)}")

@@ -117,7 +117,7 @@ def test_the_checker_finds_a_function_level_cycle(tmp_path):
 # "unigraph's packages").
 LAYERS = [
     # sampler.numpy_cpu imports nothing of the project: `import sampler` runs it first.
-    ("unigraph.errors", "unigraph.protos", "sampler.numpy_cpu"),
+    ("unigraph.errors", "unigraph.interrupts", "unigraph.protos", "sampler.numpy_cpu"),
     ("unigraph.columnar",),
     ("unigraph.storage",),
     ("unigraph.encoding",),

@@ -36,13 +36,21 @@ def one_line(text: str) -> str:
 MESSAGE_LIMIT = 600  # characters of one error line: a value quoted from the input is cut
 
 
+def printable(text: str, keep: str = "") -> str:
+    """`text` with control and other non-printable characters (escape sequences, carriage
+    returns, bidirectional overrides) shown escaped (`\\x1b`, `\\r`, `\\u202e`), so that
+    text quoted from input never acts on the terminal it is printed to. Characters in
+    `keep` (a command's own "\\n" between lines) stay as they are."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
 def message_line(error, limit: int = MESSAGE_LIMIT) -> str:
     """An error as the one line a command prints: line breaks and other control
     characters quoted from the input (a CSV header holding a quoted newline, a binary
     id) are escaped, never printed, and a very long message is cut."""
-    text = str(error)
-    if not text.isprintable():
-        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    text = printable(str(error))
     if len(text) > limit:
         text = text[:limit - 4] + " ..."
     return text

@@ -23,7 +23,7 @@ from unigraph.storage import bigquery
 from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.storage import paths
 from unigraph.errors import SchemaError, TableError, one_line, text_format_message
-from unigraph.store_manifest import MANIFEST_NAME, StoreInfo, is_store, read_store
+from unigraph.store_manifest import MANIFEST_NAME, StoreInfo, check_sets, is_store, read_store
 from unigraph.timestamps import check_declared_timestamp
 
 SCHEMA_FILE_NAME = "graph_schema.pbtxt"
@@ -125,16 +125,23 @@ def load_schema(path: str, data_path: str | None = None) -> LoadedSchema:
     Its tables are named relative to `data_path` if given (TF-GNN's --data_path), else
     to the schema's own folder."""
     file_path = path
-    if not path.endswith((".pbtxt", ".pb.txt", ".textproto")) and is_store(path):
+    folder_given = not path.endswith((".pbtxt", ".pb.txt", ".textproto"))
+    if folder_given and is_store(path):
         if data_path is not None:
             raise SchemaError(f"--data_path {data_path}: {path} is a graph store, which holds "
                               f"its own data; leave --data_path out")
         text, store = read_store(path)
         manifest = os.path.join(store.folder, MANIFEST_NAME)
-        return LoadedSchema(parse_schema_text(text, manifest), manifest, store.folder, store)
-    if not path.endswith((".pbtxt", ".pb.txt", ".textproto")) and paths.exists(
-            paths.join(path, SCHEMA_FILE_NAME)):
+        schema = parse_schema_text(text, manifest)
+        check_sets(store, list(schema.node_sets),
+                   [n for n in schema.edge_sets if not is_link_readout("edge set", n)])
+        return LoadedSchema(schema, manifest, store.folder, store)
+    if folder_given and paths.exists(paths.join(path, SCHEMA_FILE_NAME)):
         file_path = paths.join(path, SCHEMA_FILE_NAME)
+    elif folder_given and paths.exists(paths.join(path, MANIFEST_NAME)):
+        read_store(path)  # a damaged or foreign store.json and no schema: say what it is
+        raise SchemaError(f"graph schema {path}: no {SCHEMA_FILE_NAME} in it, and its "
+                          f"{MANIFEST_NAME} is not a graph store's")
     if not paths.exists(file_path):
         raise SchemaError(f"graph schema {path}: no such file (nor {SCHEMA_FILE_NAME} in it)")
     try:
@@ -168,6 +175,28 @@ def _check_feature(where: str, name: str, feature: gs.Feature, reserved: set[str
             raise SchemaError(
                 f"{where}: feature '{name}' dimension {i} has size {size}; "
                 f"use a size >= 0, or -1 for a ragged dimension")
+    problem = shape_problem(feature_shape(feature))
+    if problem is not None:
+        raise SchemaError(f"{where}: feature '{name}' {problem}")
+
+
+# A declared shape sizes what the readers allocate per row (a vector's values, the columns
+# of CSV's fast path): bounded before anything is read. 2**24 values is a 64 MB float
+# vector per row; no feature of a graph one samples comes near.
+MAX_RANK, MAX_ITEM_VALUES = 32, 1 << 24
+
+
+def shape_problem(shape: tuple[int, ...]) -> str | None:
+    """Why a declared per-item shape is beyond what the readers take (None: it is not)."""
+    if len(shape) > MAX_RANK:
+        return f"has {len(shape)} dimensions, more than {MAX_RANK}"
+    values = 1
+    for size in shape:
+        values *= max(size, 1)
+        if values > MAX_ITEM_VALUES:
+            return (f"has shape {list(shape)}: more than {MAX_ITEM_VALUES} values per item, "
+                    f"the most a reader allocates for one")
+    return None
 
 
 def is_link_readout(kind: str, name: str) -> bool:

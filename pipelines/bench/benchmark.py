@@ -66,6 +66,7 @@ from sampler.graph_tensor import wire
 from unigraph.encoding import tfrecord
 from sampler.plan import sampling_spec_pb2 as ss
 from sampler.plan.spec import load_spec
+from unigraph.interrupts import interruptible
 
 DEFAULT_CACHE = os.path.join(REPO_ROOT, "benchmarks", "cache")
 STRATEGIES = ("RANDOM_UNIFORM", "TOP_K", "RANDOM_WEIGHTED", "LATEST_K")
@@ -365,6 +366,7 @@ def constant_cutoff_seeds(folder: str, manifest: dict, cutoff: int) -> str:
     return path
 
 
+@interruptible("benchmark", "interrupted")
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     args.argv = sys.argv[1:] if argv is None else list(argv)

@@ -197,9 +197,12 @@ def store(data: dict, source: str) -> str:
 
 
 def fuzz(data: dict, source: str) -> str:
-    """`make fuzz` (tests/fuzz/long_run.py): mutated inputs through the five commands."""
+    """`make fuzz` (tests/fuzz/long_run.py): mutated inputs, stores and output folders'
+    state files through the five commands."""
     counts = data["counts"]
-    groups = {"base": "inputs mutated from", "command": "run by", "exit": "exit status"}
+    groups = {"base": "inputs mutated from", "command": "run by", "exit": "exit status",
+              "sample": "sample runs (table bases)", "store": "store cases",
+              "sample-stats": "sample-stats runs"}
     rows = [[groups[key.split(":")[0]], key.split(":", 1)[1], f"{value:,}"]
             for key, value in sorted(counts.items()) if key.split(":")[0] in groups]
     findings = data.get("findings", {})
@@ -207,7 +210,9 @@ def fuzz(data: dict, source: str) -> str:
     return "\n\n".join([
         f"{data['inputs_tried']:,} mutated inputs in {data['minutes']:.0f} minutes "
         f"(seed {data['seed']}); a finding is a traceback, a hang, more than three lines "
-        f"on stderr, a message naming no input file, or a partial output. "
+        f"on stderr, a message naming no input file, a partial output, a changed store "
+        f"file that passes its checksums, a run that touches files outside its output "
+        f"folder or, refused, inside it, or a tag from the data in sample-stats' page. "
         f"{data.get('distinct_findings', len(findings))} distinct finding(s) in this run"
         + (f":{listed}" if findings else "."),
         table(["", "", "inputs"], rows),

@@ -42,10 +42,13 @@ from apache_beam.options.pipeline_options import (DebugOptions, DirectOptions,
                                                   TypeOptions, WorkerOptions)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
+from sampler.beam.interrupts import quiet_after_interrupt
 from unigraph.beam.lean_import import with_dataflow_client
 from unigraph.beam.runners import DASK_RUNNER
 from unigraph.storage import paths
+from unigraph.storage.paths import file_stem
 from unigraph.errors import SamplerError, one_line
+from unigraph.interrupts import interrupted_in
 
 
 RUNNER_NAMES = {"DaskRunner": DASK_RUNNER}  # short names Beam's runner registry lacks
@@ -167,7 +170,7 @@ def _stage_project_code(options: PipelineOptions) -> None:
 
 def write_job_description(result, beam_args: list[str]) -> tuple[str, int, list[str] | None]:
     """A Dataflow dry run's job as JSON at --dataflow_job_file (local or gs://), else in
-    the temporary folder; returns (where, number of leaf steps, the requirements the
+    a new file of the temporary folder; returns (where, number of leaf steps, the requirements the
     workers install with the staged package)."""
     from google.protobuf import json_format
 
@@ -180,11 +183,19 @@ def write_job_description(result, beam_args: list[str]) -> tuple[str, int, list[
                    "options": options.get_all_options(drop_default=True),
                    "leaf_steps": steps,
                    "worker_requirements": staged_requirements(job.proto_pipeline)}
-    name = options.view_as(GoogleCloudOptions).job_name or "sample"
-    where = (options.view_as(DebugOptions).dataflow_job_file
-             or os.path.join(tempfile.gettempdir(), f"{name}.dataflow-job.json"))
-    with paths.open_binary(where, "wb") as f:
-        f.write(json.dumps(description, indent=1, sort_keys=True).encode("utf-8"))
+    text = json.dumps(description, indent=1, sort_keys=True).encode("utf-8")
+    where = options.view_as(DebugOptions).dataflow_job_file
+    if where:  # the user's own choice of file
+        with paths.open_binary(where, "wb") as f:
+            f.write(text)
+        return where, steps, description["worker_requirements"]
+    # A file of its own in the temporary folder: created exclusively under a name no one
+    # can guess (mkstemp: O_EXCL, mode 0600), never one that was there or a link planted
+    # for the job's name; the job's name only labels it (one file name component).
+    name = file_stem(options.view_as(GoogleCloudOptions).job_name or "sample", "sample")
+    fd, where = tempfile.mkstemp(prefix=f"{name}.", suffix=".dataflow-job.json")
+    with os.fdopen(fd, "wb") as f:
+        f.write(text)
     return where, steps, description["worker_requirements"]
 
 
@@ -249,18 +260,21 @@ def run_pipeline(pipeline: beam.Pipeline):
     error raised in a worker reaches the caller as one SamplerError line (not Beam's
     wrapped traceback); any other failure, a bug, keeps its traceback."""
     try:
-        result = pipeline.run()
-        watch = _DaskStallWatch.start(result)
-        try:
-            result.wait_until_finish()
-        except BaseException:
-            if watch is not None and watch.stalled:  # what cancelling raised, if anything
-                raise SamplerError(watch.message()) from None
-            raise
-        finally:
-            if watch is not None:
-                watch.stop()
-            _close_client(result)
+        # A Ctrl-C reaches Beam's worker processes and threads too: they print nothing
+        # after it (sampler.beam.interrupts), and `sample` prints its one line.
+        with quiet_after_interrupt():
+            result = pipeline.run()
+            watch = _DaskStallWatch.start(result)
+            try:
+                result.wait_until_finish()
+            except BaseException:
+                if watch is not None and watch.stalled:  # what cancelling raised, if any
+                    raise SamplerError(watch.message()) from None
+                raise
+            finally:
+                if watch is not None:
+                    watch.stop()
+                _close_client(result)
         if watch is not None and watch.stalled:  # cancelled futures may just end the wait
             raise SamplerError(watch.message())
         return result
@@ -269,6 +283,10 @@ def run_pipeline(pipeline: beam.Pipeline):
     except OSError as e:
         raise SamplerError(_STEP_SUFFIX.sub("", one_line(e))) from None
     except Exception as e:
+        # Ctrl-C (or SIGTERM) inside a step: Beam wraps the KeyboardInterrupt in its own
+        # RuntimeError; it is raised again as what it is, one line and 130 in `sample`.
+        if interrupted_in(e) or str(e).startswith("KeyboardInterrupt"):
+            raise KeyboardInterrupt from None
         message = killed_worker(e) or worker_error(e)
         if message is None:
             raise

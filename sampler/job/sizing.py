@@ -148,10 +148,9 @@ def _file_rows(path: str) -> tuple[float, float]:
     fmt = paths.file_format(path)
     per_row = float(FALLBACK_ROW_BYTES)
     if fmt == "parquet":
-        import pyarrow.parquet as pq
+        from unigraph.tables.parquet import row_groups  # one line naming a damaged footer
 
-        with paths.open_binary(path) as f:
-            count = pq.ParquetFile(f).metadata.num_rows
+        count = sum(row_groups(path))
         return float(count), (size / count if count else per_row)
     with paths.open_binary(path) as f:
         head = f.read(PREFIX)

@@ -14,9 +14,7 @@ samples they hold. So the bytes equal the Beam engine's, for any number of worke
 """
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
-import signal
 import sys
 from typing import Callable, Iterator
 
@@ -31,6 +29,7 @@ from sampler.memory.graph import GraphInMemory, load_graph
 from sampler.output.shards import ShardChunk, write_shard
 from sampler.plan.plan import label_dtype, pairs_table_layout
 from unigraph.columnar.batches import PairBatch, SeedBatch
+from unigraph.interrupts import quiet_worker
 from unigraph.tables import read_pair_set, read_seed_set
 
 # Samples assembled at once: big enough to vectorize, small in memory. On the MAG job
@@ -125,12 +124,7 @@ def _every_seed(graph: GraphInMemory) -> SeedBatch:
 def _init_worker() -> None:
     # The parent handles Ctrl-C and SIGTERM and then stops the pool; a worker must not
     # print its own traceback for them, nor outlive a parent that was killed.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:  # not Linux: workers end when their task queue closes
-        pass
+    quiet_worker()
 
 
 def _write_one_shard_in_worker(shard: int) -> RunStats:

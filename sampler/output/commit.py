@@ -4,44 +4,42 @@ Inside the output folder OUT, while a run is on:
 
     OUT/.sample-lock               who is writing (pid, host, start time, run id);
                                    held for the run (output/lock.py)
-    OUT/.sample-staging-<run>/     this run's shards, schema and report, being written
+    OUT/.sample-staging-<run>/     this run's shards, schema and report, being written,
+                                   marked as the run's (.sample-staging.json)
     OUT/.sample-commit.json        only during the commit: the moves still to do
 
 `begin` takes the lock (one run per folder: a second is refused in one line, a killed
-run's lock is taken over; output/lock.py), finishes or cleans up after a run that was killed, refuses
-a folder `sample` did not write (unless --overwrite), and proves the folder is
-writable before any work starts. The engine writes into the staging folder.
-`commit` then moves the staged files onto their final names (the report last) and
-deletes the files of the previous output that the new one does not replace (and
-the statistics `sample-stats` wrote about it);
-`abort` deletes the staging folder instead. Until the commit, the previous output
-is untouched; a failed, interrupted or killed run leaves it byte for byte.
+run's lock is taken over; output/lock.py), then decides whether OUT is its own before it
+touches anything (output/ownership.py: empty, a report `sample` wrote, or a checked
+journal; anything else is refused unless --overwrite), finishes the commit of a run
+that was killed in it, removes what killed runs provably left (marked staging folders
+and their journal's temporary files, nothing because of its name alone), and proves
+the folder is writable before any work starts. The engine writes into the staging
+folder. `commit` then moves the staged files onto their final names (the report last)
+and deletes the shards of the previous output that the new one does not replace (and
+the statistics `sample-stats` wrote about it); `abort` deletes the staging folder
+instead. Until the commit, the previous output is untouched; a failed, interrupted or
+killed run leaves it byte for byte.
 
 The commit itself is a few renames. A run killed in the middle of them leaves the
-journal; the next run into OUT completes the commit first (all the new files exist
-by then), and readers of OUT (output/folder.py) refuse the folder until it has.
-On an object store a rename is a copy and a delete, so a final name appears only
-once its object is complete.
+journal (bare file names, ownership.Journal); the next run into OUT completes the
+commit first (all the new files exist by then), and readers of OUT (output/folder.py)
+refuse the folder until it has. On an object store a rename is a copy and a delete, so
+a final name appears only once its object is complete.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
-import time
-import uuid
 from typing import Callable
 
 from sampler.output import lock as output_lock
-from sampler.output.files import REPORT_FILE, SCHEMA_FILE, TEMP_MARK, OutputSpec, write_text
+from sampler.output import ownership
+from sampler.output.files import REPORT_FILE, SCHEMA_FILE, OutputSpec, write_text
+from sampler.output.ownership import JOURNAL_FILE, STAGING_PREFIX, Journal
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
 
-# What `sample-stats` wrote about the previous output describes it, not the new one.
-DERIVED_FOLDERS = ("stats",)
 LOCK_FILE = output_lock.LOCK_FILE
-JOURNAL_FILE = ".sample-commit.json"
-STAGING_PREFIX = ".sample-staging-"
-_OWN = (LOCK_FILE, JOURNAL_FILE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,29 +60,25 @@ def begin(final: OutputSpec, *, overwrite: bool = False,
           log: Callable[[str], None] = lambda message: None) -> Staging:
     """Prepares OUT for a run; SamplerError (one line) if the run must not start."""
     folder = final.folder
-    run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    run_id = ownership.new_run_id()
     try:
         paths.make_folder(folder)
         lock = output_lock.acquire(folder, run_id, log)
     except OSError as e:
         raise SamplerError(f"--output {folder}: cannot write there: {one_line(e)}") from None
     try:
-        _finish_interrupted_commit(folder, log)
-        _remove_leftovers(folder, log)
-        entries = [e for e in paths.list_folder(folder) if e not in _OWN]
-        if REPORT_FILE not in entries and entries and not overwrite:
-            shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
-            raise SamplerError(
-                f"--output {folder}: the folder is not empty ({shown}) and has no "
-                f"{REPORT_FILE}, so `sample` did not write it; choose another folder or "
-                f"pass --overwrite")
-        staging_folder = paths.join(folder, STAGING_PREFIX + run_id)
-        paths.make_folder(staging_folder)
+        # Whose the folder is, decided before anything in it is deleted, moved or replayed.
+        state = ownership.survey(folder)
+        ownership.check_ours(folder, state, overwrite)
+        if state.journal is not None:
+            _finish_interrupted_commit(folder, state.journal, log)
+        _remove_leftovers(folder, state, log)
+        staging_folder = ownership.make_staging(folder, run_id)
         probe = paths.join(staging_folder, ".probe")
         write_text(probe, "writable\n")
         paths.delete(probe)
         return Staging(run_id, final, final.in_folder(staging_folder),
-                       tuple(_previous_files(folder)), lock)
+                       tuple(ownership.previous_files(folder, ownership.survey(folder))), lock)
     except OSError as e:
         output_lock.release(lock)
         raise SamplerError(f"--output {folder}: cannot write there: {one_line(e)}") from None
@@ -103,14 +97,14 @@ def commit(staging: Staging, shard_names: list[str]) -> None:
     readers refuse the folder, and the next run into it completes the moves first."""
     folder = staging.final.folder
     new = list(shard_names) + [SCHEMA_FILE, REPORT_FILE]
-    moves = [(paths.join(staging.folder, name), paths.join(folder, name)) for name in new]
-    deletes = [paths.join(folder, name) for name in staging.previous_files if name not in new]
-    write_text(paths.join(folder, JOURNAL_FILE), json.dumps(
-        {"run": staging.run_id, "moves": moves, "deletes": deletes}, indent=1))
+    journal = Journal(staging.run_id, tuple(new),
+                      tuple(name for name in staging.previous_files if name not in new))
+    write_text(paths.join(folder, JOURNAL_FILE), journal.document(),
+               temp=ownership.journal_temp(folder, staging.run_id))
     staging.progress["journal"] = True
     try:
-        _apply(moves, deletes)
-        _delete_derived(folder)
+        _apply(folder, journal)
+        ownership.delete_statistics(folder)
         paths.delete(paths.join(folder, JOURNAL_FILE))
     except OSError as e:
         raise SamplerError(f"--output {folder}: the commit was interrupted ({one_line(e)}); "
@@ -145,52 +139,35 @@ def pending_commit(folder: str) -> bool:
 
 # ---- inside ------------------------------------------------------------------------
 
-def _apply(moves: list[tuple[str, str]], deletes: list[str]) -> None:
-    for staged, final in moves:
+def _apply(folder: str, journal: Journal) -> None:
+    """The journal's moves and deletes, its names joined to OUT here (never paths)."""
+    staged_in = paths.join(folder, ownership.staging_name(journal.run))
+    for name in journal.moves:
+        staged = paths.join(staged_in, name)
         if paths.exists(staged):  # a resumed commit skips what was moved already
-            paths.rename(staged, final)
-    for path in deletes:
-        paths.delete_if_exists(path)
+            paths.rename(staged, paths.join(folder, name))
+    for name in journal.deletes:
+        paths.delete_if_exists(paths.join(folder, name))
 
 
-def _delete_derived(folder: str) -> None:
-    for derived in DERIVED_FOLDERS:
-        paths.delete_tree(paths.join(folder, derived))
+def _finish_interrupted_commit(folder: str, journal: Journal, log) -> None:
+    log(f"completing the commit of run {journal.run}, which was interrupted")
+    _apply(folder, journal)
+    ownership.delete_statistics(folder)
+    paths.delete(paths.join(folder, JOURNAL_FILE))
+    paths.delete_tree(paths.join(folder, ownership.staging_name(journal.run)))
 
 
-def _finish_interrupted_commit(folder: str, log) -> None:
-    journal_path = paths.join(folder, JOURNAL_FILE)
-    if not paths.exists(journal_path):
-        return
-    with paths.open_binary(journal_path) as f:
-        journal = json.loads(f.read().decode("utf-8"))
-    log(f"completing the commit of run {journal['run']}, which was interrupted")
-    _apply([tuple(move) for move in journal["moves"]], journal["deletes"])
-    _delete_derived(folder)
-    paths.delete(journal_path)
-    paths.delete_tree(paths.join(folder, STAGING_PREFIX + journal["run"]))
-
-
-def _remove_leftovers(folder: str, log) -> None:
-    """Staging folders of runs that failed or were killed, and temporary files."""
-    for name in paths.list_folder(folder):
-        if name.startswith(STAGING_PREFIX):
-            log(f"removing {name}, left by a run that did not finish")
-            paths.delete_tree(paths.join(folder, name))
-        elif TEMP_MARK in name:
-            paths.delete_if_exists(paths.join(folder, name))
-
-
-def _previous_files(folder: str) -> list[str]:
-    """The files of the output in OUT, as its report lists them (shards may differ in
-    number and naming from the new run's)."""
-    report_path = paths.join(folder, REPORT_FILE)
-    if not paths.exists(report_path):
-        return []
-    try:
-        with paths.open_binary(report_path) as f:
-            report = json.loads(f.read().decode("utf-8"))
-    except (OSError, ValueError):
-        return [REPORT_FILE]  # unreadable: it will be replaced, its shards stay
-    names = [name.rsplit("/", 1)[-1] for name in report.get("output_shards", [])]
-    return [n for n in names if n] + [SCHEMA_FILE, REPORT_FILE]
+def _remove_leftovers(folder: str, state: ownership.FolderState, log) -> None:
+    """Staging folders of runs that failed or were killed (marked as theirs) and their
+    journals' temporary files; a folder named like ours without the marker is left."""
+    done = state.journal.run if state.journal is not None else None
+    for run in state.staging_runs:
+        if run != done:
+            log(f"removing {ownership.staging_name(run)}, left by a run that did not finish")
+            paths.delete_tree(paths.join(folder, ownership.staging_name(run)))
+    for name in state.journal_temps:
+        paths.delete_if_exists(paths.join(folder, name))
+    for name in state.unmarked:
+        log(f"leaving {name} alone: named like a staging folder, but not marked as one "
+            f"`sample` made")

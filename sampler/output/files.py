@@ -118,9 +118,9 @@ def write_records(path: str, records: Iterable[bytes]) -> int:
     return written
 
 
-def write_text(path: str, text: str) -> None:
-    """Writes a text file atomically."""
-    temp = temp_name(path)
+def write_text(path: str, text: str, temp: str | None = None) -> None:
+    """Writes a text file atomically (through `temp`, default a fresh name beside it)."""
+    temp = temp or temp_name(path)
     try:
         with paths.open_binary(temp, "wb") as f:
             f.write(text.encode("utf-8"))
@@ -132,6 +132,9 @@ def write_text(path: str, text: str) -> None:
 
 def is_output_file(name: str) -> bool:
     """Whether a file name is one `sample` writes (shards of any naming, schema, report)."""
-    return (name in (SCHEMA_FILE, REPORT_FILE)
-            or bool(re.search(r"-\d{5}-of-\d{5}(\.tfrecords?)?$", name))
-            or name.endswith(_EXTS))
+    return name in (SCHEMA_FILE, REPORT_FILE) or is_shard_name(name)
+
+
+def is_shard_name(name: str) -> bool:
+    """Whether a file name is a shard's as `sample` names them (any of the namings)."""
+    return bool(re.search(r"-\d{5}-of-\d{5}(\.tfrecords?)?$", name)) or name.endswith(_EXTS)

@@ -11,14 +11,14 @@ dataset, and so is a folder a run was stopped in the middle of committing to.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from typing import Iterator
 
 from sampler.output.commit import pending_commit
 from sampler.output.files import REPORT_FILE
+from sampler.output.ownership import bare_name_problem
 from unigraph.protos import graph_schema_pb2 as gs
-from unigraph.encoding import tfrecord
+from unigraph.encoding import json_data, tfrecord
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, TableError, one_line
 from unigraph.schema import SCHEMA_FILE_NAME, load_schema
@@ -92,7 +92,7 @@ def read_run_report(folder: str) -> dict | None:
         return None
     try:
         with paths.open_binary(path) as f:
-            report = json.loads(f.read().decode("utf-8"))
+            report = json_data.loads(f.read())
     except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
         raise SamplesError(f"{path}: not a JSON run report: {one_line(e)}") from None
     if not isinstance(report, dict):
@@ -108,8 +108,17 @@ def _listed_in_report(folder: str) -> list[FilePath] | None:
     names = report.get("output_shards")
     if not isinstance(names, list) or not names:
         return None
-    # Reports list names relative to the folder (older ones: full paths).
-    return [paths.join(folder, name.rsplit("/", 1)[-1]) for name in names]
+    # Reports list names relative to the folder (older ones: full paths); a name is read
+    # in this folder only, whatever the report says.
+    found = []
+    for name in names:
+        base = name.rsplit("/", 1)[-1] if isinstance(name, str) else name
+        problem = bare_name_problem(base)
+        if problem is not None:
+            raise SamplesError(f"{paths.join(folder, REPORT_FILE)}: output_shards: "
+                               f"{problem}")
+        found.append(paths.join(folder, base))
+    return found
 
 
 def _check_complete(folder: str, files: list[FilePath]) -> None:

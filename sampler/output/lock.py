@@ -10,6 +10,10 @@ makes it a lock differs by where OUT is:
   refused at once, in one line naming the holder. The holder deletes the file while
   it still holds the lock; a run that opened the old file just before takes the lock
   on a deleted file, sees that the name now leads elsewhere, and tries again.
+  The file is written only by the run that created it (`O_EXCL`) and never opened
+  through a symbolic link (`O_NOFOLLOW`), nor when it is not a regular file of one
+  name: a stale lock is deleted (its flock held) and created afresh, so a link or a
+  hard link planted there can never make a run write into another file.
   A lock written by a run on another host (a shared NFS folder, where flock may be
   local to each machine) is never guessed stale: the message says to delete it if
   that run is gone.
@@ -25,17 +29,22 @@ makes it a lock differs by where OUT is:
 from __future__ import annotations
 
 import dataclasses
+import errno
 import fcntl
 import json
 import os
 import socket
+import stat
 import time
 
+from unigraph.encoding import json_data
 from unigraph.errors import SamplerError
 from unigraph.storage import gcs, paths
 
 LOCK_FILE = ".sample-lock"
 _ATTEMPTS = 8  # rounds of "the lock changed under us" before giving up
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclasses.dataclass
@@ -79,9 +88,31 @@ def release(lock: Lock) -> None:
 # ---- local folders -------------------------------------------------------------------
 
 def _acquire_local(folder: str, path: str, run_id: str, log) -> Lock:
+    """The lock file is only ever written when this run created it (O_CREAT | O_EXCL),
+    and never opened through a link (O_NOFOLLOW): an existing one is opened read-only to
+    take its flock and see who held it, and a stale one is deleted while its flock is
+    held and created afresh, so no file that was there before is written through."""
     for _ in range(_ATTEMPTS):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        created = True
         try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC,
+                         0o644)
+        except FileExistsError:
+            created = False
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
+            except FileNotFoundError:
+                continue  # released in between: create it
+            except OSError as e:
+                if e.errno == errno.ELOOP:
+                    raise SamplerError(_not_a_lock(folder, path, "a symbolic link")) from None
+                raise
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                raise SamplerError(_not_a_lock(folder, path, "not a regular file" if not
+                                               stat.S_ISREG(info.st_mode) else
+                                               "a file with other names (a hard link)"))
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             owner = _read_fd(fd)
@@ -92,19 +123,30 @@ def _acquire_local(folder: str, path: str, run_id: str, log) -> Lock:
             os.close(fd)
             raise
         try:
-            current = os.stat(path).st_ino
+            current = os.stat(path, follow_symlinks=False).st_ino
         except FileNotFoundError:
             current = None
-        if current != os.fstat(fd).st_ino:  # released (deleted) between open and flock
+        if current != info.st_ino:  # released (deleted) between open and flock
             os.close(fd)
             continue
-        try:
+        if not created:
             previous = _read_fd(fd)
+            if previous and not _is_record(previous):  # empty: a run killed as it began
+                os.close(fd)
+                raise SamplerError(_not_a_lock(folder, path, "not a lock record (pid, host)"))
             if previous.get("host") not in (None, socket.gethostname()):
+                os.close(fd)
                 raise SamplerError(_foreign_host(folder, path, previous))
             if previous:
                 log(f"a previous run ({_who(previous)}) ended without cleaning up; taking over")
-            os.ftruncate(fd, 0)
+            # Deleted while its flock is held, then created afresh: a run that opened the
+            # old file sees the name lead elsewhere and retries.
+            try:
+                os.unlink(path)
+            finally:
+                os.close(fd)
+            continue
+        try:
             os.pwrite(fd, json.dumps(owner_record(run_id)).encode(), 0)
         except OSError:  # e.g. a full disk: the lock is ours, so is removing it
             release(Lock(folder, path, fd=fd))
@@ -117,10 +159,20 @@ def _acquire_local(folder: str, path: str, run_id: str, log) -> Lock:
                        f"`sample` run is starting there")
 
 
+def _not_a_lock(folder: str, path: str, what: str) -> str:
+    return (f"--output {folder}: {LOCK_FILE} is {what}, not a lock `sample` wrote; it is "
+            f"never opened through a link or written into; remove it ({path}) if it is yours")
+
+
+def _is_record(owner: dict) -> bool:
+    """Whether a lock file's content is a lock `sample` wrote (owner_record's form)."""
+    return isinstance(owner.get("pid"), int) and isinstance(owner.get("host"), str)
+
+
 def _read_fd(fd: int) -> dict:
     try:
         data = os.pread(fd, 4096, 0)
-        owner = json.loads(data.decode("utf-8")) if data.strip() else {}
+        owner = json_data.loads(data) if data.strip() else {}
     except (OSError, ValueError):
         return {"unreadable": True}
     return owner if isinstance(owner, dict) else {"unreadable": True}
@@ -138,7 +190,7 @@ def _acquire_object(folder: str, path: str, run_id: str, log) -> Lock:
             continue  # another run created it first: look at who
         data, generation = found
         try:
-            owner = json.loads(data.decode("utf-8"))
+            owner = json_data.loads(data)
         except ValueError:
             owner = {}
         if not isinstance(owner, dict):

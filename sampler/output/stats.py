@@ -42,8 +42,9 @@ from sampler.output.folder import (SampleFolder, SamplesError, open_samples,
 from sampler.output.sketches import ALPHA, CAPACITY, DISTINCT_K, QUANTILE_NAMES, QUANTILES
 from sampler.output.stats_features import plain_number
 from sampler.output.stats_layout import Layout
-from sampler.output.stats_shard import Tally, summarize_shard
+from sampler.output.stats_shard import LISTED_SEEDS, Tally, summarize_shard
 from unigraph.storage import paths
+from unigraph.interrupts import quiet_worker
 
 PARALLEL_MIN_BYTES = 64 << 20  # smaller folders are read in-process
 
@@ -81,12 +82,19 @@ class FolderStats:
 
     def ops(self) -> dict | None:
         """op -> draws, draws at the cap, their ratio and edges sampled (None: no report)."""
-        if self.report is None or "draws_per_op" not in self.report:
+        if self.report is None or not isinstance(self.report.get("draws_per_op"), dict):
             return None
+        # The report is a file in the folder: only counts are taken from it (a value of
+        # another type is no count, and is not shown).
+        per_op = {key: self.report.get(key) if isinstance(self.report.get(key), dict) else {}
+                  for key in ("edges_sampled_per_op", "draws_per_op", "draws_at_cap_per_op")}
         result = {}
-        for op, sampled in self.report.get("edges_sampled_per_op", {}).items():
-            draws = self.report["draws_per_op"].get(op, 0)
-            at_cap = self.report.get("draws_at_cap_per_op", {}).get(op, 0)
+        for op, sampled in per_op["edges_sampled_per_op"].items():
+            sampled = _count(sampled)
+            draws = _count(per_op["draws_per_op"].get(op, 0))
+            at_cap = _count(per_op["draws_at_cap_per_op"].get(op, 0))
+            if sampled is None or draws is None or at_cap is None:
+                continue
             result[op] = {"draws": draws, "draws_at_cap": at_cap,
                           "cap_hit_rate": at_cap / draws if draws else None,
                           "edges_sampled": sampled}
@@ -153,9 +161,28 @@ _REPORT_KEYS = ("seeds_read", "subgraphs_written", "seeds_missing", "missing_see
 
 
 def _report_summary(report: dict | None) -> dict | None:
+    """The run report's counts (and the first missing seed ids, as text); values of other
+    types are left out: the report is data in the folder, not ours to trust."""
     if report is None:
         return None
-    return {key: report[key] for key in _REPORT_KEYS if key in report}
+    summary = {}
+    for key in _REPORT_KEYS:
+        value = report.get(key)
+        if key == "missing_seed_ids" and isinstance(value, list):
+            summary[key] = [str(v) for v in value[:LISTED_SEEDS]]
+        elif key == "dangling_edges_dropped" and isinstance(value, dict):
+            summary[key] = {str(k): v for k, v in value.items() if _count(v) is not None}
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            summary[key] = value
+    return summary
+
+
+def _count(value) -> int | None:
+    """A count read from the run report, or None when the value is not one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or \
+            value != value or value == math.inf:
+        return None
+    return int(value)
 
 
 def json_safe(value):
@@ -230,14 +257,22 @@ def _shard_tallies(samples: SampleFolder, layout: Layout, workers: int, keep_see
     # Forked workers start at once and need no `if __name__ == "__main__"` guard in a
     # notebook or script; remote folders are read in-process (a forked GCS client is
     # not safe), see _worker_count.
+    # Workers leave Ctrl-C to this process (unigraph.interrupts.quiet_worker), which
+    # drops the work left and does not wait for the shards being read.
     context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
+                                                  initializer=quiet_worker)
+    try:
         results = pool.map(summarize_shard, files, [layout] * len(files),
                            [keep_seed_ids] * len(files))
         for done, (path, tally) in enumerate(zip(files, results), start=1):
             if progress:
                 progress(done, len(files), path, tally.records)
             yield tally
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def sample_stats(folder: str, *, workers: int | None = None) -> dict:

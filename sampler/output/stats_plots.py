@@ -160,7 +160,7 @@ def cap_rate_figure(title: str, series: list[tuple[str, dict]]) -> Figure:
                     else "no draws")
             axes.text(bar.get_width() + 1, bar.get_y() + bar.get_height() / 2, text,
                       va="center", fontsize=7)
-    axes.set_yticks(y + height * (len(series) - 1) / 2, ops, fontsize=8)
+    axes.set_yticks(y + height * (len(series) - 1) / 2, [plain(op) for op in ops], fontsize=8)
     axes.invert_yaxis()
     axes.set_xlim(0, 125)
     axes.set_xticks([0, 25, 50, 75, 100])
@@ -170,13 +170,19 @@ def cap_rate_figure(title: str, series: list[tuple[str, dict]]) -> Figure:
 
 
 def _finish(figure: Figure, axes, title: str, xlabel: str, ylabel: str) -> Figure:
-    axes.set_title(title, fontsize=10)
-    axes.set_xlabel(xlabel, fontsize=8)
-    axes.set_ylabel(ylabel, fontsize=8)
+    axes.set_title(plain(title), fontsize=10)
+    axes.set_xlabel(plain(xlabel), fontsize=8)
+    axes.set_ylabel(plain(ylabel), fontsize=8)
     axes.tick_params(labelsize=7)
     axes.grid(alpha=0.3)
     figure.tight_layout()
     return figure
+
+
+def plain(text: str) -> str:
+    """Text drawn as it is: names come from the folder's schema and report, and matplotlib
+    would read `$...$` in them as math (and fail on what does not parse)."""
+    return str(text).replace("$", r"\$")
 
 
 def to_png(figure: Figure) -> bytes:

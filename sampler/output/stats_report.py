@@ -1,8 +1,10 @@
 """The sample-stats report for people: a self-contained index.html and a text summary.
 
 The HTML holds its figures as PNG data URIs and its style inline: it opens from
-disk, with no network and no JavaScript. One run, or two side by side (the same
-tables with a row per run, histograms overlaid).
+disk, with no network and no JavaScript. Every value on the page comes from files in
+the folder (records, schema, run report) and is escaped; a Content-Security-Policy
+meta allows nothing but the inline style and data: images. One run, or two side by
+side (the same tables with a row per run, histograms overlaid).
 """
 from __future__ import annotations
 
@@ -15,11 +17,15 @@ import numpy as np
 from sampler.output.sketches import QUANTILE_NAMES
 from sampler.output.stats import FolderStats
 from sampler.output.stats_layout import is_auxiliary
-from sampler.output.stats_summary import bytes_text as _bytes_text, fmt as _fmt
+from sampler.output.stats_summary import bytes_text as _bytes_text, fmt
 from sampler.output.stats_plots import (COLORS, cap_rate_png, histogram_png, to_png,
                                         value_histogram_figure)
 
 Run = tuple[str, FolderStats, dict]   # (label, stats, stats.as_dict())
+# The page needs its inline style and its inline PNGs, nothing else: no script, no request.
+# Whatever a crafted value slipped past escaping could do, the browser refuses.
+CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; "
+       "form-action 'none'")
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; max-width: 1400px; }
@@ -37,7 +43,14 @@ code { background: #f6f6f6; padding: 0 3px; }
 
 
 def _e(value) -> str:
+    """Any value as HTML text: every value shown comes from files in the folder (records,
+    the run report, the schema), so every one is escaped."""
     return html.escape(str(value), quote=True)
+
+
+def _n(value) -> str:
+    """A number as the reports show it, escaped (a value of the run report may be text)."""
+    return _e(fmt(value))
 
 
 def _img(png: bytes, alt: str) -> str:
@@ -55,6 +68,7 @@ def render_html(runs: list[tuple[str, FolderStats]]) -> str:
     compare = len(full) > 1
     title = ("sample-stats: " + " vs ".join(d["folder"] for _, _, d in full))
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+             f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"
              f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
              f"<h1>{_e(title)}</h1>", _runs_table(full),
              f'<p class="note">Quantiles: {_e(full[0][2]["quantile_method"])}. '
@@ -75,8 +89,8 @@ def _runs_table(runs: list[Run]) -> str:
         report = "yes" if stats.report is not None else \
             '<span class="warn">none (no sample_report.json)</span>'
         rows.append(f"<tr><td class=l>{swatch}{_e(label)}</td><td class=l><code>"
-                    f"{_e(d['folder'])}</code></td><td>{d['files']:,}</td>"
-                    f"<td>{d['records']:,}</td><td>{_bytes_text(d['bytes'])}</td>"
+                    f"{_e(d['folder'])}</code></td><td>{_n(d['files'])}</td>"
+                    f"<td>{_n(d['records'])}</td><td>{_e(_bytes_text(d['bytes']))}</td>"
                     f"<td class=l>{report}</td></tr>")
     return ("<table><tr><th class=l>run</th><th class=l>folder</th><th>files</th>"
             "<th>records</th><th>size</th><th class=l>run report</th></tr>"
@@ -90,10 +104,10 @@ def _quantile_header(first: str) -> str:
 
 
 def _quantile_row(name: str, label: str, q: dict, records: int) -> str:
-    cells = "".join(f"<td>{_fmt(q.get(n))}</td>" for n in QUANTILE_NAMES)
+    cells = "".join(f"<td>{_n(q.get(n))}</td>" for n in QUANTILE_NAMES)
     return (f"<tr><td class=l>{_e(name)}</td><td class=l>{_e(label)}</td>{cells}"
-            f"<td>{_fmt(q.get('mean'))}</td><td>{_fmt(q.get('total'))}</td>"
-            f"<td>{_fmt(q.get('zero'))} ({_pct(q.get('zero') or 0, records)})</td></tr>")
+            f"<td>{_n(q.get('mean'))}</td><td>{_n(q.get('total'))}</td>"
+            f"<td>{_n(q.get('zero'))} ({_pct(q.get('zero') or 0, records)})</td></tr>")
 
 
 def _set_names(runs: list[Run], key: str) -> list[str]:
@@ -131,16 +145,16 @@ def _subgraphs_section(runs: list[Run]) -> str:
         s, r = d["subgraphs"], d["run_report"] or {}
         listed = ", ".join(_e(i) for i in s["seed_only_seed_ids"])
         more = s["seed_only"] - len(s["seed_only_seed_ids"])
-        listed += f" (+{more:,} more)" if more > 0 else ""
+        listed += f" (+{_n(more)} more)" if more > 0 else ""
         missing = r.get("seeds_missing")
         missing_ids = ", ".join(_e(i) for i in r.get("missing_seed_ids", [])[:20])
         rows.append(
-            f"<tr><td class=l>{_e(label)}</td><td>{d['records']:,}</td>"
-            f"<td>{s['empty']:,} ({_pct(s['empty'], d['records'])})</td>"
-            f"<td>{s['seed_only']:,} ({_pct(s['seed_only'], d['records'])})</td>"
+            f"<tr><td class=l>{_e(label)}</td><td>{_n(d['records'])}</td>"
+            f"<td>{_n(s['empty'])} ({_pct(s['empty'], d['records'])})</td>"
+            f"<td>{_n(s['seed_only'])} ({_pct(s['seed_only'], d['records'])})</td>"
             f"<td class=l>{listed or '-'}</td>"
-            f"<td>{_fmt(r.get('seeds_read'))}</td>"
-            f"<td>{_fmt(missing)}</td><td class=l>{missing_ids or '-'}</td></tr>")
+            f"<td>{_n(r.get('seeds_read'))}</td>"
+            f"<td>{_n(missing)}</td><td class=l>{missing_ids or '-'}</td></tr>")
     return ("<h2>Subgraphs</h2><table><tr><th class=l>run</th><th>records</th>"
             "<th>empty</th><th>seed only</th><th class=l>seeds of seed-only subgraphs</th>"
             "<th>seeds read</th><th>seeds missing</th><th class=l>missing seeds</th></tr>"
@@ -175,8 +189,8 @@ def _ops_section(runs: list[Run]) -> str:
         for op, o in d["ops"].items():
             rate = "-" if o["cap_hit_rate"] is None else f"{100 * o['cap_hit_rate']:.1f}%"
             rows.append(f"<tr><td class=l>{_e(op)}</td><td class=l>{_e(label)}</td>"
-                        f"<td>{o['draws']:,}</td><td>{o['draws_at_cap']:,}</td>"
-                        f"<td>{rate}</td><td>{o['edges_sampled']:,}</td></tr>")
+                        f"<td>{_n(o['draws'])}</td><td>{_n(o['draws_at_cap'])}</td>"
+                        f"<td>{rate}</td><td>{_n(o['edges_sampled'])}</td></tr>")
     if series:
         out.append("<table><tr><th class=l>op</th><th class=l>run</th><th>draws</th>"
                    "<th>draws at sample_size</th><th>cap-hit rate</th><th>edges sampled</th>"
@@ -263,18 +277,18 @@ def _numeric_table(rows: list) -> str:
         q = f["quantiles"]
         approx = "" if f["quantiles_exact"] else "~"
         cells = "".join(
-            f"<td>{'' if n in ('min', 'max') else approx}{_fmt(q.get(n))}</td>"
+            f"<td>{'' if n in ('min', 'max') else approx}{_n(q.get(n))}</td>"
             for n in QUANTILE_NAMES)
-        ragged = "; ".join(f"{d}: {_fmt(r['p50'])} / {_fmt(r['p95'])} / {_fmt(r['max'])}"
+        ragged = "; ".join(f"{d}: {fmt(r['p50'])} / {fmt(r['p95'])} / {fmt(r['max'])}"
                            for d, r in f.get("row_lengths", {}).items())
-        top = ", ".join(f"{_e(v)} ({c:,})" for v, c in f.get("top_values", [])[:5])
+        top = ", ".join(f"{_e(v)} ({_n(c)})" for v, c in f.get("top_values", [])[:5])
         if "distinct" in f:
-            top = f"{'' if f['distinct_exact'] else '~'}{_fmt(f['distinct'])} distinct: {top}"
+            top = f"{'' if f['distinct_exact'] else '~'}{_n(f['distinct'])} distinct: {top}"
         bad = "warn" if f["nan"] or f["inf"] else ""
         body.append(f"<tr><td class=l>{_e(name)}</td><td class=l>{_e(label)}</td>"
-                    f"<td class=l>{_e(_shape(f))}</td><td>{f['values']:,}</td>"
-                    f"<td>{_fmt(f['mean'])}</td><td>{_fmt(f['std'])}</td>{cells}"
-                    f"<td class='{bad}'>{f['nan']:,}</td><td class='{bad}'>{f['inf']:,}</td>"
+                    f"<td class=l>{_e(_shape(f))}</td><td>{_n(f['values'])}</td>"
+                    f"<td>{_n(f['mean'])}</td><td>{_n(f['std'])}</td>{cells}"
+                    f"<td class='{bad}'>{_n(f['nan'])}</td><td class='{bad}'>{_n(f['inf'])}</td>"
                     f"<td class=l>{_e(ragged) or '-'}</td>"
                     f"<td class=l>{top if 'top_values' in f else '-'}</td></tr>")
     return "<table>" + head + "".join(body) + "</table>"
@@ -287,14 +301,14 @@ def _string_table(rows: list) -> str:
     body = []
     for name, label, f in rows:
         lengths = f["length_bytes"]
-        distinct = ("" if f["distinct_exact"] else "~") + _fmt(f["distinct"])
-        top = ", ".join(f"<code>{_e(_short(v))}</code> ({c:,})" for v, c in f["top_values"])
+        distinct = ("" if f["distinct_exact"] else "~") + _n(f["distinct"])
+        top = ", ".join(f"<code>{_e(_short(v))}</code> ({_n(c)})" for v, c in f["top_values"])
         body.append(f"<tr><td class=l>{_e(name)}</td><td class=l>{_e(label)}</td>"
-                    f"<td class=l>{_e(_shape(f))}</td><td>{f['values']:,}</td>"
-                    f"<td>{distinct}</td><td class=l>{_fmt(lengths['min'])} / "
-                    f"{_fmt(lengths['p50'])} / {_fmt(lengths['max'])}</td>"
+                    f"<td class=l>{_e(_shape(f))}</td><td>{_n(f['values'])}</td>"
+                    f"<td>{distinct}</td><td class=l>{_n(lengths['min'])} / "
+                    f"{_n(lengths['p50'])} / {_n(lengths['max'])}</td>"
                     f"<td class=l>{top or '-'}</td>"
-                    f"<td>{f['top_values_max_undercount']:,}</td></tr>")
+                    f"<td>{_n(f['top_values_max_undercount'])}</td></tr>")
     return "<table>" + head + "".join(body) + "</table>"
 
 

@@ -21,7 +21,8 @@ the exception: built whole, `_write_whole_edge_set`.)
 
 The store is written into a staging folder beside the target, marked as a build in
 progress, and takes the target's name only once its manifest (written last) is
-complete: a store that exists is whole (docs/store.md, "Commit").
+complete: a store that exists is whole (docs/store.md, "Commit"); which targets may be
+replaced, and how, is sampler.store.target's.
 """
 from __future__ import annotations
 
@@ -45,13 +46,14 @@ from sampler.job.resources import release_free_memory
 from sampler.job.sizing import table_rows
 from sampler.store.edges import BUCKET_EDGES, write_edge_set
 from sampler.store.layout import CANONICAL, TIMED, adjacency_arrays, feature_arrays, set_folder
+from sampler.store.target import check_target, commit, make_staging
 from unigraph.storage import paths
 from unigraph.columnar.batches import EdgeBatch, NodeBatch
 from unigraph.tables.columns import set_bytes, set_columns
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, bigquery_source, has_table, is_link_readout, set_names
 from unigraph.store_manifest import (FORMAT, FORMAT_VERSION, MANIFEST_NAME, STAGING_MARK,
-                                     TableFacts, facts_dict, is_store)
+                                     TableFacts, facts_dict)
 from unigraph.tables import read_set, table_locations
 from unigraph.tables.layout import TimeColumn
 from unigraph.timestamps import find_timestamp_column, time_dtype
@@ -127,14 +129,8 @@ def prepare_store(loaded: LoadedSchema, output: str, *, chunk_edges: int,
     if chunk_edges < 1:
         raise SamplerError(f"--chunk-edges must be at least 1, got {chunk_edges}")
     target = os.path.abspath(output).rstrip("/")
-    if os.path.exists(target) and not (os.path.isdir(target) and (
-            not os.listdir(target) or is_store(target))):
-        raise SamplerError(f"--output {output}: exists and is not a graph store; give a new or "
-                           f"empty folder (an earlier store there is replaced)")
-    staging = os.path.join(os.path.dirname(target),
-                           f".{os.path.basename(target)}.staging-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(staging)
+    check_target(output, target)  # sampler.store.target: what may be replaced
+    staging = make_staging(target)
     try:
         with open(os.path.join(staging, STAGING_MARK), "w") as f:
             json.dump({"building": target, "pid": os.getpid(), "host": socket.gethostname()}, f)
@@ -146,24 +142,11 @@ def prepare_store(loaded: LoadedSchema, output: str, *, chunk_edges: int,
         os.replace(os.path.join(staging, MANIFEST_NAME + ".tmp"),
                    os.path.join(staging, MANIFEST_NAME))
         os.remove(os.path.join(staging, STAGING_MARK))
-        _commit(staging, target)
+        commit(output, staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return manifest
-
-
-def _commit(staging: str, target: str) -> None:
-    """The staged store takes the target's name; an earlier store there is moved aside
-    first and deleted after (rename is atomic on one file system: at every moment the
-    target is absent, the old store or the new one, each whole)."""
-    old = None
-    if os.path.exists(target):
-        old = f"{staging}.old"
-        os.rename(target, old)
-    os.rename(staging, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, bucket_edges: int, log

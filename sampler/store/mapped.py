@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Callable
 
 import numpy as np
 
@@ -22,11 +23,11 @@ from sampler.core.adjacency import AdjacencyBucket
 from sampler.core.node_table import NodeTableBucket
 from sampler.job.job import SamplingJob
 from sampler.plan.plan import edge_sets_to_read
-from sampler.store.build import file_crc32
-from sampler.store.layout import (CANONICAL, adjacency_from, as_job_times, feature_values,
-                                  layout_of, serve_problem)
+from sampler.store import checks
+from sampler.store.layout import adjacency_from, as_job_times, feature_values, layout_of, \
+    serve_problem
 from unigraph.errors import SamplerError
-from unigraph.schema import parse_schema_text
+from unigraph.schema import feature_shape, numpy_dtype, parse_schema_text
 
 
 @dataclasses.dataclass(eq=False)
@@ -40,7 +41,76 @@ class MappedGraph:
     seed_codes: np.ndarray | None
 
 
+class _Arrays:
+    """A store's arrays, each mapped once and checked as it is used (sampler.store.checks)."""
+
+    def __init__(self, folder: str, manifest: dict, schema):
+        self.folder, self.manifest, self.schema = folder, manifest, schema
+        self.mapped: dict[str, np.ndarray] = {}
+        self.mapped_from: dict[int, str] = {}
+        self.check = checks.Checker(folder, lambda a: self.mapped_from.get(id(a),
+                                                                           "a file of the store"))
+
+    def array(self, relative: str) -> np.ndarray:
+        if relative not in self.mapped:
+            self.mapped[relative] = checks.open_array(self.folder, self.manifest, relative)
+            self.mapped_from[id(self.mapped[relative])] = relative
+        return self.mapped[relative]
+
+    def names(self, node_set: str) -> np.ndarray:
+        names = self.array(f"{self.manifest['nodes'][node_set]['dir']}/names.npy")
+        self.check.sorted_names(names)
+        return names
+
+    def node_table(self, name: str, n_names: int) -> NodeTableBucket:
+        meta = self.manifest["nodes"][name]
+        codes = self.array(f"{meta['dir']}/table_codes.npy")
+        where = f"node set '{name}'"
+        checks.check_node_table(self.check, codes, n_names, where)
+        features = checks.checked_features(
+            self.check, meta["features"],
+            lambda p, s: self.array(f"{meta['dir']}/{p}.{s}.npy"), len(codes),
+            lambda f: _declared(self.schema.node_sets[name], f), where, feature_values)
+        return NodeTableBucket(name, codes, features)
+
+    def node_times(self, name: str, rows: int) -> np.ndarray:
+        meta = self.manifest["nodes"][name]
+        stored = self.array(f"{meta['dir']}/timestamps.npy")
+        self.check.times(stored, rows, meta["timestamp"]["dtype"],
+                         f"node set '{name}': one time per row")
+        return stored
+
+    def adjacency(self, name: str, layout: str, n_sources: int, n_targets: int,
+                  convert: Callable[[np.ndarray, str], np.ndarray] = lambda t, where: t
+                  ) -> AdjacencyBucket:
+        """One layout of an edge set; `convert` turns its checked times into the job's."""
+        meta = self.manifest["edges"][name]
+        description = meta["layouts"][layout]
+        where = f"edge set '{name}' ({layout})"
+
+        def edge_array(key: str) -> np.ndarray:
+            return self.array(f"{meta['dir']}/{layout}/{key}.npy")
+
+        edges = len(edge_array("target_codes"))
+        checks.checked_features(  # checked here, built by adjacency_from
+            self.check, description["features"], lambda p, s: edge_array(f"{p}.{s}"), edges,
+            lambda f: _declared(self.schema.edge_sets[name], f), where, lambda d, get: None)
+
+        def times(stored: np.ndarray) -> np.ndarray:
+            self.check.times(stored, edges, (meta["timed"] or {}).get("dtype", "int64"),
+                             f"{where}: one time per edge")
+            return convert(stored, where)
+
+        bucket = adjacency_from(name, description,
+                                lambda key: self.array(f"{meta['dir']}/{key}.npy"), edge_array,
+                                times)
+        checks.check_adjacency(self.check, bucket, n_sources, n_targets, where)
+        return bucket
+
+
 def open_store(job: SamplingJob) -> MappedGraph:
+    """The job's arrays of its store, mapped and checked (sampler.store.checks: what is
+    cheap, on every open; the checksums are `verify_store`'s)."""
     store = job.loaded.store
     folder, manifest = store.folder, store.manifest
 
@@ -52,46 +122,32 @@ def open_store(job: SamplingJob) -> MappedGraph:
         raise refuse(f"it was prepared for another schema than the one this job uses"
                      f"{_first_difference(stored_schema, job.loaded.schema)}; prepare it "
                      f"again from this schema")
-    _check_files(folder, manifest, refuse)
+    checks.check_files(folder, manifest, refuse)
     problem = serve_problem(manifest, job)
     if problem is not None:
         raise refuse(f"cannot serve this job: {problem}")
-
-    def array(relative: str) -> np.ndarray:
-        # A plain ndarray over the mapping: np.memmap's Python-level __array_finalize__
-        # would run on every slice and view the hops take.
-        return np.load(os.path.join(folder, relative), mmap_mode="r",
-                       allow_pickle=False).view(np.ndarray)
-
+    arrays = _Arrays(folder, manifest, job.loaded.schema)
     plan, time = job.plan, job.time
     wanted = time.dtype if time is not None else None
-    names = {n: array(f"{manifest['nodes'][n]['dir']}/names.npy") for n in plan.node_sets()}
-    node_tables = {}
-    for name in plan.node_sets():
-        meta = manifest["nodes"][name]
-        if not meta["table"]:
-            continue
-        features = {f: feature_values(d, lambda s, p=d["prefix"], m=meta:
-                                      array(f"{m['dir']}/{p}.{s}.npy"))
-                    for f, d in meta["features"].items()}
-        node_tables[name] = NodeTableBucket(name, array(f"{meta['dir']}/table_codes.npy"),
-                                            features)
+
+    def convert(stored: np.ndarray, where: str) -> np.ndarray:
+        try:
+            return as_job_times(stored, wanted, where)
+        except ValueError as e:
+            raise refuse(str(e)) from None
+
+    names = {n: arrays.names(n) for n in plan.node_sets()}
+    node_tables = {name: arrays.node_table(name, len(names[name])) for name in plan.node_sets()
+                   if manifest["nodes"][name]["table"]}
     adjacency = {}
     for name in plan.edge_sets():
         meta = manifest["edges"][name]
-        layout = layout_of(time, name)
-
-        def times(stored, where=f"edge set '{name}'"):
-            try:
-                return as_job_times(stored, wanted, where)
-            except ValueError as e:
-                raise refuse(str(e)) from None
-
-        adjacency[name] = adjacency_from(
-            name, meta["layouts"][layout], lambda key, d=meta["dir"]: array(f"{d}/{key}.npy"),
-            lambda key, d=meta["dir"], l=layout: array(f"{d}/{l}/{key}.npy"), times)
+        adjacency[name] = arrays.adjacency(name, layout_of(time, name),
+                                           len(names[meta["source"]]),
+                                           len(names[meta["target"]]), convert)
     seed_set = plan.seed_set
-    seed_codes = _seed_codes(job, manifest, adjacency, node_tables, array)
+    seed_codes = _seed_codes(job, manifest, adjacency, node_tables, arrays.array,
+                             len(names[seed_set]))
     seed_meta = manifest["nodes"][seed_set]
     if seed_set in node_tables:
         table = node_tables[seed_set]
@@ -100,8 +156,8 @@ def open_store(job: SamplingJob) -> MappedGraph:
         timestamps = None
         if seed_meta["timestamp"] is not None and time is not None \
                 and seed_set in time.node_columns:
-            timestamps = as_job_times(array(f"{seed_meta['dir']}/timestamps.npy"), wanted,
-                                      f"node set '{seed_set}'")
+            timestamps = convert(arrays.node_times(seed_set, len(table.ids)),
+                                 f"node set '{seed_set}'")
         seed_table = NodeTableBucket(seed_set, ids, table.features, timestamps)
     else:
         seed_table = NodeTableBucket(seed_set, names[seed_set] if seed_codes is None
@@ -109,8 +165,42 @@ def open_store(job: SamplingJob) -> MappedGraph:
     return MappedGraph(names, node_tables, adjacency, seed_table, seed_codes)
 
 
+def check_whole_store(loaded) -> None:
+    """Every rule of sampler.store.checks on every array of the store (every set, both
+    layouts), whatever a job would read: `unigraph-convert --verify`."""
+    store = loaded.store
+    folder, manifest = store.folder, store.manifest
+    checks.check_files(folder, manifest,
+                       lambda problem: SamplerError(f"graph store {folder}: {problem}"))
+    arrays = _Arrays(folder, manifest, loaded.schema)
+    sizes = {}
+    for name, meta in sorted(manifest["nodes"].items()):
+        sizes[name] = len(arrays.names(name))
+        arrays.array(f"{meta['dir']}/fingerprints.npy")
+        arrays.check.fingerprints(arrays.array(f"{meta['dir']}/fingerprints.npy"),
+                                  sizes[name], f"node set '{name}': one fingerprint per id")
+        if meta["table"]:
+            table = arrays.node_table(name, sizes[name])
+            if meta["timestamp"] is not None:
+                arrays.node_times(name, len(table.ids))
+    for name, meta in sorted(manifest["edges"].items()):
+        for layout in sorted(meta["layouts"]):
+            arrays.adjacency(name, layout, sizes[meta["source"]], sizes[meta["target"]])
+    unused = sorted(set(manifest["files"]) - set(arrays.mapped))
+    if unused:
+        raise SamplerError(f"graph store {folder}: damaged: its manifest lists {unused[0]}, "
+                           f"which no part of the store's layout is")
+
+
+def _declared(piece, feature: str) -> tuple:
+    """The schema's (numpy dtype, shape) of a set's feature; (None, None) if undeclared."""
+    if feature not in piece.features:
+        return None, None
+    return numpy_dtype(piece.features[feature]), feature_shape(piece.features[feature])
+
+
 def _seed_codes(job: SamplingJob, manifest: dict, adjacency: dict, node_tables: dict,
-                array) -> np.ndarray | None:
+                array, n_names: int) -> np.ndarray | None:
     """The seed set's nodes as the job counts them, as codes: its table's ids and the ids
     of the edge sets the job reads that name the set (load_graph's names). The store's
     names count every edge set; where the two differ, seeds and pairs must be found as
@@ -131,31 +221,18 @@ def _seed_codes(job: SamplingJob, manifest: dict, adjacency: dict, node_tables: 
         if meta["target"] == seed_set:
             parts.append(bucket.target_ids if bucket is not None
                          else array(f"{meta['dir']}/target_ids.npy"))
-    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-
-
-def _check_files(folder: str, manifest: dict, refuse) -> None:
-    """Every listed file present with its size: a store missing a file, or with a file cut
-    short, is refused (checksums: `verify_store`, which reads everything)."""
-    for relative, meta in manifest["files"].items():
-        try:
-            size = os.path.getsize(os.path.join(folder, relative))
-        except OSError:
-            raise refuse(f"incomplete: {relative} is missing") from None
-        if size != meta["bytes"]:
-            raise refuse(f"damaged: {relative} has {size} bytes, its manifest says "
-                         f"{meta['bytes']}")
+    codes = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    if len(codes) and (codes.dtype.kind not in "iu" or codes[0] < 0 or
+                       codes[-1] >= n_names):
+        raise SamplerError(f"graph store {job.loaded.store.folder}: damaged: the codes of node "
+                           f"set '{seed_set}' in its edge sets are out of range")
+    return codes
 
 
 def verify_store(folder: str, manifest: dict) -> None:
     """Every file's size and CRC-32 against the manifest (reads the whole store)."""
-    def refuse(problem: str):
-        return SamplerError(f"graph store {folder}: {problem}")
-
-    _check_files(folder, manifest, refuse)
-    for relative, meta in manifest["files"].items():
-        if file_crc32(os.path.join(folder, relative)) != meta["crc32"]:
-            raise refuse(f"damaged: {relative} does not match its checksum")
+    checks.verify_checksums(folder, manifest,
+                            lambda problem: SamplerError(f"graph store {folder}: {problem}"))
 
 
 def _first_difference(stored, used) -> str:

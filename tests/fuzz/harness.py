@@ -6,16 +6,21 @@ after a crash and writes the counts).
 
 Bases (`build_bases`): small graphs in every table format (CSV, Parquet, plain TFRecord,
 GZIP TFRecord), a link graph with a pairs table, each with its schema, spec and seeds
-table, and a `sample` output folder for the commands that read one. A *case* picks one
-file of one base and a list of mutations; for TFRecord files a mutation may act on one
-record's payload with the framing and CRCs made valid again (so the Example parsers are
-reached, not only the CRC check), and for GZIP on the inflated stream (recompressed).
+table, a `sample` output folder for the commands that read one, and what a run finds
+rather than reads (tests/fuzz/owned_files.py): a graph store and an output folder's
+state files. A *case* picks one file of one base and a list of mutations; for TFRecord
+files a mutation may act on one record's payload with the framing and CRCs made valid
+again (so the Example parsers are reached, not only the CRC check), for GZIP on the
+inflated stream (recompressed), for a store's arrays on their data in place. `sample`
+runs with or without --seeds, on the memory engine or (a bounded share of cases) the
+Beam engine; `sample-stats` with or without its HTML page.
 
 The property (`violations`): the command succeeds, or exits with status 1 or 2 and at
 most three lines on stderr (status 2: naming the mutated file); never a traceback (an
 exception escaping `main`), never a hang (each run is time-boxed by SIGALRM), and never a
 partial output (a failed `sample` leaves the previous output byte for byte, a failed
-`unigraph-convert` leaves no output folder behind).
+`unigraph-convert` leaves no output folder behind); sample-stats' page holds no tag
+from the data; and the store's and state files' own rules (owned_files.py).
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import contextlib
 import dataclasses
 import gzip
 import hashlib
+import html.parser
 import io
 import os
 import shutil
@@ -31,6 +37,7 @@ import struct
 import traceback
 from typing import Callable, Protocol
 
+from tests.fuzz import owned_files
 from tests.unigraph import graphs
 from unigraph.encoding import tfrecord
 
@@ -144,6 +151,12 @@ def build_bases(root: str) -> dict[str, Base]:
     bases["output"] = Base("output", previous, "graph_schema.pbtxt", "", "",
                            tuple(sorted(n for n in os.listdir(previous)
                                         if not n.startswith("."))))
+    # What a run finds rather than reads (tests/fuzz/owned_files.py): a graph store, and
+    # an output folder's state files.
+    store = owned_files.build_store_base(root, bases["csv"])
+    bases["store"] = Base("store", store, "", "", "", owned_files.relative_files(store))
+    state = owned_files.build_state_base(root, previous)
+    bases["state"] = Base("state", state, "", "", "", owned_files.state_files(state))
     return bases
 
 
@@ -252,6 +265,14 @@ def _mutate_parquet(data: bytes, draw: Draw, count: int, footer: bool
     low, high = (footer_start, len(data) - 9) if footer else (4, footer_start - 1)
     if high < low:
         return data, ["parquet: no such region"]
+    return mutate_in_place(data, low, high, draw, count,
+                           f"parquet {'footer' if footer else 'page'} byte")
+
+
+def mutate_in_place(data: bytes, low: int, high: int, draw: Draw, count: int, what: str
+                    ) -> tuple[bytes, list[str]]:
+    """`count` bytes in data[low:high + 1] flipped or set, none moved (offsets and sizes
+    stay valid)."""
     out = bytearray(data)
     done = []
     for _ in range(count):
@@ -260,7 +281,7 @@ def _mutate_parquet(data: bytes, draw: Draw, count: int, footer: bool
             out[at] ^= 1 << draw.integer(0, 7)
         else:
             out[at] = (0, 0x7F, 0x80, 0xFF, draw.integer(0, 255))[draw.integer(0, 4)]
-        done.append(f"parquet {'footer' if footer else 'page'} byte {at}")
+        done.append(f"{what} {at}")
     return bytes(out), done
 
 
@@ -327,6 +348,8 @@ class Case:
     mutations: list[str]
     command: str
     variant: int = 0   # which flags, where a command has several sets (sample-inspect)
+    engine: str = "memory"   # `sample`'s engine
+    seeds: bool = True       # `sample` with --seeds (without: every node is a seed)
 
 
 def _digest(folder: str) -> dict[str, str]:
@@ -339,21 +362,33 @@ def _digest(folder: str) -> dict[str, str]:
     return found
 
 
-def draw_case(bases: dict[str, Base], draw: Draw) -> tuple[Case, bytes]:
-    """A case: which base, file, command; returns it with the mutated bytes."""
+def draw_case(bases: dict[str, Base], draw: Draw, beam_one_in: int = 0
+              ) -> tuple[Case, bytes]:
+    """A case: which base, file, command; returns it with the mutated bytes. One `sample`
+    run of a table base in `beam_one_in` runs the Beam engine (0: never; 1: always)."""
     names = sorted(bases)
     base = bases[names[draw.integer(0, len(names) - 1)]]
     file = base.files[draw.integer(0, len(base.files) - 1)]
     with open(os.path.join(base.folder, file), "rb") as f:
         data = f.read()
-    mutated, done = mutate_file(file, data, draw)
+    if base.name == "store" and file.endswith(".npy") and draw.integer(0, 1):
+        mutated, done = owned_files.mutate_array(data, draw)
+    else:
+        mutated, done = mutate_file(file, data, draw)
     if base.name == "output":
         command = READERS[draw.integer(0, len(READERS) - 1)]
+    elif base.name == "state":
+        command = "sample"
     elif file in (base.spec, base.seeds) or base.name == "link":
         command = "sample"
-    else:
+    else:  # a table base, or the store (unigraph-convert --verify)
         command = ("sample", "unigraph-convert")[draw.integer(0, 1)]
-    return Case(base.name, file, done, command, draw.integer(0, 3)), mutated
+    case = Case(base.name, file, done, command, draw.integer(0, 3))
+    if command == "sample" and base.name not in ("store", "state", "output"):
+        case.seeds = base.name == "link" or file == base.seeds or draw.integer(0, 2) > 0
+        if beam_one_in and draw.integer(0, beam_one_in - 1) == 0:
+            case.engine = "beam"
+    return case, mutated
 
 
 def run_case(bases: dict[str, Base], case: Case, mutated: bytes, work: str,
@@ -362,17 +397,29 @@ def run_case(bases: dict[str, Base], case: Case, mutated: bytes, work: str,
     base = bases[case.base]
     if os.path.exists(work):
         shutil.rmtree(work)
+    if case.base == "state":
+        return _run_state_case(bases, case, mutated, work)
     folder = os.path.join(work, "in")
     shutil.copytree(base.folder, folder)
     with open(os.path.join(folder, case.file), "wb") as f:
         f.write(mutated)
     out = os.path.join(work, "out")
+    if case.base == "store":
+        if case.command == "sample":
+            shutil.copytree(bases["output"].folder, out)
+        command, argv = owned_files.store_argv(case, folder, out, bases["csv"])
+        outcome = run_command(command, argv)
+        with open(os.path.join(base.folder, case.file), "rb") as f:
+            original = f.read()
+        return outcome, (violations(case, outcome, out, previous_digest)
+                         + owned_files.store_violations(case, outcome, original, mutated))
     if case.command == "sample":
         shutil.copytree(bases["output"].folder, out)
         argv = ["--graph", os.path.join(folder, base.schema),
                 "--spec", os.path.join(folder, base.spec),
-                "--seeds", os.path.join(folder, base.seeds),
-                "--output", out + "/", "--workers", "1", "--quiet"]
+                "--output", out + "/", "--quiet", "--engine", case.engine]
+        argv += ["--seeds", os.path.join(folder, base.seeds)] if case.seeds else []
+        argv += ["--workers", "1"] if case.engine == "memory" else []
         if case.base == "link":
             argv += ["--negatives", "1"]
     elif case.command == "unigraph-convert":
@@ -381,12 +428,70 @@ def run_case(bases: dict[str, Base], case: Case, mutated: bytes, work: str,
                 "--format", fmt]
     elif case.command == "sample-check":
         argv = [folder]
-    elif case.command == "sample-stats":
-        argv = [folder, "--workers", "1", "--quiet", "--no-html"]
+    elif case.command == "sample-stats":  # even variants: with the HTML page
+        argv = [folder, "--workers", "1", "--quiet"] + ["--no-html"] * (case.variant % 2)
     else:
         argv = [folder] + INSPECT_FLAGS[case.variant % len(INSPECT_FLAGS)]
     outcome = run_command(case.command, argv)
-    return outcome, violations(case, outcome, out, previous_digest)
+    found = violations(case, outcome, out, previous_digest)
+    if case.command == "sample-stats" and outcome.code == 0 and not case.variant % 2:
+        found += html_violations(os.path.join(folder, "stats", "index.html"))
+    return outcome, found
+
+
+def _run_state_case(bases: dict[str, Base], case: Case, mutated: bytes, work: str
+                    ) -> tuple[Outcome, list[str]]:
+    """`sample` into a copy of the state base (the output folder), its inputs a copy of
+    the CSV base (so that a run obeying a file could not touch the shared bases)."""
+    csv_base = bases["csv"]
+    inputs, out = os.path.join(work, "in"), os.path.join(work, "out")
+    shutil.copytree(csv_base.folder, inputs)
+    shutil.copytree(bases["state"].folder, out)
+    with open(os.path.join(out, case.file), "wb") as f:
+        f.write(mutated)
+    before_out, before_inputs = _digest(out), _digest(inputs)
+    lock = os.path.join(out, ".sample-lock")
+    lock_before = open(lock, "rb").read() if os.path.isfile(lock) else None
+    outcome = run_command("sample", [
+        "--graph", os.path.join(inputs, csv_base.schema),
+        "--spec", os.path.join(inputs, csv_base.spec),
+        "--seeds", os.path.join(inputs, csv_base.seeds), "--output", out + "/",
+        "--workers", "1", "--quiet"])
+    found = violations(case, outcome, out, None)
+    found += owned_files.state_violations(outcome, out, before_out, inputs, before_inputs,
+                                          _digest, lock_before)
+    return outcome, found
+
+
+class _Tags(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.csp = set(), None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        attrs = dict(attrs)
+        if tag == "meta" and attrs.get("http-equiv") == "Content-Security-Policy":
+            self.csp = attrs.get("content")
+
+
+PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "table",
+             "tr", "th", "td", "code", "p", "div", "img", "span", "br"}
+
+
+def html_violations(path: str) -> list[str]:
+    """sample-stats' page: only the tags it writes itself (every value escaped), and its
+    Content-Security-Policy."""
+    with open(path, encoding="utf-8") as f:
+        page = f.read()
+    parser = _Tags()
+    parser.feed(page)
+    found = []
+    if parser.tags - PAGE_TAGS:
+        found.append(f"index.html: tags from the data: {sorted(parser.tags - PAGE_TAGS)[:3]}")
+    if not parser.csp or "default-src 'none'" not in parser.csp:
+        found.append("index.html: no Content-Security-Policy")
+    return found
 
 
 def violations(case: Case, outcome: Outcome, out: str,
@@ -403,9 +508,10 @@ def violations(case: Case, outcome: Outcome, out: str,
         found.append("a traceback on stderr")
     if outcome.code != 0 and len(err_lines) > 3:
         found.append(f"{len(err_lines)} lines on stderr")
-    if outcome.code == 2 and case.file not in outcome.stderr and not _names_input(outcome):
+    if outcome.code == 2 and case.file not in outcome.stderr and \
+            not _names_input(outcome, case):
         found.append("the message names no input file")
-    if case.command == "sample" and outcome.code != 0:
+    if case.command == "sample" and outcome.code != 0 and previous_digest is not None:
         if _digest(out) != previous_digest:
             found.append("the previous output changed")
     if case.command == "unigraph-convert" and outcome.code != 0 and os.path.exists(out) \
@@ -414,11 +520,13 @@ def violations(case: Case, outcome: Outcome, out: str,
     return found
 
 
-def _names_input(outcome: Outcome) -> bool:
+def _names_input(outcome: Outcome, case: Case | None = None) -> bool:
     """A message that names another file of the input (a schema's mutation may make it
-    name a table it now points at) still names a file."""
+    name a table it now points at) still names a file; for a state file, the output
+    folder it was found in."""
     text = outcome.stderr
-    return "/in/" in text or "/in:" in text or "/in " in text
+    folders = ("/in", "/out") if case is not None and case.base == "state" else ("/in",)
+    return any(f"{f}{end}" in text for f in folders for end in ("/", ":", " "))
 
 
 def crash_signature(case: Case, outcome: Outcome, problems: list[str]) -> str:

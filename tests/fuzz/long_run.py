@@ -7,7 +7,10 @@ first failure; a session must go on and count). Every distinct finding (command,
 where it was raised) is kept once, with the first case that showed it: the mutated file
 is saved under --crashes (`<n>-<file>`, default out/fuzz/crashes) with the case that
 reproduces it. Counts per command, base and outcome (0, 1, 2) go in the JSON, and so does the
-random seed, so a session can be replayed.
+random seed, so a session can be replayed. One `sample` run of a table base in
+BEAM_ONE_IN runs the Beam engine (seconds each: the session stays mostly on the memory
+engine); the counts say how many did, how many ran without --seeds, how many checked a
+store's checksums and how many wrote sample-stats' HTML page.
 """
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ import threading
 import time
 
 from tests.fuzz import harness
+
+BEAM_ONE_IN = 25
 
 
 class RandomDraw:
@@ -59,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     def write(tried: int, hung: dict | None = None) -> None:
         result = {
             "benchmark": "fuzz",  # its renderer in pipelines/tools/perf_tables.py
-            "what": "tests/fuzz/long_run.py: mutated inputs run through the five commands",
+            "what": "tests/fuzz/long_run.py: mutated inputs, stores and output folders' state "
+                    "files run through the five commands",
             "command": f"make fuzz FUZZ_MINUTES={args.minutes:g}  (python -m "
                        f"tests.fuzz.long_run --minutes {args.minutes:g} --seed {seed})",
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -93,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         previous = harness._digest(bases["output"].folder)
         tried = 0
         while time.time() < deadline:
-            case, mutated = harness.draw_case(bases, draw)
+            case, mutated = harness.draw_case(bases, draw, BEAM_ONE_IN)
             current.update(case=case, input=mutated, since=time.time(), tried=tried)
             outcome, problems = harness.run_case(bases, case, mutated,
                                                  os.path.join(root, "work"), previous)
@@ -102,6 +108,14 @@ def main(argv: list[str] | None = None) -> int:
             counts[f"command:{case.command}"] += 1
             counts[f"base:{case.base}"] += 1
             counts[f"exit:{outcome.code if outcome.crash is None else 'crash'}"] += 1
+            if case.command == "sample" and case.base not in ("store", "state", "output"):
+                counts[f"sample:engine:{case.engine}"] += 1
+                counts["sample:without --seeds"] += not case.seeds
+            if case.base == "store":
+                verified = case.command == "unigraph-convert" or case.variant % 2
+                counts[f"store:{'checksums' if verified else 'cheap checks'}"] += 1
+            if case.command == "sample-stats":
+                counts[f"sample-stats:{'html' if not case.variant % 2 else 'json'}"] += 1
             if problems:
                 counts["violations"] += 1
                 signature = harness.crash_signature(case, outcome, problems)

@@ -1,12 +1,15 @@
 """Mutated inputs never crash a command: success, or status 1/2 and one clean line.
 
 Hypothesis draws a base (CSV, Parquet, TFRecord, GZIP TFRecord, a link graph with
-pairs, a `sample` output folder), one of its files (tables, schema, spec, seeds or
-pairs; shards, schema and report of the output) and up to four byte mutations
-(tests/fuzz/harness.py), and runs the command that reads it in this process, time-boxed:
-`sample` (previous output in place), `unigraph-convert`, `sample-check`, `sample-stats`,
-`sample-inspect`. The property is harness.violations. 240 examples, the same ones every
-run (derandomized: the suite stays reproducible), about 25 s on this machine; `make
+pairs, a `sample` output folder, a graph store, an output folder's state files), one
+of its files (tables, schema, spec, seeds or pairs; shards, schema and report of the
+output; every file of the store; journal, lock, report, staging marker and statistics)
+and up to four byte mutations (tests/fuzz/harness.py, tests/fuzz/owned_files.py), and
+runs the command that reads it in this process, time-boxed: `sample` (previous output in
+place; with or without --seeds; the memory engine, and the Beam engine in a bounded
+number of cases), `unigraph-convert` (and its --verify), `sample-check`, `sample-stats`
+(with its HTML page), `sample-inspect`. The property is harness.violations. 368
+examples, the same ones every run (derandomized: the suite stays reproducible); `make
 fuzz` draws new cases for 20 minutes and counts.
 """
 import os
@@ -33,11 +36,11 @@ def bases(tmp_path_factory):
     return built, harness._digest(built["output"].folder), str(root / "work")
 
 
-def _check(bases, data, only=None):
+def _check(bases, data, only=None, beam_one_in=0):
     built, previous, work = bases
     if only is not None:
         built = {name: base for name, base in built.items() if name in only}
-    case, mutated = harness.draw_case(built, HypothesisDraw(data))
+    case, mutated = harness.draw_case(built, HypothesisDraw(data), beam_one_in)
     outcome, problems = harness.run_case(bases[0], case, mutated, work, previous)
     assert not problems, (f"{case}: {problems}\nstderr: {outcome.stderr}\n"
                           f"{outcome.crash or ''}")
@@ -55,6 +58,32 @@ def test_mutated_graphs_never_crash_sample_or_convert(bases, data):
 @given(data=st.data())
 def test_mutated_outputs_never_crash_the_readers(bases, data):
     _check(bases, data, only=("output",))
+
+
+@settings(max_examples=60, suppress_health_check=list(HealthCheck), database=None,
+          derandomize=True)
+@given(data=st.data())
+def test_mutated_stores_are_refused_or_sample(bases, data):
+    """Any file of a graph store (every array and the manifest); with the checksums
+    checked, a changed array never samples (tests/fuzz/owned_files.py)."""
+    _check(bases, data, only=("store",))
+
+
+@settings(max_examples=60, suppress_health_check=list(HealthCheck), database=None,
+          derandomize=True)
+@given(data=st.data())
+def test_mutated_state_files_never_make_a_run_touch_what_is_not_its_own(bases, data):
+    """Journal, lock, report, staging marker, staged files, statistics of an output
+    folder: nothing outside it changes, a refused run changes nothing in it."""
+    _check(bases, data, only=("state",))
+
+
+@settings(max_examples=8, suppress_health_check=list(HealthCheck), database=None,
+          derandomize=True)
+@given(data=st.data())
+def test_mutated_graphs_never_crash_the_beam_engine(bases, data):
+    """A bounded number of cases on the Beam engine (seconds each)."""
+    _check(bases, data, only=("csv", "parquet", "tfrecord", "gzip", "link"), beam_one_in=1)
 
 
 # Cases the fuzzer found, kept as plain examples (each crashed before its fix).
@@ -104,3 +133,16 @@ def test_found_an_edge_table_without_rows_samples(bases, tmp_path):
     outcome, problems = harness.run_case(built, case, b"source,target\n", str(tmp_path / "w"),
                                          bases[1])
     assert not problems and outcome.code == 0, outcome
+
+
+def test_found_a_lock_of_another_host_keeps_the_folder(bases, tmp_path):
+    """A state case whose lock names another host: refused, the folder as it was (the
+    harness's rule compared the folder without the lock before and with it after)."""
+    built = bases[0]
+    lock = os.path.join(built["state"].folder, ".sample-lock")
+    data = open(lock, "rb").read().replace(b'"host": "', b'"host": "elsewhere-')
+    case = harness.Case("state", ".sample-lock", ["host"], "sample")
+    outcome, problems = harness.run_case(built, case, data, str(tmp_path / "w"), bases[1])
+    assert not problems and outcome.code == 2
+    assert "holds .sample-lock; if it is not running any more, delete the lock" in \
+        outcome.stderr

@@ -66,3 +66,28 @@ def test_refuses_to_overwrite_the_input(capsys):
     assert convert.main(["--graph", graphs.MIXED, "--output", graphs.MIXED,
                          "--format", "csv"]) == 2
     assert "is the input graph's folder" in capsys.readouterr().err
+
+
+def test_a_users_file_under_a_table_name_is_never_replaced(tmp_path, capsys):
+    """Issue 36: a conversion replaces only what a conversion wrote; the user's own
+    `graph_schema.pbtxt` or table of the same name is refused before anything moves."""
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "graph_schema.pbtxt").write_text("the user's own graph")
+    code = convert.main(["--graph", graphs.MIXED, "--output", str(out), "--format", "csv"])
+    err = capsys.readouterr().err
+    assert code == 2 and "holds graph_schema.pbtxt, which this run would replace" in err
+    assert sorted(os.listdir(out)) == ["graph_schema.pbtxt"]
+    os.remove(out / "graph_schema.pbtxt")
+    assert convert.main(["--graph", graphs.MIXED, "--output", str(out), "--format", "csv"]) == 0
+    first = sorted(os.listdir(out))
+    table = next(n for n in first if n.endswith(".csv"))
+    assert convert.main(["--graph", graphs.MIXED, "--output", str(out),
+                         "--format", "csv"]) == 0  # its own earlier output: replaced
+    assert sorted(os.listdir(out)) == first
+    (out / ".unigraph-written.json").unlink()  # no longer provably ours
+    (out / "notes.txt").write_text("mine")
+    code = convert.main(["--graph", graphs.MIXED, "--output", str(out), "--format", "csv"])
+    assert code == 2 and "which this run would replace" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "mine" and (out / table).exists()
+    assert not [n for n in os.listdir(out) if n.startswith(".convert-staging")]

@@ -130,3 +130,23 @@ def test_an_image_or_setup_file_of_the_users_is_left_alone(gcs, tmp_path):
     job, _, _ = _dry_run(tmp_path, graph, f"gs://{BUCKET}/img/seeds.csv",
                          "--sdk_container_image", "example.com/sampler:1")
     assert "setup_file" not in job["options"]
+
+
+def test_the_job_description_goes_to_a_file_of_its_own(gcs, tmp_path, monkeypatch):
+    """Issue 36: without --dataflow_job_file the description went to
+    /tmp/<job name>.dataflow-job.json: a name anyone could plant a link at, and a job
+    name holding '/' a path anywhere. It is a new file now (mkstemp), the name a label."""
+    graph = _upload(gcs, "own")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's")
+    (temporary / "myjob.dataflow-job.json").symlink_to(victim)  # the old, predictable name
+    job, _, stdout = _dry_run(tmp_path, graph, f"gs://{BUCKET}/own/seeds.csv",
+                              "--job_name", "myjob")
+    assert victim.read_text() == "the user's"
+    where = re.search(r"written to (\S+);", stdout)[1]
+    assert os.path.dirname(where) == str(temporary) and where.endswith(".dataflow-job.json")
+    assert os.path.basename(where).startswith("myjob.") and not os.path.islink(where)
+    assert os.stat(where).st_mode & 0o777 == 0o600 and job["leaf_steps"] > 0

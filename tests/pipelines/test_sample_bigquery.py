@@ -345,3 +345,23 @@ def test_the_given_project_comes_before_the_environment(monkeypatch):
         with bq.billing_project_given(None):   # nothing given inside: the outer stays
             assert bq.billing_project() == "from-flag"
     assert bq.billing_project() == "from-environment"
+
+
+def test_convert_never_writes_outside_its_folder_for_a_set_named_like_a_path(
+        graph, bigquery, tmp_path):
+    """Issue 36: a query's set is exported under the set's name, so a name holding '/'
+    became an output path (a folder inside it, or, absolute, anywhere)."""
+    from pipelines import convert
+    named = "/escape/author"
+    folder = tmp_path / "g" / "h"
+    write_schema(str(folder), BIGQUERY)
+    schema = (folder / "graph_schema.pbtxt").read_text().replace('"author"', f'"{named}"')
+    (folder / "graph_schema.pbtxt").write_text(schema)
+    files = tmp_path / "g" / "files"
+    assert convert.main(["--graph", str(folder), "--output", str(files),
+                         "--format", "parquet"]) == 0
+    assert sorted(os.listdir(tmp_path)) == ["g"]
+    assert sorted(os.listdir(tmp_path / "g")) == ["files", "h"]
+    written = sorted(os.listdir(files))
+    assert "_escape_author.parquet" in written and not any(
+        os.path.isdir(files / n) for n in written)

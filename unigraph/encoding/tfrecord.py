@@ -50,6 +50,10 @@ _FOOTER = struct.Struct("<I")
 HEADER_BYTES, FOOTER_BYTES = 12, 4
 FRAME_BYTES = HEADER_BYTES + FOOTER_BYTES
 CHUNK_BYTES = 4 << 20  # bytes read at a time (a record longer than this gets its own chunk)
+# A record is one protobuf message (a tf.train.Example), which protobuf caps at 2 GiB: a
+# longer length field is damage, refused before anything is read or allocated for it.
+MAX_RECORD_BYTES = (2 << 30) - 1
+_GROW_AHEAD = 64 << 20  # how far the read buffer may grow past the bytes that have arrived
 _PAD = 8  # spare bytes after a chunk's data, so 8-byte windows can be read at any offset
 
 
@@ -227,13 +231,18 @@ class _Pending:
         return self.buffer[:self.filled]
 
     def read(self, at_least: int) -> None:
-        """Reads at least `at_least` more bytes (fewer only at the end of the stream)."""
+        """Reads at least `at_least` more bytes (fewer only at the end of the stream).
+        The buffer grows to what is asked, but never past twice the bytes that have
+        arrived (or _GROW_AHEAD more): a length field that claims more than the file
+        holds costs about the file's bytes, never the claim's."""
         goal = self.filled + at_least
-        if goal + _PAD > len(self.buffer):
-            grown = np.empty(max(goal, 2 * (len(self.buffer) - _PAD)) + _PAD, dtype=np.uint8)
-            grown[:self.filled] = self.buffer[:self.filled]
-            self.buffer = grown
         while self.filled < goal and not self.eof:
+            room = len(self.buffer) - _PAD
+            if goal > room and (self.filled == room or goal <= self.filled + _GROW_AHEAD):
+                size = min(max(goal, 2 * room), max(2 * self.filled, self.filled + _GROW_AHEAD))
+                grown = np.empty(size + _PAD, dtype=np.uint8)
+                grown[:self.filled] = self.buffer[:self.filled]
+                self.buffer = grown
             target = self.buffer[self.filled:len(self.buffer) - _PAD]
             if self._readinto is not None:
                 count = self._readinto(memoryview(target))
@@ -477,6 +486,10 @@ def _next_record(view: np.ndarray, pos: int, index: int, offset: int,
     if masked_crc32c(bytes(view[pos:pos + 8])) != length_crc:
         return TableError(f"{name}: record {index} at byte {offset}: bad length checksum "
                           f"(not a TFRecord file, or corrupt)"), 0
+    if length > MAX_RECORD_BYTES:
+        return TableError(f"{name}: record {index} at byte {offset}: length {length} is "
+                          f"more than a record may hold ({MAX_RECORD_BYTES}, protobuf's "
+                          f"limit on a message)"), 0
     return None, FRAME_BYTES + length - rest
 
 

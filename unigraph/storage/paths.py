@@ -33,6 +33,17 @@ def join(base_dir: str, name: str) -> str:
     return os.path.normpath(os.path.join(base_dir, name))
 
 
+_UNSAFE_IN_NAMES = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def file_stem(name: str, fallback: str = "table") -> str:
+    """`name` (a set's, a table's, a job's) as one file name component: characters other
+    than letters, digits, `_`, `.` and `-` become `_`, and a leading dot too (no hidden
+    file, no `..`): never a path, whatever the name holds."""
+    stem = re.sub(r"^\.", "_", _UNSAFE_IN_NAMES.sub("_", name)[:120])
+    return stem or fallback
+
+
 def dirname(path: str) -> str:
     if is_remote(path):
         return path.rsplit("/", 1)[0]

@@ -45,6 +45,11 @@ from unigraph.tables.layout import FeatureSpec, TableLayout
 # blocks keep both cores busy on batch-sized inputs (measured: 1 MB beats 8 MB).
 _BLOCK_BYTES = 1 << 20
 _VECTOR_BLOCK_BYTES = 1 << 20
+# Vectors of more values than this take the precise way (the fast one makes an Arrow column
+# per value).
+_VECTOR_COLUMNS = 4096
+# The longest row (and so the largest block) read: a bound on what one row may allocate.
+MAX_ROW_BYTES = 1 << 28
 
 
 def _python_rows(path: str) -> Iterator[tuple[int, list[str]]]:
@@ -94,13 +99,38 @@ class _Declined(Exception):
     """The fast way met something it leaves to the precise way."""
 
 
+class _RowTooLong(Exception):
+    """A row does not fit in Arrow's block: read again with larger blocks."""
+
+
 def _arrow_batches(path: str, header: list[str], needed: list[str],
                    typed: dict[str, pa.DataType]) -> Iterator[pa.RecordBatch]:
     """Arrow's batches of the needed columns: `typed` ones converted, the rest text.
 
-    With `typed` columns, a conversion Arrow rejects raises _Declined.
+    With `typed` columns, a conversion Arrow rejects raises _Declined. Arrow needs each
+    row inside one block: a longer row (a legitimate cell of megabytes) makes the file be
+    read again, from the first row not yet delivered, with blocks four times as large,
+    up to MAX_ROW_BYTES; a row longer than that is one TableError line.
     """
-    read_options = pa_csv.ReadOptions(block_size=_BLOCK_BYTES, use_threads=True)
+    block, delivered = _BLOCK_BYTES, 0
+    while True:
+        try:
+            batches = _arrow_pass(path, header, needed, typed, block)
+            for batch in _skipped(batches, delivered) if delivered else batches:
+                delivered += batch.num_rows
+                yield batch
+            return
+        except _RowTooLong:
+            if block >= MAX_ROW_BYTES:
+                raise TableError(f"{path}: a row after data row {delivered} is longer than "
+                                 f"{MAX_ROW_BYTES >> 20} MiB, the longest the CSV reader "
+                                 f"takes") from None
+            block = min(block * 4, MAX_ROW_BYTES)
+
+
+def _arrow_pass(path: str, header: list[str], needed: list[str],
+                typed: dict[str, pa.DataType], block: int) -> Iterator[pa.RecordBatch]:
+    read_options = pa_csv.ReadOptions(block_size=block, use_threads=True)
     parse_options = pa_csv.ParseOptions(newlines_in_values=True)
     types = {name: pa.string() for name in header}
     types.update(typed)
@@ -115,6 +145,8 @@ def _arrow_batches(path: str, header: list[str], needed: list[str],
             for batch in reader:
                 yield batch
         except pa.ArrowInvalid as e:
+            if "straddling" in str(e) or "straddles" in str(e):
+                raise _RowTooLong from None
             if typed:
                 raise _Declined from None
             if "columns" in str(e):
@@ -167,7 +199,7 @@ def _vectors(spec: FeatureSpec, column) -> FeatureValues:
     """
     size = int(np.prod(spec.shape, dtype=np.int64))
     n = len(column)
-    if n == 0 or size == 0 or any(d < 0 for d in spec.shape):
+    if n == 0 or size == 0 or size > _VECTOR_COLUMNS or any(d < 0 for d in spec.shape):
         raise _Declined
     lines = pc.binary_join_element_wise(column, _EMPTY, _NEWLINE)
     lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines

@@ -134,6 +134,10 @@ def ids_from_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, lo
     if n and (lengths == 0).any():
         raise TableError(f"{locate(int(np.argmin(lengths)))}: column '{name}': empty id")
     width = int(lengths.max()) if n else 1
+    if width > MAX_ID_BYTES:  # before the [n, width] matrix is allocated
+        bad = int(np.argmax(lengths))
+        raise TableError(f"{locate(bad)}: column '{name}': an id of {width} bytes, longer "
+                         f"than the {MAX_ID_BYTES} an id may have")
     if n and width <= _WORD_IDS_UP_TO:
         out, last_bytes = _ids_by_words(data, starts, lengths, width)
     else:
@@ -150,6 +154,9 @@ def ids_from_spans(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, lo
     return out.view(f"S{width}").reshape(n)
 
 
+# Ids become a fixed-width 'S' array as wide as the longest: a batch holds rows times its
+# length, so an id's length is bounded (4 KiB ids: 256 MiB for a batch of 65,536 rows).
+MAX_ID_BYTES = 4096
 _WORD_IDS_UP_TO = 16  # ids up to this many bytes are read as one or two uint64 windows
 _LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1],
                       dtype=np.uint64)

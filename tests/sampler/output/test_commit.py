@@ -16,7 +16,7 @@ def stage_run(spec, shards, content):
         write_text(staging.staged.beside(name), content)
     write_text(staging.staged.beside(SCHEMA_FILE), "schema")
     write_text(staging.staged.beside(REPORT_FILE), json.dumps(
-        {"output_shards": spec.shard_names(shards)}))
+        {"output_shards": spec.shard_names(shards), "subgraphs_written": shards}))
     return staging
 
 
@@ -39,7 +39,7 @@ def test_commit_drops_statistics_of_the_previous_output(tmp_path):
     spec = parse_output(f"{tmp_path}/")
     commit.commit(stage_run(spec, 1, "old"), spec.shard_names(1))
     (tmp_path / "stats").mkdir()
-    (tmp_path / "stats" / "stats.json").write_text("{}")
+    (tmp_path / "stats" / "stats.json").write_text('{"quantile_method": "exact"}')
     commit.commit(stage_run(spec, 1, "new"), spec.shard_names(1))
     assert not (tmp_path / "stats").exists()
 
@@ -75,11 +75,12 @@ def test_a_lock_file_nobody_holds_is_stale_whatever_pid_it_names(tmp_path):
 def test_a_dead_run_is_cleaned_up_a_foreign_host_is_not_guessed(tmp_path):
     (tmp_path / commit.LOCK_FILE).write_text(json.dumps(
         {"pid": 2**22 + 12345, "host": socket.gethostname(), "started": "then"}))
-    (tmp_path / (commit.STAGING_PREFIX + "old")).mkdir()
-    (tmp_path / (commit.STAGING_PREFIX + "old") / "x.tfrecord").write_text("half")
+    left = commit.begin(parse_output(str(tmp_path)))  # a run killed after staging a shard
+    write_text(left.staged.beside("x.tfrecord"), "half")
+    os.close(left.lock.fd)  # its process ended: the kernel drops the flock
     messages = []
     staging = commit.begin(parse_output(str(tmp_path)), log=messages.append)
-    assert not (tmp_path / (commit.STAGING_PREFIX + "old")).exists()
+    assert not os.path.exists(left.folder)
     assert any("ended without cleaning up" in m for m in messages)
     commit.abort(staging)
     (tmp_path / commit.LOCK_FILE).write_text(json.dumps(

@@ -91,7 +91,7 @@ def test_another_format_version_is_refused(store, tmp_path, capsys):
 def test_a_build_in_progress_is_no_store(store, tmp_path, capsys):
     os.remove(os.path.join(store, MANIFEST_NAME))
     with open(os.path.join(store, STAGING_MARK), "w") as f:
-        f.write("{}")
+        json.dump({"building": store, "pid": 1, "host": "h"}, f)  # as the builder marks it
     code, err = sample_on(store, tmp_path, capsys)
     assert code == 2 and "incomplete" in err and "interrupted or is still running" in err
 

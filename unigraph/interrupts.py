@@ -1,0 +1,73 @@
+"""Ctrl-C and SIGTERM: one line and exit status 130 in every command, at every stage.
+
+- **Commands** (`interruptible`): a command's `main` turns SIGTERM (a scheduler's stop)
+  into KeyboardInterrupt like Ctrl-C, and KeyboardInterrupt into one line on stderr and
+  exit status 130; whatever the command was doing cleans up on the way out (`finally`,
+  `except BaseException`), as for any other error.
+- **Worker processes** (`quiet_worker`): a terminal's Ctrl-C reaches the whole process
+  group. A forked worker ignores it (the parent stops the work and the pool) and dies
+  with its parent, so no worker prints a traceback or outlives a killed parent.
+- **Wrapped interrupts** (`interrupted_in`): libraries that run user code wrap what it
+  raises: Beam turns a KeyboardInterrupt raised inside a step into a RuntimeError
+  (`KeyboardInterrupt [while running 'Sample/Assemble/...']`). `interrupted_in` finds the
+  interrupt in such an exception's chain, so the driver raises it again as what it is.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import signal
+import sys
+import threading
+from typing import Callable
+
+EXIT_INTERRUPTED = 130
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def interruptible(prog: str, said: str = "interrupted"):
+    """Decorates a command's `main(argv)`: SIGTERM as Ctrl-C; KeyboardInterrupt as
+    `<prog>: <said>` on stderr and exit status 130."""
+    def decorate(main: Callable[..., int]) -> Callable[..., int]:
+        @functools.wraps(main)
+        def run(argv=None) -> int:
+            on_main_thread = threading.current_thread() is threading.main_thread()
+            previous = signal.signal(signal.SIGTERM, _raise_interrupt) if on_main_thread \
+                else None
+            try:
+                return main(argv)
+            except KeyboardInterrupt:
+                print(f"{prog}: {said}", file=sys.stderr)
+                return EXIT_INTERRUPTED
+            finally:
+                if on_main_thread:
+                    signal.signal(signal.SIGTERM, previous)
+        return run
+    return decorate
+
+
+def quiet_worker() -> None:
+    """For a forked worker process, first thing: the parent handles Ctrl-C and SIGTERM
+    and then stops the pool; the worker ignores Ctrl-C, ends on SIGTERM without a word,
+    and is killed when its parent dies (Linux; elsewhere it ends when its queue closes)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def interrupted_in(error: BaseException) -> bool:
+    """Whether `error` is, or was raised while handling or because of, a KeyboardInterrupt
+    (however a library wrapped it)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
