@@ -319,12 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     except SamplerError as e:
         print(f"sample-inspect: error: {message_line(e)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:   # e.g. `| head`: the reader has all it wants (before OSError,
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # its base class)
+        return 0
     except OSError as e:  # e.g. a shard that cannot be read
         print(f"sample-inspect: error: {one_line(e)}", file=sys.stderr)
         return 2
-    except BrokenPipeError:   # e.g. `| head`: the reader has all it wants
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
 
 
 if __name__ == "__main__":

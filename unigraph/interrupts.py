@@ -3,7 +3,12 @@
 - **Commands** (`interruptible`): a command's `main` turns SIGTERM (a scheduler's stop)
   into KeyboardInterrupt like Ctrl-C, and KeyboardInterrupt into one line on stderr and
   exit status 130; whatever the command was doing cleans up on the way out (`finally`,
-  `except BaseException`), as for any other error.
+  `except BaseException`), as for any other error. Run from the command line (`argv` is
+  None), the process then ends at once: a library's native thread still blocked in a read
+  (pyarrow's CSV reader on a pipe) would otherwise call back into an interpreter that is
+  shutting down, and Python aborts ("Fatal Python error: PyGILState_Release").
+  A closed stdout (`| head`) ends a command quietly with status 0: the reader has what it
+  wanted.
 - **Worker processes** (`quiet_worker`): a terminal's Ctrl-C reaches the whole process
   group. A forked worker ignores it (the parent stops the work and the pool) and dies
   with its parent, so no worker prints a traceback or outlives a killed parent.
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import logging
+import os
 import signal
 import sys
 import threading
@@ -38,15 +45,42 @@ def interruptible(prog: str, said: str = "interrupted"):
             previous = signal.signal(signal.SIGTERM, _raise_interrupt) if on_main_thread \
                 else None
             try:
-                return main(argv)
+                status = main(argv)
+                sys.stdout.flush()  # a closed pipe found here, not at the interpreter's exit
+                return status
             except KeyboardInterrupt:
                 print(f"{prog}: {said}", file=sys.stderr)
+                if argv is None:
+                    _end_process(EXIT_INTERRUPTED)
                 return EXIT_INTERRUPTED
+            except BrokenPipeError:
+                _silence_stdout()
+                return 0
             finally:
                 if on_main_thread:
                     signal.signal(signal.SIGTERM, previous)
         return run
     return decorate
+
+
+def _silence_stdout() -> None:
+    """After a closed stdout: later writes (the interpreter's last flush) go nowhere."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _end_process(status: int) -> None:
+    """Ends the process now, its cleanup done: the logs and streams flushed, no
+    interpreter shutdown for a native thread to trip over."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 def quiet_worker() -> None:

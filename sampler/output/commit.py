@@ -74,11 +74,15 @@ def begin(final: OutputSpec, *, overwrite: bool = False,
             _finish_interrupted_commit(folder, state.journal, log)
         _remove_leftovers(folder, state, log)
         staging_folder = ownership.make_staging(folder, run_id)
-        probe = paths.join(staging_folder, ".probe")
-        write_text(probe, "writable\n")
-        paths.delete(probe)
-        return Staging(run_id, final, final.in_folder(staging_folder),
-                       tuple(ownership.previous_files(folder, ownership.survey(folder))), lock)
+        try:
+            probe = paths.join(staging_folder, ".probe")
+            write_text(probe, "writable\n")
+            paths.delete(probe)
+            previous = tuple(ownership.previous_files(folder, ownership.survey(folder)))
+        except BaseException:  # Ctrl-C or an unwritable folder: the run leaves nothing
+            ownership.delete_quietly(staging_folder)
+            raise
+        return Staging(run_id, final, final.in_folder(staging_folder), previous, lock)
     except OSError as e:
         output_lock.release(lock)
         raise SamplerError(f"--output {folder}: cannot write there: {one_line(e)}") from None
@@ -125,9 +129,7 @@ def abort(staging: Staging) -> None:
     the one to report, and the next run removes what is left."""
     try:
         if not staging.progress.get("journal"):
-            paths.delete_tree(staging.folder)
-    except OSError:
-        pass
+            ownership.delete_quietly(staging.folder)
     finally:
         output_lock.release(staging.lock)
 

@@ -97,9 +97,21 @@ def make_staging(folder: str, run_id: str) -> str:
         os.mkdir(path, 0o755)  # FileExistsError rather than writing into someone's folder
     elif paths.list_folder(path):
         raise FileExistsError(f"{path}: already exists")
-    write_text(paths.join(path, STAGING_MARKER), json.dumps(
-        {"format": _STAGING_FORMAT, "run": run_id}))
+    try:
+        write_text(paths.join(path, STAGING_MARKER), json.dumps(
+            {"format": _STAGING_FORMAT, "run": run_id}))
+    except BaseException:  # Ctrl-C or a full disk: no unmarked folder left behind
+        delete_quietly(path)
+        raise
     return path
+
+
+def delete_quietly(path: str) -> None:
+    """Removes a tree the run made, on the way out of a failed run (never raises)."""
+    try:
+        paths.delete_tree(path)
+    except OSError:
+        pass
 
 
 def marked_staging_run(folder: str, name: str) -> str | None:

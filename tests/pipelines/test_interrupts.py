@@ -294,3 +294,17 @@ def test_every_command_is_interruptible():
     for name, module in scripts:
         main = importlib.import_module(module).main
         assert getattr(main, "__wrapped__", None) is not None, f"{name}: not interruptible"
+
+
+@pytest.mark.parametrize("command", [
+    ["pipelines.graph_check", os.path.join(REPO_ROOT, "examples", "mag_tiny")],
+    ["pipelines.inspect_output", "--help"],
+])
+def test_a_closed_stdout_ends_a_command_quietly(command):
+    """`command | head`: the reader closed the pipe; no traceback, status 0."""
+    process = subprocess.Popen([sys.executable, "-m", *command], cwd=REPO_ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # before the command writes anything
+    err = process.stderr.read().decode()
+    assert process.wait(60) == 0, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err

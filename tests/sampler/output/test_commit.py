@@ -53,6 +53,38 @@ def test_abort_leaves_the_previous_output(tmp_path):
     assert (tmp_path / spec.shard_name(0, 2)).read_text() == "old"
 
 
+@pytest.mark.parametrize("interrupted_at", ["marker", "probe", "survey"])
+def test_begin_interrupted_leaves_the_folder_as_it_was(tmp_path, monkeypatch, interrupted_at):
+    """Ctrl-C at any step of begin, after the staging folder exists: no staging folder,
+    no lock, the previous output untouched (a race the command-line test met)."""
+    from sampler.output import ownership
+
+    spec = parse_output(f"{tmp_path}/")
+    commit.commit(stage_run(spec, 2, "old"), spec.shard_names(2))
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    calls = {"n": 0}
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    if interrupted_at == "marker":
+        monkeypatch.setattr(ownership, "write_text", interrupt)
+    elif interrupted_at == "probe":
+        monkeypatch.setattr(commit, "write_text", interrupt)
+    else:
+        survey = ownership.survey
+
+        def survey_then_interrupt(folder):  # the second survey comes after staging
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise KeyboardInterrupt
+            return survey(folder)
+        monkeypatch.setattr(ownership, "survey", survey_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        commit.begin(spec)
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
+
+
 def test_a_live_run_holds_the_folder(tmp_path):
     held = commit.begin(parse_output(str(tmp_path)))  # a run in progress (flock held)
     with pytest.raises(SamplerError, match=r"another `sample` run \(pid \d+ on .*\) is writing"):
