@@ -11,7 +11,9 @@
   wanted.
 - **Worker processes** (`quiet_worker`): a terminal's Ctrl-C reaches the whole process
   group. A forked worker ignores it (the parent stops the work and the pool) and dies
-  with its parent, so no worker prints a traceback or outlives a killed parent.
+  with its parent, so no worker prints a traceback or outlives a killed parent; the
+  parent forks them inside `workers_forked_quietly`, so none is interrupted before
+  `quiet_worker` runs.
 - **Wrapped interrupts** (`interrupted_in`): libraries that run user code wrap what it
   raises: Beam turns a KeyboardInterrupt raised inside a step into a RuntimeError
   (`KeyboardInterrupt [while running 'Sample/Assemble/...']`). `interrupted_in` finds the
@@ -19,6 +21,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import logging
@@ -83,12 +86,33 @@ def _end_process(status: int) -> None:
     os._exit(status)
 
 
+_STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def workers_forked_quietly():
+    """Around the fork of `quiet_worker` processes (a Pool's constructor, an executor's
+    first submit): Ctrl-C and SIGTERM are held back meanwhile, so a worker starts with
+    them blocked until `quiet_worker` has set its own handlers (a Ctrl-C between the fork
+    and the initializer made a worker print 'Process ForkPoolWorker-2:' and a
+    traceback). The parent receives a signal that came meanwhile when this ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def quiet_worker() -> None:
     """For a forked worker process, first thing: the parent handles Ctrl-C and SIGTERM
     and then stops the pool; the worker ignores Ctrl-C, ends on SIGTERM without a word,
     and is killed when its parent dies (Linux; elsewhere it ends when its queue closes)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)  # held since the fork
     try:
         ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:

@@ -29,7 +29,7 @@ from sampler.memory.graph import GraphInMemory, load_graph
 from sampler.output.shards import ShardChunk, write_shard
 from sampler.plan.plan import label_dtype, pairs_table_layout
 from unigraph.columnar.batches import PairBatch, SeedBatch
-from unigraph.interrupts import quiet_worker
+from unigraph.interrupts import quiet_worker, workers_forked_quietly
 from unigraph.tables import read_pair_set, read_seed_set
 
 # Samples assembled at once: big enough to vectorize, small in memory. On the MAG job
@@ -75,8 +75,10 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
             return stats
         progress = multiprocessing.get_context("fork").SimpleQueue()
         _SHARED["progress"] = progress
-        with multiprocessing.get_context("fork").Pool(
-                processes, initializer=_init_worker) as pool:
+        with workers_forked_quietly():
+            pool = multiprocessing.get_context("fork").Pool(processes,
+                                                            initializer=_init_worker)
+        with pool:
             pending = pool.map_async(_write_one_shard_in_worker, shards)
             while not pending.ready() or not progress.empty():
                 if not progress.empty():

@@ -44,7 +44,7 @@ from sampler.output.stats_features import plain_number
 from sampler.output.stats_layout import Layout
 from sampler.output.stats_shard import LISTED_SEEDS, Tally, summarize_shard
 from unigraph.storage import paths
-from unigraph.interrupts import quiet_worker
+from unigraph.interrupts import quiet_worker, workers_forked_quietly
 
 PARALLEL_MIN_BYTES = 64 << 20  # smaller folders are read in-process
 
@@ -263,8 +263,9 @@ def _shard_tallies(samples: SampleFolder, layout: Layout, workers: int, keep_see
     pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
                                                   initializer=quiet_worker)
     try:
-        results = pool.map(summarize_shard, files, [layout] * len(files),
-                           [keep_seed_ids] * len(files))
+        with workers_forked_quietly():  # the executor forks its workers on submit
+            results = pool.map(summarize_shard, files, [layout] * len(files),
+                               [keep_seed_ids] * len(files))
         for done, (path, tally) in enumerate(zip(files, results), start=1):
             if progress:
                 progress(done, len(files), path, tally.records)
