@@ -27,6 +27,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from sampler.graph_tensor.example_batch import ExampleBatch, Strings
 from sampler.graph_tensor.model import GraphTensor
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET, READOUT_PREFIX
 from sampler.minibatch.batch import MergedBatch
@@ -74,10 +75,13 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
                    link_edge_type: Optional[EdgeType] = None,
                    input_id: Optional[Union[int, Sequence[int], np.ndarray]] = None
                    ) -> "HeteroData":
-    """A `HeteroData` of one subgraph (a numpy GraphTensor: `parse_example` of a record,
-    an item of `Graph.sample`) or of a batch: a list of them, or a `Subgraphs` of the
-    Python API, merged into one disjoint graph with seeds first (module docstring); or
-    of a mini-batch sampled at once (`Graph.sample_merged`: sampler.torch.minibatch).
+    """A `HeteroData` of one subgraph (a numpy GraphTensor of one component:
+    `parse_example` of a record, an item of `Graph.sample`) or of a batch: a list of
+    them, a `Subgraphs` of the Python API, or a GraphTensor of several components
+    (`sampler.graph_tensor.parse_examples` of records, `merge_batch_to_components`: each
+    component a subgraph), merged into one disjoint graph with seeds first (module
+    docstring); or of a mini-batch sampled at once (`Graph.sample_merged`:
+    sampler.torch.minibatch).
 
     vocabulary: maps string `#id`s to `n_id` codes (required unless the ids are
         integers, which are then `n_id` as they are).
@@ -94,16 +98,58 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
     if isinstance(subgraphs, MergedBatch):  # a mini-batch sampled at once: its own layout
         return merged_to_hetero_data(subgraphs, features=features, label=label,
                                      link_edge_type=link_edge_type)
-    if features not in FEATURE_MODES:
-        raise SamplerError(f"features={features!r}: give one of {', '.join(FEATURE_MODES)}")
+    _check_mode(features)
+    if isinstance(subgraphs, GraphTensor) and subgraphs.num_components > 1:
+        batch = ExampleBatch.of_graph(subgraphs, np.ones(subgraphs.num_components, np.int64))
+        return batch_to_hetero_data(batch, input_id=input_id, vocabulary=vocabulary,
+                                    features=features, label=label,
+                                    link_edge_type=link_edge_type)
     graphs, default_ids, batched = _graphs_of(subgraphs)
     if not graphs:
         raise SamplerError("to_hetero_data: no subgraph to convert")
+    input_ids = _input_ids(input_id, default_ids)
+    return _hetero_data(_merge(graphs, batched), input_ids, batched, vocabulary=vocabulary,
+                        features=features, label=label, link_edge_type=link_edge_type)
+
+
+def batch_to_hetero_data(batch: ExampleBatch, *, input_id=None,
+                         vocabulary: Optional[Vocabulary] = None, features: str = "x",
+                         label: Optional[str] = None,
+                         link_edge_type: Optional[EdgeType] = None,
+                         batched: bool = True) -> "HeteroData":
+    """`to_hetero_data` of the records of a decoded batch (`sampler.graph_tensor`'s
+    ExampleBatch: what SampleDataset reads), each record a subgraph, without a
+    GraphTensor: the columns go to PyG as they are (string `#id`s looked up as fixed-width
+    arrays). `batched=False`: a batch of one record laid out as one subgraph."""
+    _check_mode(features)
+    if not batch.records:
+        raise SamplerError("to_hetero_data: no subgraph to convert")
+    input_ids = _input_ids(input_id, np.arange(batch.records, dtype=np.int64))
+    return _hetero_data(_columns(batch, batched), input_ids, batched,
+                        vocabulary=vocabulary, features=features, label=label,
+                        link_edge_type=link_edge_type)
+
+
+def _check_mode(features: str) -> None:
+    if features not in FEATURE_MODES:
+        raise SamplerError(f"features={features!r}: give one of {', '.join(FEATURE_MODES)}")
+
+
+def _input_ids(input_id, default_ids: np.ndarray) -> np.ndarray:
     input_ids = (default_ids if input_id is None
                  else np.asarray(input_id, dtype=np.int64).reshape(-1))
-    if len(input_ids) != len(graphs):
-        raise SamplerError(f"input_id: {len(input_ids)} ids for {len(graphs)} subgraphs")
-    nodes, edges, context = _merge(graphs, batched)
+    if len(input_ids) != len(default_ids):
+        raise SamplerError(f"input_id: {len(input_ids)} ids for {len(default_ids)} "
+                           f"subgraphs")
+    return input_ids
+
+
+def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
+                 vocabulary: Optional[Vocabulary], features: str, label: Optional[str],
+                 link_edge_type: Optional[EdgeType]) -> "HeteroData":
+    """PyG's layout of merged columns (nodes, edges, context): seeds first, readouts as
+    PyG's attributes, features as `x`/`edge_attr` or by name, then tensors."""
+    nodes, edges, context = columns
     data = HeteroData()
     graph_level: dict = {}
     readout = nodes.pop(READOUT_NODE_SET, None)
@@ -184,7 +230,7 @@ def _graphs_of(subgraphs) -> tuple[list[GraphTensor], np.ndarray, bool]:
 
 
 def _dense(value) -> bool:
-    return not isinstance(value, Ragged) and value.dtype.kind in "biuf"
+    return not isinstance(value, (Ragged, Strings)) and value.dtype.kind in "biuf"
 
 
 def _merge(graphs: list[GraphTensor], batched: bool = True):
@@ -243,6 +289,36 @@ def _copied(graph: GraphTensor, batched: bool):
     context = {name: np.array(value) for name, value in graph.context.features.items()
                if not isinstance(value, Ragged)}
     return nodes, edges, _context(context)
+
+
+def _columns(batch: ExampleBatch, batched: bool):
+    """`_merge` of a decoded batch: its columns as they are (each record a subgraph),
+    string `#id`s as fixed-width arrays, arrays that are not writable copied."""
+    nodes = {}
+    for name, piece in batch.node_sets.items():
+        per_record = batch.per_record(piece.sizes)
+        kept = {f: _writable(value.fixed if isinstance(value, Strings) else value)
+                for f, value in piece.features.items()
+                if _dense(value) or (f == ID_FEATURE and isinstance(value, Strings)
+                                     and value.fixed.ndim == 1)}
+        if batched:
+            kept[_BATCH] = np.repeat(np.arange(batch.records, dtype=np.int64), per_record)
+        nodes[name] = _Nodes(np.array(per_record), kept)
+    edges = {name: _Edges(piece.source_name, piece.target_name, _writable(piece.source),
+                          _writable(piece.target),
+                          {f: _writable(value) for f, value in piece.features.items()
+                           if _dense(value)})
+             for name, piece in batch.edge_sets.items()}
+    context = {name: value.objects() if isinstance(value, Strings) else _writable(value)
+               for name, value in batch.context.features.items()
+               if not isinstance(value, Ragged)}
+    return nodes, edges, _context(context)
+
+
+def _writable(array: np.ndarray) -> np.ndarray:
+    """The array itself when torch may share it, else a copy (torch wants writable
+    memory)."""
+    return array if array.flags.writeable else np.array(array)
 
 
 def _kept(name: str, value) -> bool:
@@ -328,7 +404,9 @@ def _put_features(store, features: dict, mode: str, concatenated: str, where: st
                                    f"features='x'")
             store[name] = torch.from_numpy(value)
         return
-    columns = [value.reshape(len(value), -1) for value in dense.values()]
+    # Not reshape(n, -1): numpy cannot infer -1 for no item (an edge set without edges).
+    columns = [value.reshape(len(value), int(np.prod(value.shape[1:], dtype=np.int64)))
+               for value in dense.values()]
     if len(columns) == 1 and columns[0].dtype == np.float32:
         matrix = columns[0]  # already a fresh array of the merge
     else:

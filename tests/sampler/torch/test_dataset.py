@@ -105,3 +105,76 @@ def test_reads_gcs(demo, gcs):
 def test_refuses_a_bad_batch_size(demo):
     with pytest.raises(SamplerError, match="batch_size 0"):
         SampleDataset(demo[0], batch_size=0)
+
+
+EDGE_FEATURES_SCHEMA = """
+node_sets { key: "paper" value {
+  features { key: "feat" value { dtype: DT_FLOAT shape { dim { size: 3 } } } }
+  metadata { filename: "paper.csv" } } }
+edge_sets { key: "cites" value { source: "paper" target: "paper"
+  features { key: "pos" value { dtype: DT_FLOAT shape { dim { size: 2 } } } }
+  features { key: "kind" value { dtype: DT_STRING } }
+  features { key: "year" value { dtype: DT_INT64 } }
+  metadata { filename: "cites.csv" } } }
+"""
+EDGE_FEATURES_SPEC = """
+seed_op { op_name: "seed" node_set_name: "paper" }
+sampling_ops { op_name: "cites" input_op_names: "seed" edge_set_name: "cites"
+               sample_size: 3 strategy: RANDOM_UNIFORM }
+"""
+
+
+@pytest.fixture(scope="module")
+def edge_features_folder(tmp_path_factory):
+    """Papers p00..p23 of which only the even ones cite (edges with a float vector, a
+    string and an int64 feature): every other record has an edge set with edge features
+    and no edge."""
+    from tests.pipelines.sampled_output import run_sample
+
+    graph = tmp_path_factory.mktemp("edge_features_graph")
+    (graph / "graph_schema.pbtxt").write_text(EDGE_FEATURES_SCHEMA)
+    (graph / "spec.pbtxt").write_text(EDGE_FEATURES_SPEC)
+    (graph / "paper.csv").write_text("id,feat\n" + "".join(
+        f"p{i:02d},{i} {i / 2} {-i}\n" for i in range(24)))
+    (graph / "cites.csv").write_text("source,target,pos,kind,year\n" + "".join(
+        f"p{i:02d},p{(i + k) % 24:02d},{k} {i},k{k},{2000 + k}\n"
+        for i in range(0, 24, 2) for k in (1, 5)))
+    return run_sample(tmp_path_factory.mktemp("edge_features_out"), graph,
+                      graph / "spec.pbtxt")
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("batch_size, features", [(None, "x"), (5, "x"), (None, "names"),
+                                                  (5, "names")])
+def test_edge_sets_with_edge_features_and_no_edges(edge_features_folder, workers, batch_size,
+                                                   features):
+    samples = open_samples(edge_features_folder)
+    graphs = {parse_example(samples.schema, r).context["seed_id"][0].decode():
+              parse_example(samples.schema, r)
+              for path in samples.files for r in iter_records(path)}
+    assert sum(g.edge_sets["cites"].total_size == 0 for g in graphs.values()) == 12
+    dataset = SampleDataset(edge_features_folder, vocabulary=Vocabulary.from_samples(
+        edge_features_folder), batch_size=batch_size, features=features)
+    loader = DataLoader(dataset, batch_size=None, num_workers=workers)
+    edges, positions, records = {}, {}, 0
+    for data in loader:
+        seed_ids = data.seed_id if isinstance(data.seed_id, list) else [data.seed_id]
+        records += len(seed_ids)
+        cites = data["paper", "cites", "paper"]
+        count = cites.edge_index.shape[1]
+        if features == "names":
+            assert cites.year.shape == (count,)
+            pos = cites.pos
+        else:  # edge_attr: pos (2 columns), then year
+            assert cites.edge_attr.shape == (count, 3)
+            pos = cites.edge_attr[:, :2]
+        owner = (data["paper"].batch[cites.edge_index[0]].tolist() if batch_size
+                 else [0] * count)
+        for i, seed in enumerate(seed_ids):
+            mine = [e for e, o in enumerate(owner) if o == i]
+            edges[seed] = len(mine)
+            positions[seed] = sorted(pos[mine].tolist())
+    assert records == len(graphs) == 24
+    for seed, graph in graphs.items():
+        assert edges[seed] == graph.edge_sets["cites"].total_size
+        assert positions[seed] == sorted(graph.edge_sets["cites"]["pos"].tolist())
