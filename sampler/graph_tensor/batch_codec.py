@@ -38,7 +38,7 @@ from sampler.graph_tensor.ops import merge_batch_to_components
 from sampler.graph_tensor.validation import validate_graph
 from unigraph.columnar.ragged import Ragged
 from unigraph.encoding.wire import (bytes_list_items, decode_varint_spans, gather_spans,
-                                    padded)
+                                    padded, read_varints, windows)
 from unigraph.errors import GraphTensorError
 from unigraph.protos import example_pb2
 from unigraph.schema import NUMPY_DTYPES, dtype_name
@@ -307,6 +307,10 @@ class _Columns:
             row = stop
 
     def _read(self, buffer, begin, length, keys: list[str], kind: str, n: int) -> None:
+        if kind == wire.INT64:
+            begin, length, keys = self._single_varints(buffer, begin, length, keys, n)
+            if not keys:
+                return
         data, offsets = gather_spans(buffer, begin, length)
         if kind == wire.INT64:
             try:
@@ -335,6 +339,30 @@ class _Columns:
                                                        item_lengths[a:b])
             else:
                 self._values[key] = values[a:b]
+
+    def _single_varints(self, buffer, begin, length, keys: list[str], n: int):
+        """Keys that hold one varint in every record (a record's #size, usually) read in
+        place, a window each, rather than copied; (begin, length, keys) of the others."""
+        rows = length.reshape(len(keys), n)
+        short = np.flatnonzero(((rows >= 1) & (rows <= 4)).all(axis=1))
+        if not len(short):
+            return begin, length, keys
+        at = begin.reshape(len(keys), n)[short].reshape(-1)
+        value, size, ok = read_varints(windows(buffer)[at])
+        single = (ok & (size == rows[short].reshape(-1))).reshape(len(short), n).all(axis=1)
+        value = value.reshape(len(short), n)
+        done = set()
+        for i, (row, one) in enumerate(zip(short.tolist(), single.tolist())):
+            if one:
+                self._values[keys[row]] = value[i]
+                self._counts[keys[row]] = np.ones(n, dtype=np.int64)
+                done.add(row)
+        if not done:
+            return begin, length, keys
+        rest = [row for row in range(len(keys)) if row not in done]
+        pick = np.array(rest, dtype=np.int64)
+        return (begin.reshape(len(keys), n)[pick].reshape(-1),
+                length.reshape(len(keys), n)[pick].reshape(-1), [keys[row] for row in rest])
 
     def values(self, key: str):
         return self._values[key]

@@ -49,6 +49,7 @@ RESERVED = frozenset({"x", "y", "edge_index", "edge_attr", "n_id", "e_id", "batc
 
 EdgeType = tuple[str, str, str]
 _BATCH = "\0batch"  # the merge's subgraph index per node, beside the features
+_NID = "\0n_id"     # and the nodes' n_id
 
 
 @dataclasses.dataclass
@@ -158,6 +159,10 @@ def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
     readouts = {name: edges.pop(name) for name in list(edges)
                 if name == READOUT_NODE_SET or name.startswith(READOUT_PREFIX)}
 
+    for set_name, node_set in nodes.items():  # n_id first: codes move cheaper than ids
+        ids = node_set.features.pop(ID_FEATURE, None)
+        if ids is not None:
+            node_set.features[_NID] = _node_codes(set_name, ids, vocabulary)
     if READOUT_EDGE_SET in readouts:
         seed_set = readouts[READOUT_EDGE_SET].source_set
         seeds = _read_out(readouts[READOUT_EDGE_SET])
@@ -197,9 +202,9 @@ def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
     for set_name, node_set in nodes.items():
         store = data[set_name]
         store.num_nodes = node_set.count
-        ids = node_set.features.pop(ID_FEATURE, None)
-        if ids is not None:
-            store.n_id = torch.from_numpy(_node_codes(set_name, ids, vocabulary))
+        codes = node_set.features.pop(_NID, None)
+        if codes is not None:
+            store.n_id = torch.from_numpy(codes)
         _put_features(store, node_set.features, features, "x", f"node set '{set_name}'")
         if batched:
             store.batch = torch.from_numpy(node_set.features.pop(_BATCH))
@@ -347,12 +352,14 @@ def _seeds_first(seed_set: str, seeds: np.ndarray, nodes: dict, edges: dict) -> 
         return  # one subgraph: its seed is node 0 already
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
-    node_set.features = {name: value[order] for name, value in node_set.features.items()}
+    # np.take: faster than fancy indexing for these gathers (unigraph.columnar.ragged.take)
+    node_set.features = {name: np.take(value, order, axis=0)
+                         for name, value in node_set.features.items()}
     for edge_set in edges.values():
         if edge_set.source_set == seed_set:
-            edge_set.source = position[edge_set.source]
+            edge_set.source = np.take(position, edge_set.source)
         if edge_set.target_set == seed_set:
-            edge_set.target = position[edge_set.target]
+            edge_set.target = np.take(position, edge_set.target)
 
 
 def _node_label(label: Optional[str], seed_set: str, nodes: dict, readout: dict):

@@ -1,0 +1,277 @@
+"""`python -m pipelines.bench.decode_benchmark`: reading `sample`'s records back, every
+reader of the project beside TensorFlow's parser, on the same files in the same run.
+
+    python -m pipelines.bench.decode_benchmark                     # scale 0.01, 3 rounds
+    python -m pipelines.bench.decode_benchmark --json docs/benchmarks/decode.json
+
+Without --folder it makes the samples itself: the synthetic MAG-shaped graph of
+`benchmark` (pipelines/bench/benchmark.py, cached under benchmarks/cache/) at --scale,
+every paper a seed, sampled once with the benchmark spec into
+benchmarks/cache/runs/decode_scale<S>/ (reused while it is complete).
+
+Contenders, each in a fresh process of its own (imports and start-up not counted: the
+loop over the folder is timed, CPU seconds of the process and its children, wall
+seconds beside), interleaved round by round, the median of --repeat rounds:
+
+  framing          TFRecord framing and checksums alone (unigraph.encoding.tfrecord)
+  parse_example    `sampler.graph_tensor.parse_example`, record by record
+  tensorflow       tf.data's TFRecordDataset, batches of B, `tfgnn.parse_example` on each
+                   (a tfgnn.GraphTensor of shape [B]), one thread (inter- and intra-op
+                   and tf.data's pools all 1)
+  parse_examples   `sampler.graph_tensor.parse_examples` on chunks of B records
+  decoder          the batched decoder as the readers use it (sampler/output/batches.py:
+                   16 MB decoded at a time, cut in batches of B), each batch a merged
+                   GraphTensor
+  columns          the same without the GraphTensor (the columns HeteroData and
+                   sample-stats take: string values as fixed-width arrays)
+  hetero           the same batches as PyG HeteroData (`batch_to_hetero_data`, a fixed
+                   Vocabulary made before)
+  dataset_0/1/2    `sampler.torch.SampleDataset(batch_size=B)` through a DataLoader with
+                   0, 1, 2 workers: the wall time is the measure there
+
+Records and MB (the shard files' bytes) per CPU-second and per wall-second. The machine
+is shared: CPU seconds are the figure to read, except for the DataLoader's workers,
+whose speedup only a quiet machine shows (the load average is recorded before and
+after). `--json FILE` writes the result with its provenance;
+`python -m pipelines.tools.docs_gen` renders it into docs/performance.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+from pipelines import REPO_ROOT
+
+CONTENDERS = ("framing", "parse_example", "tensorflow", "parse_examples", "decoder",
+              "columns", "hetero", "dataset_0", "dataset_1", "dataset_2")
+
+
+# ---- the samples -----------------------------------------------------------------------
+
+def ensure_samples(scale: float, log=print) -> str:
+    """The folder `sample` wrote for the benchmark graph at `scale` (made once, cached)."""
+    from pipelines.bench.benchmark import (COMPLETE, DEFAULT_CACHE, ensure_graph,
+                                           sample_command, write_spec)
+
+    graph, manifest = ensure_graph(DEFAULT_CACHE, scale=scale, seed=0, fmt="parquet",
+                                   shards=1, hub_edges=0, log=log)
+    out = os.path.join(DEFAULT_CACHE, "runs", f"decode_scale{scale:g}")
+    if not os.path.exists(os.path.join(out, COMPLETE)):
+        spec = write_spec(graph, "RANDOM_UNIFORM")
+        seeds = os.path.join(graph, manifest["seeds"]["all"])
+        subprocess.run(sample_command(graph, spec, seeds, out, []), check=True,
+                       stdout=subprocess.DEVNULL)
+        open(os.path.join(out, COMPLETE), "w").close()
+        log(f"sampled {out}")
+    return out
+
+
+# ---- one contender, in its own process ---------------------------------------------------
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _reader(name: str, folder: str, batch_size: int):
+    """A function that reads every record of the folder once and returns how many."""
+    from sampler.output.folder import open_samples
+
+    samples = open_samples(folder)
+    files, schema = samples.files, samples.schema
+    if name == "framing":
+        from sampler.output.batches import file_chunks
+        return lambda: sum(len(chunk) for path in files for chunk in file_chunks(path))
+    if name == "parse_example":
+        from sampler.graph_tensor import parse_example
+        from sampler.output.folder import iter_records
+
+        def read():
+            count = 0
+            for path in files:
+                for record in iter_records(path):
+                    parse_example(schema, record)
+                    count += 1
+            return count
+        return read
+    if name == "tensorflow":
+        return _tensorflow(files, schema, batch_size)
+    if name == "parse_examples":
+        from sampler.graph_tensor import parse_examples
+        from sampler.output.batches import file_chunks
+
+        def read():
+            return sum(parse_examples(schema, chunk).num_components for path in files
+                       for chunk in _chunks_of(path, batch_size))
+        return read
+    from sampler.graph_tensor.batch_codec import BatchDecoder
+    from sampler.output.batches import read_batches
+
+    def batches():
+        return read_batches(files, range(len(files)), BatchDecoder(schema),
+                            batch_size=batch_size)
+    if name == "decoder":
+        return lambda: sum(batch.graph().num_components for _, batch in batches())
+    if name == "columns":
+        return lambda: sum(batch.records for _, batch in batches())
+    from sampler.torch import SampleDataset, Vocabulary
+    from sampler.torch.convert import batch_to_hetero_data
+
+    vocabulary = Vocabulary.from_samples(folder)
+    if name == "hetero":
+        return lambda: sum(len(batch_to_hetero_data(batch, input_id=ids,
+                                                    vocabulary=vocabulary)["paper"].input_id)
+                           for ids, batch in batches())
+    import torch
+
+    torch.set_num_threads(1)
+    workers = int(name.rsplit("_", 1)[1])
+    dataset = SampleDataset(folder, vocabulary=vocabulary, batch_size=batch_size)
+    return lambda: sum(len(data["paper"].input_id) for data in torch.utils.data.DataLoader(
+        dataset, batch_size=None, num_workers=workers))
+
+
+def _chunks_of(path: str, records: int):
+    from unigraph.encoding import tfrecord
+    from unigraph.storage import paths
+
+    with paths.open_binary(path) as stream:
+        yield from tfrecord.read_chunks(stream, path, records=records)
+
+
+def _tensorflow(files, schema, batch_size: int):
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    import tensorflow_gnn as tfgnn
+
+    spec = tfgnn.create_graph_spec_from_schema_pb(
+        tfgnn.GraphSchema.FromString(schema.SerializeToString()))
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = 1
+    options.threading.max_intra_op_parallelism = 1
+    options.autotune.enabled = False
+    dataset = (tf.data.TFRecordDataset(list(files)).batch(batch_size)
+               .map(lambda serialized: tfgnn.parse_example(spec, serialized))
+               .with_options(options))
+    return lambda: sum(int(graph.shape[0]) for graph in dataset)
+
+
+def run_contender(name: str, folder: str, batch_size: int) -> dict:
+    read = _reader(name, folder, batch_size)
+    cpu, wall = _cpu(), time.perf_counter()
+    records = read()
+    return {"records": records, "cpu_s": _cpu() - cpu, "wall_s": time.perf_counter() - wall}
+
+
+# ---- the whole run -------------------------------------------------------------------------
+
+def measure(folder: str, contenders: list[str], repeat: int, batch_size: int,
+            log=print) -> dict:
+    from sampler.output.folder import open_samples
+
+    files = open_samples(folder).files
+    mb = sum(os.path.getsize(f) for f in files) / 1e6
+    runs = {name: [] for name in contenders}
+    for round_ in range(repeat):
+        for name in contenders:  # interleaved: every contender sees the same machine
+            command = [sys.executable, "-m", "pipelines.bench.decode_benchmark", "--run", name,
+                       "--folder", folder, "--batch-size", str(batch_size)]
+            done = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT,
+                                  env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+            if done.returncode:
+                raise RuntimeError(f"{name}: {done.stderr.strip()[-2000:]}")
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            runs[name].append(result)
+            log(f"round {round_ + 1} {name}: {result['records']} records, "
+                f"{result['cpu_s']:.2f} CPU-s, {result['wall_s']:.2f} s")
+    counts = {name: {r["records"] for r in results} for name, results in runs.items()}
+    if len({c for values in counts.values() for c in values}) != 1:
+        raise AssertionError(f"contenders read different numbers of records: {counts}")
+    records = runs[contenders[0]][0]["records"]
+    medians = {}
+    for name, results in runs.items():
+        cpu = statistics.median(r["cpu_s"] for r in results)
+        wall = statistics.median(r["wall_s"] for r in results)
+        medians[name] = {"cpu_s": round(cpu, 3), "wall_s": round(wall, 3),
+                         "records_per_cpu_s": round(records / cpu, 1),
+                         "mb_per_cpu_s": round(mb / cpu, 1),
+                         "records_per_s": round(records / wall, 1),
+                         "mb_per_s": round(mb / wall, 1)}
+    return {"records": records, "shards": len(files), "mb": round(mb, 1),
+            "batch_size": batch_size, "repeat": repeat, "medians": medians,
+            "runs": {name: [{k: round(v, 3) if isinstance(v, float) else v
+                             for k, v in r.items()} for r in results]
+                     for name, results in runs.items()},
+            "targets": targets(medians)}
+
+
+def targets(medians: dict) -> dict:
+    """The issue's targets, from the medians (where both sides were measured)."""
+    def ratio(a, b, key):
+        if a in medians and b in medians:
+            return round(medians[a][key] / medians[b][key], 2)
+        return None
+
+    found = {"decoder_vs_tensorflow_records_per_cpu_s": ratio("decoder", "tensorflow",
+                                                              "records_per_cpu_s"),
+             "decoder_mb_per_cpu_s": medians.get("decoder", {}).get("mb_per_cpu_s"),
+             "hetero_vs_decoder_records_per_cpu_s": ratio("hetero", "decoder",
+                                                          "records_per_cpu_s"),
+             "dataset_2_vs_1_workers_wall": ratio("dataset_2", "dataset_1", "records_per_s")}
+    return found
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="decode_benchmark",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folder", help="a `sample` output folder (default: the benchmark "
+                                         "graph's samples at --scale, made once)")
+    parser.add_argument("--scale", type=float, default=0.01,
+                        help="the benchmark graph's scale when no --folder (default 0.01)")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
+    parser.add_argument("--batch-size", type=int, default=64,
+                        help="records per batch for every batched reader (default 64)")
+    parser.add_argument("--contenders", default=",".join(CONTENDERS),
+                        help=f"comma-separated, of {', '.join(CONTENDERS)} (default all)")
+    parser.add_argument("--json", metavar="FILE", help="write the results here")
+    parser.add_argument("--run", choices=CONTENDERS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.run:  # one contender, in this process (what the rounds start)
+        print(json.dumps(run_contender(args.run, args.folder, args.batch_size)))
+        return 0
+    from pipelines.bench.provenance import provenance, write_json
+
+    contenders = [c for c in args.contenders.split(",") if c]
+    unknown = [c for c in contenders if c not in CONTENDERS]
+    if unknown or args.repeat < 1:
+        parser.error(f"--contenders: unknown {unknown}" if unknown else "--repeat must be >= 1")
+    log = (lambda *a: print(*a, file=sys.stderr))
+    folder = args.folder or ensure_samples(args.scale, log)
+    load_before = round(os.getloadavg()[0], 1)
+    result = measure(folder, contenders, args.repeat, args.batch_size, log)
+    document = {"benchmark": "decode",
+                **provenance("python -m pipelines.bench.decode_benchmark", argv),
+                "load_average_before": load_before,
+                "folder": (folder if args.folder else
+                           f"`sample` of the benchmark graph at scale {args.scale:g} "
+                           f"(synthetic-graph, every paper a seed, the benchmark spec)"),
+                "result": result}
+    print(json.dumps(document, indent=1))
+    if args.json:
+        write_json(document, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
