@@ -182,7 +182,8 @@ def batch_passes(batch: ExampleBatch, seed_set: str, link: bool = False) -> bool
 def _plain_strings(values) -> bool:
     """A vector of strings none of which ends in a NUL byte (so that their fixed-width
     form orders and compares as the bytes do)."""
-    return isinstance(values, Strings) and values.fixed.ndim == 1 and not values.exact
+    return (isinstance(values, Strings) and not values.as_objects and values.fixed.ndim == 1
+            and not values.exact)
 
 
 def _ascending_after(ids: np.ndarray, sizes: np.ndarray, skip: np.ndarray) -> bool:

@@ -47,6 +47,13 @@ log = logging.getLogger("sampler.graph_tensor")
 _LOGGED: set[str] = set()   # reasons for the exact path already logged by this process
 
 
+def _log_once(reason: str) -> None:
+    if reason not in _LOGGED:
+        _LOGGED.add(reason)
+        log.warning("decoding records one at a time (several times slower): %s (logged "
+                    "once per process)", reason)
+
+
 class _Unusual(Exception):
     """Records laid out so that the batch takes the exact path (the message says why)."""
 
@@ -76,9 +83,11 @@ class BatchDecoder:
     """Decodes batches of records of one schema (module docstring); keeps the records'
     layout from one batch to the next."""
 
-    def __init__(self, schema, *, validate: bool = True):
+    def __init__(self, schema, *, validate: bool = True, indices: bool = True):
+        """`indices=False`: no edge's #source and #target are read (only `columns`)."""
         self.schema = _unwrap(schema)
         self.validate = validate
+        self.indices = indices
         self.context = _Piece("context", None, self._features(
             k.context_key, self.schema.context.features, "context feature"))
         self.node_sets = [
@@ -95,8 +104,8 @@ class BatchDecoder:
             for name, piece in sorted(self.schema.edge_sets.items())]
         self.wanted: dict[str, str] = {}
         for piece in [self.context] + self.node_sets + self.edge_sets:
-            for key in filter(None, [piece.size_key, piece.source and piece.source[0],
-                                     piece.target and piece.target[0]]):
+            ends = [piece.source and piece.source[0], piece.target and piece.target[0]]
+            for key in filter(None, [piece.size_key] + (ends if indices else [])):
                 self.wanted[key] = wire.INT64
             for feature in piece.features.values():
                 self.wanted[feature.key] = feature.kind
@@ -130,6 +139,8 @@ class BatchDecoder:
         """The records at buffer[starts[i]:+lengths[i]] (buffer padded as
         wire_batch.py says) as one batch; GraphTensorError names the first bad record
         ("record {first_index + i}: ...")."""
+        if not self.indices:
+            raise ValueError("BatchDecoder(indices=False) reads columns only")
         starts = np.asarray(starts, dtype=np.int64)
         lengths = np.asarray(lengths, dtype=np.int64)
         if not len(starts):
@@ -139,13 +150,28 @@ class BatchDecoder:
         except _Invalid:
             return self._exact(buffer, starts, lengths, first_index)
         except _Unusual as unusual:
-            reason = str(unusual)
-            if reason not in _LOGGED:
-                _LOGGED.add(reason)
-                log.warning("decoding records one at a time (several times slower): %s "
-                            "(logged once per process)", reason)
+            _log_once(str(unusual))
             return self._exact(buffer, starts, lengths, first_index)
         return batch
+
+    def columns(self, buffer: np.ndarray, starts: np.ndarray,
+                lengths: np.ndarray) -> Optional["Columns"]:
+        """Every key's values and per-record counts as the records hold them, none of
+        parse_example's rules checked (sample-stats summarizes what is there); None when
+        the records are not laid out alike or a list does not decode (then read them one
+        by one). Never raises for input."""
+        starts = np.asarray(starts, dtype=np.int64)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        if not len(starts):
+            return None
+        try:
+            return Columns(buffer, self._spans(buffer, starts, lengths), self.wanted,
+                           len(starts))
+        except _Unusual as unusual:
+            _log_once(str(unusual))
+        except _Invalid:
+            pass
+        return None
 
     def _spans(self, buffer, starts, lengths) -> wire_batch.Spans:
         """The wanted keys' spans, by the layout of the batch before if it fits, else by
@@ -175,7 +201,7 @@ class BatchDecoder:
                            "the context)")
         spans = self._spans(buffer, starts, lengths)
         n = len(starts)
-        columns = _Columns(buffer, spans, self.wanted, n)
+        columns = Columns(buffer, spans, self.wanted, n)
         first = min(self.node_sets + self.edge_sets, key=lambda p: p.size_key).size_key
         components = columns.counts(first)
         pieces = {}
@@ -221,12 +247,12 @@ class BatchDecoder:
                 raise _Invalid from None
         return batch
 
-    def _fields(self, columns: "_Columns", piece: _Piece, items: np.ndarray) -> dict:
+    def _fields(self, columns: "Columns", piece: _Piece, items: np.ndarray) -> dict:
         return {name: self._field(columns, feature, items)
                 for name, feature in piece.features.items()}
 
     @staticmethod
-    def _field(columns: "_Columns", feature: _Feature, items: np.ndarray):
+    def _field(columns: "Columns", feature: _Feature, items: np.ndarray):
         """One feature over the batch, its items per record checked as parse_example does."""
         ragged = k.ragged_dimensions(feature.shape)
         depth = ragged[-1] if ragged else 0
@@ -289,9 +315,11 @@ class BatchDecoder:
         return ExampleBatch.of_graph(merged, components)
 
 
-class _Columns:
-    """The wanted keys' values over a batch: every int64 list decoded in one run, floats
-    copied once, strings found in one pass."""
+class Columns:
+    """The wanted keys' values over a batch, as the records hold them: `values(key)` all
+    records' values one after the other (int64 or float32 arrays, or Strings), and
+    `counts(key)` how many each record has. Every int64 list is decoded in one run,
+    floats copied once, strings found in one pass."""
 
     def __init__(self, buffer: np.ndarray, spans: wire_batch.Spans, wanted: dict, n: int):
         self._values: dict[str, object] = {}
@@ -363,6 +391,9 @@ class _Columns:
         pick = np.array(rest, dtype=np.int64)
         return (begin.reshape(len(keys), n)[pick].reshape(-1),
                 length.reshape(len(keys), n)[pick].reshape(-1), [keys[row] for row in rest])
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._values
 
     def values(self, key: str):
         return self._values[key]
