@@ -108,6 +108,45 @@ def _joined(parts: list[Batch]) -> Batch:
             ExampleBatch.concat([batch for _, batch in parts]))
 
 
+def decoded_records(decoder: BatchDecoder, found: Iterator[tuple[str, int, bytes]],
+                    group: int = SHUFFLED_DECODE) -> Iterator[tuple[str, int, object]]:
+    """(file, index, GraphTensor) of each (file, index, record) found (sample-inspect's
+    matches), decoded `group` at a time; a bad record raises naming its file and index."""
+    pending: list[tuple[str, int, bytes]] = []
+
+    def decode() -> Iterator[tuple[str, int, object]]:
+        lengths = np.array([len(r) for _, _, r in pending], dtype=np.int64)
+        buffer = padded(b"".join(r for _, _, r in pending))
+        try:
+            batch = decoder.decode(buffer, np.cumsum(lengths) - lengths, lengths)
+        except GraphTensorError:  # the records before the bad one, then what is wrong
+            for path, index, record in pending:
+                try:
+                    one = decoder.decode(padded(record), np.zeros(1, np.int64),
+                                         np.array([len(record)], np.int64))
+                except GraphTensorError as e:
+                    _, message = _record_and_message(e)
+                    raise GraphTensorError(f"{path}: record {index}: {message}") from None
+                yield path, index, one.graph()
+            raise AssertionError("a batch failed whose records decode alone")
+        for i, (path, index, _) in enumerate(pending):
+            yield path, index, batch.select(i, i + 1).graph()
+
+    for item in found:
+        pending.append(item)
+        if len(pending) == group:
+            yield from decode()
+            pending = []
+    if pending:
+        yield from decode()
+
+
+def _record_and_message(error: GraphTensorError) -> tuple[int, str]:
+    """(i, message) of the decoder's "record i: message"."""
+    head, _, message = one_line(error).partition(": ")
+    return int(head.split()[1]), message
+
+
 # ---- shuffled ---------------------------------------------------------------------------
 
 _Record = tuple[int, str, tfrecord.RecordChunk, int]   # (id, file, chunk, index in chunk)
@@ -162,7 +201,7 @@ def _decode_records(decoder: BatchDecoder, records: list[_Record]) -> Batch:
             try:
                 decoder.decode(padded(view), np.zeros(1, np.int64), np.array([len(view)]))
             except GraphTensorError as e:
-                message = one_line(e).split(": ", 1)[1]  # "record 0: ..." -> its own index
+                _, message = _record_and_message(e)  # "record 0: ..." -> its own index
                 chunk, i = record[2], record[3]
                 raise GraphTensorError(f"{record[1]}: record {chunk.first_index + i}: "
                                        f"{message}") from None
