@@ -128,7 +128,7 @@ def decoded_records(decoder: BatchDecoder, found: Iterator[tuple[str, int, bytes
                     _, message = _record_and_message(e)
                     raise GraphTensorError(f"{path}: record {index}: {message}") from None
                 yield path, index, one.graph()
-            raise AssertionError("a batch failed whose records decode alone")
+            return
         for i, (path, index, _) in enumerate(pending):
             yield path, index, batch.select(i, i + 1).graph()
 
