@@ -264,6 +264,59 @@ def import_graph(data: dict, source: str) -> str:
         provenance_line(data, source)])
 
 
+def decode(data: dict, source: str) -> str:
+    """`python -m pipelines.bench.decode_benchmark --json`: every reader of `sample`'s
+    records beside tf.data + tfgnn.parse_example, on the same files in one run."""
+    result = data["result"]
+    medians = result["medians"]
+    batch = result["batch_size"]
+    names = {
+        "framing": "TFRecord framing and checksums alone",
+        "parse_example": "`parse_example`, record by record",
+        "tensorflow": f"TensorFlow: `tf.data` + `tfgnn.parse_example` on batches of {batch}, "
+                      f"one thread",
+        "parse_examples": f"`parse_examples` on chunks of {batch} records (GraphTensor)",
+        "decoder": f"batched decoder, batches of {batch} (merged GraphTensor)",
+        "columns": f"batched decoder, batches of {batch} (columns, no GraphTensor)",
+        "hetero": f"HeteroData batches of {batch} (`batch_to_hetero_data`)",
+        "dataset_0": f"`SampleDataset(batch_size={batch})`, DataLoader without workers",
+        "dataset_1": f"`SampleDataset(batch_size={batch})`, 1 DataLoader worker",
+        "dataset_2": f"`SampleDataset(batch_size={batch})`, 2 DataLoader workers",
+    }
+    tf = medians.get("tensorflow")
+    rows = [[names.get(name, name), number(m["records_per_cpu_s"]), number(m["mb_per_cpu_s"]),
+             f"{m['records_per_cpu_s'] / tf['records_per_cpu_s']:.2f}x" if tf else "n/a",
+             number(m["records_per_s"]), number(m["cpu_s"], 2), number(m["wall_s"], 2)]
+            for name, m in medians.items()]
+    targets = result.get("targets", {})
+
+    def ratio(key: str, goal: str) -> str:
+        value = targets.get(key)
+        return "not measured" if value is None else f"**{value:.2f}**{goal}"
+
+    load = data.get("load_average_before")
+    return "\n\n".join([
+        f"{data['folder']}: {result['records']:,} records, {number(result['mb'], 1)} MB in "
+        f"{result['shards']} shards; each reader in a process of its own, its loop over "
+        f"the folder timed (start-up and imports not counted), median of {result['repeat']} "
+        f"interleaved rounds. CPU seconds include the DataLoader's workers; their speedup "
+        f"is read in wall time, which only a quiet machine shows"
+        + (f" (load average {load} before the run, {data.get('load_average')} after)"
+           if load is not None else "") + ".",
+        table(["reader", "records / CPU-s", "MB / CPU-s", "vs TensorFlow", "records / s",
+               "CPU s", "wall s"], rows),
+        "The issue's targets, from these medians: the batched decoder at "
+        + ratio("decoder_vs_tensorflow_records_per_cpu_s", " (at least 5x)")
+        + " TensorFlow's records per CPU-second and "
+        + (f"**{number(targets.get('decoder_mb_per_cpu_s'))}** MB per CPU-second (at least "
+           f"150)" if targets.get("decoder_mb_per_cpu_s") is not None else "no MB figure")
+        + "; HeteroData batches at " + ratio("hetero_vs_decoder_records_per_cpu_s",
+                                             " (at least 0.8)")
+        + " of the decoder's rate; `SampleDataset` with 2 DataLoader workers at "
+        + ratio("dataset_2_vs_1_workers_wall", " (at least 1.7)") + " the wall rate of one.",
+        provenance_line(data, source)])
+
+
 # ---- what a Dataflow run costs, estimated from the Beam engine's measured CPU ---------
 
 # Dataflow batch prices, us-central1: per vCPU-hour, per GB-hour of memory, per GB
@@ -385,6 +438,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
     "torch": ("Reading samples into PyTorch Geometric", torch),
     "import": ("Importing a graph (`unigraph-import`)", import_graph),
     "minibatch": ("Mini-batches (merged, PyG and DGL)", minibatch),
+    "decode": ("Reading samples back: the batched decoder", decode),
 }
 # Sections computed from other kinds' files: (title, after which kind they go).
 DERIVED = {"cost": ("What a Dataflow run costs", "engines")}
@@ -406,7 +460,9 @@ benchmark spec (seed paper; cites 8; written 4 from seed and cited papers; write
 affiliated_with 2; has_topic 4). See [`benchmark --help`](cli/benchmark.md) for every
 option, and the other measuring commands: `python -m pipelines.bench.codec_benchmark`
 (GraphTensor encode and decode), `python -m pipelines.bench.strategy_benchmark` (the
-strategies alone), `python -m pipelines.bench.read_benchmark` (table readers and writers).
+strategies alone), `python -m pipelines.bench.read_benchmark` (table readers and writers),
+`python -m pipelines.bench.decode_benchmark` (reading `sample`'s records back, beside
+TensorFlow's parser).
 """
 
 

@@ -169,6 +169,14 @@ class BatchPiece:
     target: Optional[np.ndarray] = None
     source_name: str = ""
     target_name: str = ""
+    _offsets: Optional[np.ndarray] = dataclasses.field(default=None, repr=False,
+                                                       compare=False)
+
+    def offsets(self) -> np.ndarray:
+        """Where each component's items start (and, last, their total); kept."""
+        if self._offsets is None:
+            self._offsets = _offsets(self.sizes)
+        return self._offsets
 
 
 @dataclasses.dataclass
@@ -177,6 +185,7 @@ class ExampleBatch:
     context: BatchPiece
     node_sets: dict[str, BatchPiece]
     edge_sets: dict[str, BatchPiece]
+    _first: Optional[np.ndarray] = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def records(self) -> int:
@@ -215,11 +224,13 @@ class ExampleBatch:
 
     def select(self, start: int, stop: int) -> "ExampleBatch":
         """The records start..stop-1 as a batch of their own (views where possible)."""
-        first = component_offsets(self.components)
+        if self._first is None:
+            self._first = component_offsets(self.components)
+        first = self._first
         a, b = int(first[start]), int(first[stop])
 
         def piece(p: BatchPiece, nodes: Optional[dict] = None) -> BatchPiece:
-            offsets = _offsets(p.sizes)
+            offsets = p.offsets()
             lo, hi = int(offsets[a]), int(offsets[b])
             features = {name: slice_field(f, lo, hi) for name, f in p.features.items()}
             cut = BatchPiece(p.sizes[a:b], features, source_name=p.source_name,
@@ -229,7 +240,7 @@ class ExampleBatch:
                 cut.target = p.target[lo:hi] - nodes[p.target_name]
             return cut
 
-        nodes = {name: int(_offsets(p.sizes)[a]) for name, p in self.node_sets.items()}
+        nodes = {name: int(p.offsets()[a]) for name, p in self.node_sets.items()}
         return ExampleBatch(self.components[start:stop], piece(self.context),
                             {n: piece(p) for n, p in self.node_sets.items()},
                             {n: piece(p, nodes) for n, p in self.edge_sets.items()})

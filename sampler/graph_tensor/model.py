@@ -123,7 +123,7 @@ def as_sizes(value, where: str) -> np.ndarray:
                                f"component), got shape {list(sizes.shape)}")
     if sizes.size and sizes.dtype.kind not in "iu":
         raise GraphTensorError(f"{where}: sizes must be integers, got dtype {sizes.dtype}")
-    sizes = sizes.astype(np.int64)
+    sizes = sizes.astype(np.int64, copy=False)
     if (sizes < 0).any():
         raise GraphTensorError(f"{where}: sizes must be >= 0, got {sizes.tolist()}")
     return _read_only(sizes)
