@@ -62,24 +62,42 @@ class Vocabulary:
     @classmethod
     def from_samples(cls, folder: str) -> "Vocabulary":
         """Every id the records of a `sample` output folder hold (one pass over its
-        `#id` features, local or gs://); fixed."""
-        from sampler.graph_tensor import wire
-        from sampler.graph_tensor.keys import node_key
-        from sampler.output.folder import iter_records, open_samples
+        `#id` features, local or gs://, read a chunk of records at a time by the batched
+        decoder); fixed."""
+        from sampler.graph_tensor.batch_codec import BatchDecoder
+        from sampler.graph_tensor.codec import parse_example
+        from sampler.output.batches import file_chunks
+        from sampler.output.folder import open_samples
         from sampler.output.names import ID_FEATURE
+        from unigraph.protos import graph_schema_pb2 as gs
 
         samples = open_samples(folder)
-        keys = {node_key(name, ID_FEATURE): name for name, node_set in
-                samples.schema.node_sets.items() if ID_FEATURE in node_set.features}
-        found: dict[str, list] = {name: [] for name in keys.values()}
+        ids_only = gs.GraphSchema()  # the schema's sets with their #id alone
+        for name, node_set in samples.schema.node_sets.items():
+            ids_only.node_sets[name].SetInParent()
+            if ID_FEATURE in node_set.features:
+                ids_only.node_sets[name].features[ID_FEATURE].CopyFrom(
+                    node_set.features[ID_FEATURE])
+        for name, edge_set in samples.schema.edge_sets.items():
+            ids_only.edge_sets[name].source = edge_set.source
+            ids_only.edge_sets[name].target = edge_set.target
+        names = [n for n, p in ids_only.node_sets.items() if ID_FEATURE in p.features]
+        decoder = BatchDecoder(ids_only, indices=False)
+        found: dict[str, list] = {name: [] for name in names}
         for path in samples.files:
-            for record in iter_records(path):
-                raw = wire.split_example(record)
-                for key, name in keys.items():
-                    if key in raw:
-                        found[name].extend(wire.decode_feature(raw[key], key)[1])
-        return cls({name: np.array(values, dtype="S") if values else np.zeros(0, "S1")
-                    for name, values in found.items()}, grow=False)
+            for chunk in file_chunks(path):
+                columns = decoder.columns(chunk.buffer, chunk.starts, chunk.lengths)
+                if columns is not None:
+                    for name in names:
+                        found[name].append(np.unique(columns.values(
+                            f"nodes/{name}.{ID_FEATURE}").fixed))
+                    continue
+                for i in range(len(chunk)):  # records laid out otherwise
+                    graph = parse_example(ids_only, chunk.record(i), validate=False)
+                    for name in names:
+                        found[name].append(_as_bytes(graph.node_sets[name][ID_FEATURE]))
+        return cls({name: np.concatenate(parts) if parts else np.zeros(0, "S1")
+                    for name, parts in found.items()}, grow=False)
 
     @property
     def fixed(self) -> bool:
