@@ -178,3 +178,32 @@ def test_edge_sets_with_edge_features_and_no_edges(edge_features_folder, workers
     for seed, graph in graphs.items():
         assert edges[seed] == graph.edge_sets["cites"].total_size
         assert positions[seed] == sorted(graph.edge_sets["cites"]["pos"].tolist())
+
+
+def test_records_laid_out_otherwise_read_the_same(demo, tmp_path):
+    """A folder whose records list their keys in another order (another writer): the
+    batched decoder takes its exact path, and the vocabulary and batches are the same."""
+    import shutil
+
+    from unigraph.encoding import tfrecord
+    from unigraph.protos import example_pb2
+
+    folder, vocabulary = demo
+    copy = tmp_path / "reordered"
+    shutil.copytree(folder, copy)
+    for path in open_samples(str(copy)).files:
+        records = list(iter_records(path))
+        with open(path, "wb") as f:
+            for i, record in enumerate(records):
+                example = example_pb2.Example.FromString(record)
+                keys = sorted(example.features.feature, reverse=bool(i % 2))
+                out = example_pb2.Example()
+                for key in keys:
+                    out.features.feature[key].CopyFrom(example.features.feature[key])
+                f.write(tfrecord.encode_record(out.SerializeToString()))
+    reordered = Vocabulary.from_samples(str(copy))
+    for name in vocabulary.node_sets():
+        assert reordered.ids(name, range(reordered.size(name))).tolist() == \
+            vocabulary.ids(name, range(vocabulary.size(name))).tolist()
+    assert sorted(seen(SampleDataset(str(copy), vocabulary=vocabulary, batch_size=3))) == \
+        expected(folder)
