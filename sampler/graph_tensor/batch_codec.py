@@ -31,14 +31,14 @@ import numpy as np
 
 from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire, wire_batch
+from sampler.graph_tensor.batch_columns import Columns, Invalid, Unusual
 from sampler.graph_tensor.codec import _restore_dtype, _unwrap, parse_example
 from sampler.graph_tensor.example_batch import (BatchPiece, ExampleBatch, Strings,
                                                 segment_sums)
 from sampler.graph_tensor.ops import merge_batch_to_components
 from sampler.graph_tensor.validation import validate_graph
 from unigraph.columnar.ragged import Ragged
-from unigraph.encoding.wire import (bytes_list_items, decode_varint_spans, gather_spans,
-                                    padded, read_varints, windows)
+from unigraph.encoding.wire import padded
 from unigraph.errors import GraphTensorError
 from unigraph.protos import example_pb2
 from unigraph.schema import NUMPY_DTYPES, dtype_name
@@ -52,14 +52,6 @@ def _log_once(reason: str) -> None:
         _LOGGED.add(reason)
         log.warning("decoding records one at a time (several times slower): %s (logged "
                     "once per process)", reason)
-
-
-class _Unusual(Exception):
-    """Records laid out so that the batch takes the exact path (the message says why)."""
-
-
-class _Invalid(Exception):
-    """A record breaks a rule: the exact path names it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,9 +139,9 @@ class BatchDecoder:
             return self._empty()
         try:
             batch = self._fast(buffer, starts, lengths)
-        except _Invalid:
+        except Invalid:
             return self._exact(buffer, starts, lengths, first_index)
-        except _Unusual as unusual:
+        except Unusual as unusual:
             _log_once(str(unusual))
             return self._exact(buffer, starts, lengths, first_index)
         return batch
@@ -167,9 +159,9 @@ class BatchDecoder:
         try:
             return Columns(buffer, self._spans(buffer, starts, lengths), self.wanted,
                            len(starts))
-        except _Unusual as unusual:
+        except Unusual as unusual:
             _log_once(str(unusual))
-        except _Invalid:
+        except Invalid:
             pass
         return None
 
@@ -183,21 +175,21 @@ class BatchDecoder:
             first = int(starts[0])
             layout = wire_batch.layout_of(buffer[first:first + int(lengths[0])].tobytes())
             if layout is None:
-                raise _Unusual("a record whose map entries are not each a key and a "
+                raise Unusual("a record whose map entries are not each a key and a "
                                "Feature, or with a key twice")
             if self._walk is None or layout != self._walk.layout:
                 self._walk = wire_batch.Walk(layout, self.wanted)
                 if self._walk.missing is not None:
-                    raise _Unusual(f"records without the key '{self._walk.missing}' "
+                    raise Unusual(f"records without the key '{self._walk.missing}' "
                                    f"(TF-GNN reads it as empty)")
                 spans = self._walk.spans(buffer, starts, lengths)
         if not spans.alike.all():
-            raise _Unusual(f"records laid out unlike the batch's first: {spans.reason}")
+            raise Unusual(f"records laid out unlike the batch's first: {spans.reason}")
         return spans
 
     def _fast(self, buffer, starts, lengths) -> ExampleBatch:
         if not self.node_sets and not self.edge_sets:
-            raise _Unusual("a schema without node or edge sets (components counted from "
+            raise Unusual("a schema without node or edge sets (components counted from "
                            "the context)")
         spans = self._spans(buffer, starts, lengths)
         n = len(starts)
@@ -208,7 +200,7 @@ class BatchDecoder:
         for piece in self.node_sets + self.edge_sets:
             sizes = columns.values(piece.size_key)
             if not np.array_equal(columns.counts(piece.size_key), components):
-                raise _Invalid
+                raise Invalid
             pieces[piece.name] = sizes
         batch = ExampleBatch(components, None, {}, {})
         one = (components == 1).all()
@@ -230,7 +222,7 @@ class BatchDecoder:
             ends = {}
             for tag, (key, node_set) in (("source", piece.source), ("target", piece.target)):
                 if not np.array_equal(columns.counts(key), items):
-                    raise _Invalid
+                    raise Invalid
                 nodes = node_items.get(node_set)
                 indices = columns.values(key)
                 if nodes is not None:  # else validation names the unknown node set
@@ -244,7 +236,7 @@ class BatchDecoder:
             try:
                 validate_graph(batch.skeleton())
             except GraphTensorError:
-                raise _Invalid from None
+                raise Invalid from None
         return batch
 
     def _fields(self, columns: "Columns", piece: _Piece, items: np.ndarray) -> dict:
@@ -263,7 +255,7 @@ class BatchDecoder:
                 key = k.ragged_key(feature.key, dimension)
                 lengths = columns.values(key)
                 if not np.array_equal(columns.counts(key), rows) or (lengths < 0).any():
-                    raise _Invalid
+                    raise Invalid
                 rows = segment_sums(lengths, rows)
             else:
                 lengths = np.full(int(rows.sum()), size, dtype=np.int64)
@@ -272,7 +264,7 @@ class BatchDecoder:
         trailing = feature.shape[depth:]
         if not np.array_equal(columns.counts(feature.key),
                               rows * int(np.prod(trailing, dtype=np.int64))):
-            raise _Invalid
+            raise Invalid
         shape = (int(rows.sum()),) + trailing
         flat = columns.values(feature.key)
         values = (flat.reshape(shape) if isinstance(flat, Strings)
@@ -313,93 +305,6 @@ class BatchDecoder:
             raise GraphTensorError(f"records {first_index}-{first_index + len(graphs) - 1}: "
                                    f"{e}") from None
         return ExampleBatch.of_graph(merged, components)
-
-
-class Columns:
-    """The wanted keys' values over a batch, as the records hold them: `values(key)` all
-    records' values one after the other (int64 or float32 arrays, or Strings), and
-    `counts(key)` how many each record has. Every int64 list is decoded in one run,
-    floats copied once, strings found in one pass."""
-
-    def __init__(self, buffer: np.ndarray, spans: wire_batch.Spans, wanted: dict, n: int):
-        self._values: dict[str, object] = {}
-        self._counts: dict[str, np.ndarray] = {}
-        keys = list(wanted)
-        kinds = [wanted[key] for key in keys]
-        row = 0
-        for kind in (wire.INT64, wire.FLOAT, wire.BYTES):
-            stop = row + kinds.count(kind)
-            if stop > row:
-                self._read(buffer, spans.begin[row:stop].reshape(-1),
-                           spans.length[row:stop].reshape(-1), keys[row:stop], kind, n)
-            row = stop
-
-    def _read(self, buffer, begin, length, keys: list[str], kind: str, n: int) -> None:
-        if kind == wire.INT64:
-            begin, length, keys = self._single_varints(buffer, begin, length, keys, n)
-            if not keys:
-                return
-        data, offsets = gather_spans(buffer, begin, length)
-        if kind == wire.INT64:
-            try:
-                values, counts = decode_varint_spans(data, offsets, "int64_list")
-            except GraphTensorError:
-                raise _Invalid from None
-        elif kind == wire.FLOAT:
-            values, counts = data.view("<f4"), length // 4
-        else:
-            found = bytes_list_items(data, offsets)
-            if found is None:
-                raise _Unusual("a bytes_list whose items are not all `1: bytes`")
-            item_starts, item_lengths, counts = found
-            widest = int(item_lengths.max()) if len(item_lengths) else 0
-            values = (item_starts, item_lengths,  # room for the widest after any start
-                      np.concatenate([data, np.zeros(widest + 16, dtype=np.uint8)]))
-        counts = counts.reshape(len(keys), n)
-        totals = np.zeros(len(keys) + 1, dtype=np.int64)
-        np.cumsum(counts.sum(axis=1), out=totals[1:])
-        for i, key in enumerate(keys):
-            a, b = int(totals[i]), int(totals[i + 1])
-            self._counts[key] = counts[i]
-            if kind == wire.BYTES:
-                item_starts, item_lengths, data = values
-                self._values[key] = Strings.from_spans(data, item_starts[a:b],
-                                                       item_lengths[a:b])
-            else:
-                self._values[key] = values[a:b]
-
-    def _single_varints(self, buffer, begin, length, keys: list[str], n: int):
-        """Keys that hold one varint in every record (a record's #size, usually) read in
-        place, a window each, rather than copied; (begin, length, keys) of the others."""
-        rows = length.reshape(len(keys), n)
-        short = np.flatnonzero(((rows >= 1) & (rows <= 4)).all(axis=1))
-        if not len(short):
-            return begin, length, keys
-        at = begin.reshape(len(keys), n)[short].reshape(-1)
-        value, size, ok = read_varints(windows(buffer)[at])
-        single = (ok & (size == rows[short].reshape(-1))).reshape(len(short), n).all(axis=1)
-        value = value.reshape(len(short), n)
-        done = set()
-        for i, (row, one) in enumerate(zip(short.tolist(), single.tolist())):
-            if one:
-                self._values[keys[row]] = value[i]
-                self._counts[keys[row]] = np.ones(n, dtype=np.int64)
-                done.add(row)
-        if not done:
-            return begin, length, keys
-        rest = [row for row in range(len(keys)) if row not in done]
-        pick = np.array(rest, dtype=np.int64)
-        return (begin.reshape(len(keys), n)[pick].reshape(-1),
-                length.reshape(len(keys), n)[pick].reshape(-1), [keys[row] for row in rest])
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._values
-
-    def values(self, key: str):
-        return self._values[key]
-
-    def counts(self, key: str) -> np.ndarray:
-        return self._counts[key]
 
 
 def _empty_field(feature: _Feature):

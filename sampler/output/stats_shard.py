@@ -13,7 +13,8 @@ from google.protobuf.message import DecodeError
 
 from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
-from sampler.graph_tensor.batch_codec import BatchDecoder, Columns
+from sampler.graph_tensor.batch_codec import BatchDecoder
+from sampler.graph_tensor.batch_columns import Columns
 from sampler.graph_tensor.example_batch import Strings, segment_sums
 from sampler.output.batches import file_chunks
 from sampler.output.folder import SamplesError

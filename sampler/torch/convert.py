@@ -22,19 +22,18 @@ are left out (the GraphTensor keeps them).
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from sampler.graph_tensor.example_batch import ExampleBatch, Strings
+from sampler.graph_tensor.example_batch import ExampleBatch
 from sampler.graph_tensor.model import GraphTensor
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET, READOUT_PREFIX
 from sampler.minibatch.batch import MergedBatch
 from sampler.output.names import ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET
+from sampler.torch.columns import BATCH, Edges, graphs_of, merged, of_batch
 from sampler.torch.minibatch import merged_to_hetero_data
 from sampler.torch.vocabulary import Vocabulary, integer_ids
-from unigraph.columnar.ragged import Ragged
 from unigraph.errors import SamplerError, require_extra
 
 torch = require_extra("torch", "torch", "sampler.torch")
@@ -48,27 +47,7 @@ RESERVED = frozenset({"x", "y", "edge_index", "edge_attr", "n_id", "e_id", "batc
                       "edge_label_index"})
 
 EdgeType = tuple[str, str, str]
-_BATCH = "\0batch"  # the merge's subgraph index per node, beside the features
 _NID = "\0n_id"     # and the nodes' n_id
-
-
-@dataclasses.dataclass
-class _Nodes:
-    sizes: np.ndarray          # per subgraph
-    features: dict             # name -> array over the merged nodes (dense, and #id)
-
-    @property
-    def count(self) -> int:
-        return int(self.sizes.sum())
-
-
-@dataclasses.dataclass
-class _Edges:
-    source_set: str
-    target_set: str
-    source: np.ndarray
-    target: np.ndarray
-    features: dict
 
 
 def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
@@ -105,11 +84,11 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
         return batch_to_hetero_data(batch, input_id=input_id, vocabulary=vocabulary,
                                     features=features, label=label,
                                     link_edge_type=link_edge_type)
-    graphs, default_ids, batched = _graphs_of(subgraphs)
+    graphs, default_ids, batched = graphs_of(subgraphs)
     if not graphs:
         raise SamplerError("to_hetero_data: no subgraph to convert")
     input_ids = _input_ids(input_id, default_ids)
-    return _hetero_data(_merge(graphs, batched), input_ids, batched, vocabulary=vocabulary,
+    return _hetero_data(merged(graphs, batched), input_ids, batched, vocabulary=vocabulary,
                         features=features, label=label, link_edge_type=link_edge_type)
 
 
@@ -126,7 +105,7 @@ def batch_to_hetero_data(batch: ExampleBatch, *, input_id=None,
     if not batch.records:
         raise SamplerError("to_hetero_data: no subgraph to convert")
     input_ids = _input_ids(input_id, np.arange(batch.records, dtype=np.int64))
-    return _hetero_data(_columns(batch, batched), input_ids, batched,
+    return _hetero_data(of_batch(batch, batched), input_ids, batched,
                         vocabulary=vocabulary, features=features, label=label,
                         link_edge_type=link_edge_type)
 
@@ -155,7 +134,7 @@ def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
     graph_level: dict = {}
     readout = nodes.pop(READOUT_NODE_SET, None)
     readout_features = readout.features if readout is not None else {}
-    readout_features.pop(_BATCH, None)
+    readout_features.pop(BATCH, None)
     readouts = {name: edges.pop(name) for name in list(edges)
                 if name == READOUT_NODE_SET or name.startswith(READOUT_PREFIX)}
 
@@ -207,8 +186,8 @@ def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
             store.n_id = torch.from_numpy(codes)
         _put_features(store, node_set.features, features, "x", f"node set '{set_name}'")
         if batched:
-            store.batch = torch.from_numpy(node_set.features.pop(_BATCH))
-        node_set.features.pop(_BATCH, None)
+            store.batch = torch.from_numpy(node_set.features.pop(BATCH))
+        node_set.features.pop(BATCH, None)
     for set_name, edge_set in edges.items():
         store = data[edge_set.source_set, set_name, edge_set.target_set]
         store.edge_index = torch.from_numpy(np.stack([edge_set.source, edge_set.target]))
@@ -219,124 +198,7 @@ def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
     return data
 
 
-def _graphs_of(subgraphs) -> tuple[list[GraphTensor], np.ndarray, bool]:
-    """(the subgraphs, their default input ids, whether it is a batch)."""
-    if isinstance(subgraphs, GraphTensor):
-        return [subgraphs], np.zeros(1, np.int64), False
-    positions = getattr(subgraphs, "positions", None)  # sampler.api.Subgraphs
-    graphs = list(subgraphs)
-    for graph in graphs:
-        if not isinstance(graph, GraphTensor):
-            raise SamplerError(f"to_hetero_data takes GraphTensors (sampler.graph_tensor), "
-                               f"got {type(graph).__name__}")
-    ids = (np.asarray(positions, np.int64) if positions is not None
-           else np.arange(len(graphs), dtype=np.int64))
-    return graphs, ids, True
-
-
-def _dense(value) -> bool:
-    return not isinstance(value, (Ragged, Strings)) and value.dtype.kind in "biuf"
-
-
-def _merge(graphs: list[GraphTensor], batched: bool = True):
-    """The subgraphs as one graph: node sets and edge sets concatenated, edge indices
-    moved past the nodes of the subgraphs before them. Only what has a tensor form, in
-    fresh arrays (the tensors share them). `batched`: note each node's subgraph."""
-    if len(graphs) == 1:
-        return _copied(graphs[0], batched)
-    first = graphs[0]
-    try:
-        nodes = {}
-        for name, node_set in first.node_sets.items():
-            sizes = np.array([g.node_sets[name].total_size for g in graphs], np.int64)
-            kept = {f: np.concatenate([g.node_sets[name].features[f] for g in graphs])
-                    for f, value in node_set.features.items() if _kept(f, value)}
-            kept[_BATCH] = np.repeat(np.arange(len(graphs), dtype=np.int64), sizes)
-            nodes[name] = _Nodes(sizes, kept)
-        starts = {name: np.cumsum(n.sizes) - n.sizes for name, n in nodes.items()}
-        edges = {}
-        for name, edge_set in first.edge_sets.items():
-            parts = [g.edge_sets[name] for g in graphs]
-            counts = np.array([p.total_size for p in parts], np.int64)
-            source, target = edge_set.adjacency.source_name, edge_set.adjacency.target_name
-            edges[name] = _Edges(
-                source, target,
-                np.concatenate([p.adjacency.source for p in parts])
-                + np.repeat(starts[source], counts),
-                np.concatenate([p.adjacency.target for p in parts])
-                + np.repeat(starts[target], counts),
-                {f: np.concatenate([p.features[f] for p in parts])
-                 for f, value in edge_set.features.items() if _dense(value)})
-        context = {name: np.concatenate([g.context.features[name] for g in graphs])
-                   for name, value in first.context.features.items()
-                   if not isinstance(value, Ragged)}
-    except KeyError as e:
-        raise SamplerError(f"subgraphs of different schemas cannot be merged: one lacks "
-                           f"{e}") from None
-    return nodes, edges, _context(context)
-
-
-def _copied(graph: GraphTensor, batched: bool):
-    """`_merge` of one subgraph: copies, nothing to move (a record's common case)."""
-    nodes = {}
-    for name, node_set in graph.node_sets.items():
-        kept = {f: np.array(value) for f, value in node_set.features.items()
-                if _kept(f, value)}
-        if batched:
-            kept[_BATCH] = np.zeros(node_set.total_size, np.int64)
-        nodes[name] = _Nodes(np.array(node_set.sizes), kept)
-    edges = {name: _Edges(edge_set.adjacency.source_name, edge_set.adjacency.target_name,
-                          np.array(edge_set.adjacency.source),
-                          np.array(edge_set.adjacency.target),
-                          {f: np.array(value) for f, value in edge_set.features.items()
-                           if _dense(value)})
-             for name, edge_set in graph.edge_sets.items()}
-    context = {name: np.array(value) for name, value in graph.context.features.items()
-               if not isinstance(value, Ragged)}
-    return nodes, edges, _context(context)
-
-
-def _columns(batch: ExampleBatch, batched: bool):
-    """`_merge` of a decoded batch: its columns as they are (each record a subgraph),
-    string `#id`s as fixed-width arrays, arrays that are not writable copied."""
-    nodes = {}
-    for name, piece in batch.node_sets.items():
-        per_record = batch.per_record(piece.sizes)
-        kept = {f: _writable(value.fixed if isinstance(value, Strings) else value)
-                for f, value in piece.features.items()
-                if _dense(value) or (f == ID_FEATURE and isinstance(value, Strings)
-                                     and value.fixed.ndim == 1)}
-        if batched:
-            kept[_BATCH] = np.repeat(np.arange(batch.records, dtype=np.int64), per_record)
-        nodes[name] = _Nodes(np.array(per_record), kept)
-    edges = {name: _Edges(piece.source_name, piece.target_name, _writable(piece.source),
-                          _writable(piece.target),
-                          {f: _writable(value) for f, value in piece.features.items()
-                           if _dense(value)})
-             for name, piece in batch.edge_sets.items()}
-    context = {name: value.objects() if isinstance(value, Strings) else _writable(value)
-               for name, value in batch.context.features.items()
-               if not isinstance(value, Ragged)}
-    return nodes, edges, _context(context)
-
-
-def _writable(array: np.ndarray) -> np.ndarray:
-    """The array itself when torch may share it, else a copy (torch wants writable
-    memory)."""
-    return array if array.flags.writeable else np.array(array)
-
-
-def _kept(name: str, value) -> bool:
-    """Node features with a tensor form, and the ids."""
-    return _dense(value) or (name == ID_FEATURE and not isinstance(value, Ragged))
-
-
-def _context(features: dict) -> dict:
-    return {name: [_text(v) for v in values] if values.dtype.kind == "O" else values
-            for name, values in features.items()}
-
-
-def _read_out(edge_set: _Edges) -> np.ndarray:
+def _read_out(edge_set: Edges) -> np.ndarray:
     """The nodes a readout edge set reads, in `_readout` node (= subgraph) order."""
     return edge_set.source[np.argsort(edge_set.target, kind="stable")]
 
@@ -419,13 +281,6 @@ def _put_features(store, features: dict, mode: str, concatenated: str, where: st
     else:
         matrix = np.concatenate([c.astype(np.float32, copy=False) for c in columns], axis=1)
     store[concatenated] = torch.from_numpy(np.ascontiguousarray(matrix))
-
-
-def _text(value: bytes):
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return value
 
 
 def _graph_value(values, batched: bool):

@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from unigraph.encoding import wire
+from unigraph.encoding.bytes_lists import bytes_list_items
 from unigraph.errors import GraphTensorError
 
 
@@ -107,7 +108,7 @@ def test_bytes_list_items_of_any_bytes(lists):
     encoded = [example_pb2.BytesList(value=items).SerializeToString() for items in lists]
     offsets = np.cumsum([0] + [len(e) for e in encoded])
     data = np.frombuffer(b"".join(encoded), np.uint8)
-    starts, lengths, counts = wire.bytes_list_items(data, offsets)
+    starts, lengths, counts = bytes_list_items(data, offsets)
     assert [data[s:s + n].tobytes() for s, n in zip(starts, lengths)] == [
         item for items in lists for item in items]
     assert counts.tolist() == [len(items) for items in lists]
@@ -119,7 +120,7 @@ def test_bytes_list_items_of_any_bytes(lists):
     (b"\x0a\x02ab\x0a\x01c", [0, 3, 7]),  # an item past its span
 ])
 def test_bytes_list_items_refuse_what_is_not_items(data, offsets):
-    assert wire.bytes_list_items(np.frombuffer(data, np.uint8), np.array(offsets)) is None
+    assert bytes_list_items(np.frombuffer(data, np.uint8), np.array(offsets)) is None
 
 
 def test_long_spans_are_gathered_whole():

@@ -115,7 +115,7 @@ def test_strings_with_nul_and_control_bytes_are_exact():
 
 
 def wire_items(data):
-    from unigraph.encoding.wire import bytes_list_items
+    from unigraph.encoding.bytes_lists import bytes_list_items
     return bytes_list_items(np.frombuffer(data, np.uint8), np.array([0, len(data)]))
 
 
