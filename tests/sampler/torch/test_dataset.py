@@ -207,3 +207,25 @@ def test_records_laid_out_otherwise_read_the_same(demo, tmp_path):
             vocabulary.ids(name, range(vocabulary.size(name))).tolist()
     assert sorted(seen(SampleDataset(str(copy), vocabulary=vocabulary, batch_size=3))) == \
         expected(folder)
+
+
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_a_bad_record_is_named_by_file_and_index(demo, tmp_path, batch_size):
+    import shutil
+
+    from unigraph.encoding import tfrecord
+    from unigraph.protos import example_pb2
+
+    folder, vocabulary = demo
+    copy = tmp_path / "bad"
+    shutil.copytree(folder, copy)
+    path = open_samples(str(copy)).files[1]
+    records = list(iter_records(path))
+    example = example_pb2.Example.FromString(records[1])
+    example.features.feature["nodes/paper.#size"].int64_list.value[0] += 5
+    records[1] = example.SerializeToString()
+    with open(path, "wb") as f:
+        f.write(b"".join(tfrecord.encode_record(r) for r in records))
+    with pytest.raises(SamplerError, match=rf"^{path}: record 1: .*'nodes/paper\.") as info:
+        list(SampleDataset(str(copy), vocabulary=vocabulary, batch_size=batch_size))
+    assert "\n" not in str(info.value)
