@@ -229,3 +229,28 @@ def test_a_bad_record_is_named_by_file_and_index(demo, tmp_path, batch_size):
     with pytest.raises(SamplerError, match=rf"^{path}: record 1: .*'nodes/paper\.") as info:
         list(SampleDataset(str(copy), vocabulary=vocabulary, batch_size=batch_size))
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+def test_workers_hand_over_the_same_tensors(demo):
+    """A worker sends each HeteroData as one block of memory: every tensor arrives as it
+    left (records compared by input_id with and without workers)."""
+    folder, vocabulary = demo
+
+    def by_record(workers):
+        out = {}
+        loader = DataLoader(SampleDataset(folder, vocabulary=vocabulary, label="labels"),
+                            batch_size=None, num_workers=workers)
+        for data in loader:
+            key = int(data["paper"].input_id[0])
+            out[key] = {(str(store._key), name): value.clone()
+                        for store in data.stores for name, value in store.items()
+                        if isinstance(value, torch.Tensor)}
+        return out
+
+    alone, sent = by_record(0), by_record(2)
+    assert alone.keys() == sent.keys()
+    for key, tensors in alone.items():
+        assert tensors.keys() == sent[key].keys()
+        for name, value in tensors.items():
+            assert value.dtype == sent[key][name].dtype and torch.equal(value, sent[key][name])
