@@ -260,8 +260,9 @@ def main(argv=None) -> int:
     folder = args.folder or ensure_samples(args.scale, log)
     load_before = round(os.getloadavg()[0], 1)
     result = measure(folder, contenders, args.repeat, args.batch_size, log)
+    arguments = sys.argv[1:] if argv is None else list(argv)
     document = {"benchmark": "decode",
-                **provenance("python -m pipelines.bench.decode_benchmark", argv),
+                **provenance("python", ["-m", "pipelines.bench.decode_benchmark", *arguments]),
                 "load_average_before": load_before,
                 "folder": (folder if args.folder else
                            f"`sample` of the benchmark graph at scale {args.scale:g} "
