@@ -28,6 +28,10 @@ seconds beside), interleaved round by round, the median of --repeat rounds:
                    Vocabulary made before)
   dataset_0/1/2    `sampler.torch.SampleDataset(batch_size=B)` through a DataLoader with
                    0, 1, 2 workers: the wall time is the measure there
+  train_tensorflow `train`'s input (sampler/training/input.py: the model's numbers only,
+                   no strings, merged by TensorFlow), batches of B, one thread
+  train_decoder    the same batches from the batched decoder's columns through
+                   `tf.numpy_function` (what `train` would do with it)
 
 Records and MB (the shard files' bytes) per CPU-second and per wall-second. The machine
 is shared: CPU seconds are the figure to read, except for the DataLoader's workers,
@@ -49,7 +53,8 @@ import time
 from pipelines import REPO_ROOT
 
 CONTENDERS = ("framing", "parse_example", "tensorflow", "parse_examples", "decoder",
-              "columns", "hetero", "dataset_0", "dataset_1", "dataset_2")
+              "columns", "hetero", "dataset_0", "dataset_1", "dataset_2", "train_tensorflow",
+              "train_decoder")
 
 
 # ---- the samples -----------------------------------------------------------------------
@@ -103,6 +108,8 @@ def _reader(name: str, folder: str, batch_size: int):
         return read
     if name == "tensorflow":
         return _tensorflow(files, schema, batch_size)
+    if name.startswith("train_"):
+        return _train_input(files, schema, batch_size, name == "train_decoder")
     if name == "parse_examples":
         from sampler.graph_tensor import parse_examples
         from sampler.output.batches import file_chunks
@@ -147,24 +154,106 @@ def _chunks_of(path: str, records: int):
 
 
 def _tensorflow(files, schema, batch_size: int):
+    tf, options = _one_thread_tf()
+    import tensorflow_gnn as tfgnn
+
+    spec = tfgnn.create_graph_spec_from_schema_pb(
+        tfgnn.GraphSchema.FromString(schema.SerializeToString()))
+    dataset = (tf.data.TFRecordDataset(list(files)).batch(batch_size)
+               .map(lambda serialized: tfgnn.parse_example(spec, serialized))
+               .with_options(options))
+    return lambda: sum(int(graph.shape[0]) for graph in dataset)
+
+
+def _one_thread_tf():
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import tensorflow as tf
 
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.config.threading.set_intra_op_parallelism_threads(1)
-    import tensorflow_gnn as tfgnn
-
-    spec = tfgnn.create_graph_spec_from_schema_pb(
-        tfgnn.GraphSchema.FromString(schema.SerializeToString()))
     options = tf.data.Options()
     options.threading.private_threadpool_size = 1
     options.threading.max_intra_op_parallelism = 1
     options.autotune.enabled = False
-    dataset = (tf.data.TFRecordDataset(list(files)).batch(batch_size)
-               .map(lambda serialized: tfgnn.parse_example(spec, serialized))
-               .with_options(options))
-    return lambda: sum(int(graph.shape[0]) for graph in dataset)
+    return tf, options
+
+
+def _train_input(files, schema, batch_size: int, decoder: bool):
+    """`train`'s parse and merge of a batch (the label `labels` of the seed papers), by
+    TensorFlow or by the batched decoder's columns."""
+    tf, options = _one_thread_tf()
+    from sampler.training.input import parse_and_merge
+    from sampler.training.layout import layout_from_schema
+
+    layout = layout_from_schema(schema, "labels")
+    dataset = tf.data.TFRecordDataset(list(files)).batch(batch_size)
+    if not decoder:
+        return lambda: sum(int(tf.reduce_sum(graph["nodes/_readout.#size"]))
+                           for graph in dataset.map(lambda x: parse_and_merge(x, layout))
+                           .with_options(options))
+    merge, dtypes = _decoder_merge(schema, layout)
+    batches = dataset.map(lambda x: tf.numpy_function(merge, [x], dtypes)).with_options(options)
+    return lambda: sum(int(tf.reduce_sum(outputs[0])) for outputs in batches)
+
+
+def _decoder_merge(schema, layout):
+    """A numpy function of a batch of serialized records to `parse_and_merge`'s arrays
+    (readout sizes first), from the batched decoder's columns of the keys the model
+    reads; and their dtypes."""
+    import numpy as np
+    import tensorflow as tf
+
+    from sampler.graph_tensor import keys as k
+    from sampler.graph_tensor.batch_codec import BatchDecoder
+    from sampler.graph_tensor.example_batch import segment_sums
+    from sampler.graph_tensor.readout_structure import READOUT_NODE_SET
+    from unigraph.encoding.wire import padded
+    from unigraph.protos import graph_schema_pb2 as gs
+
+    wanted = gs.GraphSchema()  # the sets, with the model's features and the label only
+    wanted.CopyFrom(schema)
+    for name in list(wanted.context.features):
+        del wanted.context.features[name]
+    for set_name, node_set in wanted.node_sets.items():
+        keep = {f.name for f in layout.node_sets[set_name]}
+        if layout.label.node_set == set_name:
+            keep.add(layout.label.feature)
+        for name in [n for n in node_set.features if n not in keep]:
+            del node_set.features[name]
+    for edge_set in wanted.edge_sets.values():
+        for name in list(edge_set.features):
+            del edge_set.features[name]
+    decoder = BatchDecoder(wanted)
+
+    def merge(serialized):
+        records = list(serialized)
+        lengths = np.fromiter(map(len, records), np.int64, len(records))
+        columns = decoder.columns(padded(b"".join(records)), np.cumsum(lengths) - lengths,
+                                  lengths)
+        out = [columns.values(k.node_key(READOUT_NODE_SET, k.SIZE_NAME))]
+        nodes = {}
+        for set_name, features in layout.node_sets.items():
+            key = k.node_key(set_name, k.SIZE_NAME)
+            nodes[set_name] = segment_sums(columns.values(key), columns.counts(key))
+            out.append(columns.values(key))
+            out += [columns.values(k.node_key(set_name, f.name)).reshape((-1,) + f.shape)
+                    for f in features]
+        for set_name, (source, target) in layout.edge_sets.items():
+            out.append(columns.values(k.edge_key(set_name, k.SIZE_NAME)))
+            for tag, end in ((k.SOURCE_NAME, source), (k.TARGET_NAME, target)):
+                key = k.edge_key(set_name, tag)
+                before = np.cumsum(nodes[end]) - nodes[end]
+                out.append(columns.values(key) + np.repeat(before, columns.counts(key)))
+        out.append(columns.values(k.node_key(layout.label.node_set, layout.label.feature))
+                   .reshape(-1))
+        return out
+
+    dtypes = [tf.int64]
+    for features in layout.node_sets.values():
+        dtypes += [tf.int64] + [tf.float32 if f.is_float else tf.int64 for f in features]
+    dtypes += [tf.int64] * (3 * len(layout.edge_sets)) + [tf.int64]
+    return merge, dtypes
 
 
 def run_contender(name: str, folder: str, batch_size: int) -> dict:
@@ -228,7 +317,9 @@ def targets(medians: dict) -> dict:
              "decoder_mb_per_cpu_s": medians.get("decoder", {}).get("mb_per_cpu_s"),
              "hetero_vs_decoder_records_per_cpu_s": ratio("hetero", "decoder",
                                                           "records_per_cpu_s"),
-             "dataset_2_vs_1_workers_wall": ratio("dataset_2", "dataset_1", "records_per_s")}
+             "dataset_2_vs_1_workers_wall": ratio("dataset_2", "dataset_1", "records_per_s"),
+             "train_decoder_vs_tensorflow_records_per_cpu_s": ratio(
+                 "train_decoder", "train_tensorflow", "records_per_cpu_s")}
     return found
 
 

@@ -167,22 +167,22 @@ class BatchDecoder:
 
     def _spans(self, buffer, starts, lengths) -> wire_batch.Spans:
         """The wanted keys' spans, by the layout of the batch before if it fits, else by
-        this batch's first record's."""
-        spans = None
-        if self._walk is not None:
-            spans = self._walk.spans(buffer, starts, lengths)
+        this batch's first record's. (Threads may share a decoder: each works on its own
+        Walk; the one kept is the last made.)"""
+        walk = self._walk
+        spans = walk.spans(buffer, starts, lengths) if walk is not None else None
         if spans is None or not spans.alike.all():
             first = int(starts[0])
             layout = wire_batch.layout_of(buffer[first:first + int(lengths[0])].tobytes())
             if layout is None:
                 raise Unusual("a record whose map entries are not each a key and a "
-                               "Feature, or with a key twice")
-            if self._walk is None or layout != self._walk.layout:
-                self._walk = wire_batch.Walk(layout, self.wanted)
-                if self._walk.missing is not None:
-                    raise Unusual(f"records without the key '{self._walk.missing}' "
-                                   f"(TF-GNN reads it as empty)")
-                spans = self._walk.spans(buffer, starts, lengths)
+                              "Feature, or with a key twice")
+            if walk is None or layout != walk.layout:
+                walk = self._walk = wire_batch.Walk(layout, self.wanted)
+                if walk.missing is not None:
+                    raise Unusual(f"records without the key '{walk.missing}' (TF-GNN "
+                                  f"reads it as empty)")
+                spans = walk.spans(buffer, starts, lengths)
         if not spans.alike.all():
             raise Unusual(f"records laid out unlike the batch's first: {spans.reason}")
         return spans

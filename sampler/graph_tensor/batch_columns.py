@@ -105,6 +105,41 @@ class Columns:
         return (begin.reshape(len(keys), n)[pick].reshape(-1),
                 length.reshape(len(keys), n)[pick].reshape(-1), [keys[row] for row in rest])
 
+    @classmethod
+    def one_by_one(cls, records: list[bytes], wanted: dict) -> "Columns":
+        """The same columns, each record walked on its own (wire.split_example: any key
+        order and encoding); a missing key holds nothing. GraphTensorError names the
+        record and key of a list of another kind than wanted, or one that does not
+        decode."""
+        columns = cls.__new__(cls)
+        columns._values, columns._counts = {}, {}
+        found = {key: [] for key in wanted}
+        for i, record in enumerate(records):
+            try:
+                raw = wire.split_example(record)
+                for key, kind in wanted.items():
+                    values = []
+                    if key in raw:
+                        got, values = wire.decode_feature(raw[key], key)
+                        if got is not None and got != kind:
+                            raise GraphTensorError(f"tf.Example key '{key}': expected {kind}, "
+                                                   f"found {got}")
+                    found[key].append(values)
+            except GraphTensorError as e:
+                raise GraphTensorError(f"record {i}: {e}") from None
+        for key, kind in wanted.items():
+            parts = found[key]
+            columns._counts[key] = np.fromiter(map(len, parts), np.int64, len(parts))
+            if kind == wire.BYTES:
+                objects = np.empty(int(columns._counts[key].sum()), dtype=object)
+                objects[:] = [item for part in parts for item in part]
+                columns._values[key] = Strings.from_objects(objects)
+            else:
+                dtype = np.float32 if kind == wire.FLOAT else np.int64
+                columns._values[key] = (np.concatenate([np.asarray(p, dtype) for p in parts])
+                                        if parts else np.zeros(0, dtype))
+        return columns
+
     def __contains__(self, key: str) -> bool:
         return key in self._values
 
