@@ -282,6 +282,9 @@ def decode(data: dict, source: str) -> str:
         "dataset_0": f"`SampleDataset(batch_size={batch})`, DataLoader without workers",
         "dataset_1": f"`SampleDataset(batch_size={batch})`, 1 DataLoader worker",
         "dataset_2": f"`SampleDataset(batch_size={batch})`, 2 DataLoader workers",
+        "train_tensorflow": f"`train`'s input by `tf.io.parse_example`, batches of {batch}",
+        "train_decoder": f"`train`'s input by the batched decoder (`tf.numpy_function`), "
+                         f"batches of {batch}",
     }
     tf = medians.get("tensorflow")
     rows = [[names.get(name, name), number(m["records_per_cpu_s"]), number(m["mb_per_cpu_s"]),
@@ -313,7 +316,10 @@ def decode(data: dict, source: str) -> str:
         + "; HeteroData batches at " + ratio("hetero_vs_decoder_records_per_cpu_s",
                                              " (at least 0.8)")
         + " of the decoder's rate; `SampleDataset` with 2 DataLoader workers at "
-        + ratio("dataset_2_vs_1_workers_wall", " (at least 1.7)") + " the wall rate of one.",
+        + ratio("dataset_2_vs_1_workers_wall", " (at least 1.7)") + " the wall rate of one"
+        + (f"; `train`'s input by the decoder at "
+           f"{ratio('train_decoder_vs_tensorflow_records_per_cpu_s', '')} TensorFlow's "
+           f"records per CPU-second" if "train_decoder" in medians else "") + ".",
         provenance_line(data, source)])
 
 
