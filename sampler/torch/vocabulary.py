@@ -37,6 +37,15 @@ def _as_bytes(ids) -> np.ndarray:
     return np.array(out, dtype="S") if out else np.zeros(0, "S1")
 
 
+def _narrowest(ids: np.ndarray) -> np.ndarray:
+    """An 'S' array at the width of its longest id (a decoder's arrays are wider), so
+    that ids of a common prefix fit ByteKeys' 8 bytes after it."""
+    if not len(ids) or ids.dtype.itemsize <= 1:
+        return ids
+    longest = int(np.char.str_len(ids).max())
+    return ids if longest == ids.dtype.itemsize else ids.astype(f"S{max(longest, 1)}")
+
+
 class Vocabulary:
     """Per node set, ids <-> dense int64 codes (module docstring). `Vocabulary()` grows;
     `Vocabulary({node_set: ids})` is fixed: it refuses node sets it does not name, unless
@@ -44,12 +53,12 @@ class Vocabulary:
 
     def __init__(self, ids: Optional[Mapping[str, Iterable]] = None, *,
                  grow: Optional[bool] = None):
-        self._fixed = {name: np.unique(_as_bytes(list(values) if not isinstance(values, np.ndarray)
-                                                 else values))
-                       for name, values in (ids or {}).items()}
+        self._fixed = {name: _narrowest(np.unique(_as_bytes(
+            list(values) if not isinstance(values, np.ndarray) else values)))
+            for name, values in (ids or {}).items()}
         self._grow = ids is None if grow is None else grow
         self._codes: dict[str, dict[bytes, int]] = {}
-        self._keys: dict = {}  # node set -> its ids' ByteKeys (or None), made on first use
+        self._keys: dict = {}  # node set -> (its ids' ByteKeys, their _KeyTable), or Nones
         self._seen: dict[str, list[bytes]] = {}
 
     @classmethod
@@ -150,8 +159,9 @@ class Vocabulary:
         (then the strings are searched)."""
         if node_set not in self._keys:
             known = self._fixed[node_set]
-            self._keys[node_set] = byte_keys(known) if len(known) else None
-        keys = self._keys[node_set]
+            keys = byte_keys(known) if len(known) else None
+            self._keys[node_set] = keys, (_KeyTable(keys.keys) if keys is not None else None)
+        keys, table = self._keys[node_set]
         if keys is None or not len(ids):
             return None
         found = _word_keys(ids, keys.prefix)
@@ -165,10 +175,10 @@ class Vocabulary:
             if found is None:
                 return None
             found = found.keys
-        codes = np.searchsorted(keys.keys, found)
-        if not (codes < len(keys.keys)).all() or not (keys.keys[codes] == found).all():
+        codes = table.find(found)
+        if (codes < 0).any():
             return None  # an id it does not hold: the strings' search says which
-        return codes.astype(np.int64)
+        return codes
 
     def ids(self, node_set: str, codes) -> np.ndarray:
         """The ids (bytes, an 'S' array) of these codes: `ids(set, data[set].n_id)`."""
@@ -182,6 +192,54 @@ class Vocabulary:
     def __repr__(self) -> str:
         sizes = ", ".join(f"{n}: {self.size(n):,}" for n in self.node_sets())
         return f"Vocabulary({'fixed' if self.fixed else 'growing'}; {sizes})"
+
+
+class _KeyTable:
+    """Distinct uint64 keys -> their positions, by a hash table (open addressing, linear
+    probing, at most half full): a lookup is a multiplication, a shift and a gather or
+    two per key, several times less than a binary search of a fixed vocabulary's keys
+    per id of a batch. Built once per node set, read only after."""
+
+    def __init__(self, keys: np.ndarray):
+        self.bits = max(4, (2 * len(keys)).bit_length())
+        size = 1 << self.bits
+        self.keys = np.zeros(size, dtype=np.uint64)
+        self.codes = np.full(size, -1, dtype=np.int64)
+        pending = np.arange(len(keys), dtype=np.int64)
+        slots = self._slots(keys)
+        while len(pending):  # each round: the keys whose slot is free and first to ask
+            wanted = slots[pending]
+            free = self.codes[wanted] < 0
+            taken, first = np.unique(wanted[free], return_index=True)
+            winners = pending[free][first]
+            self.keys[taken], self.codes[taken] = keys[winners], winners
+            placed = np.zeros(len(keys), dtype=bool)
+            placed[winners] = True
+            pending = pending[~placed[pending]]
+            slots[pending] = (slots[pending] + 1) & (size - 1)
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):  # uint64 products wrap, as intended
+            return ((keys * _GOLDEN) >> np.uint64(64 - self.bits)).astype(np.int64)
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's position, -1 for a key the table does not hold."""
+        found = np.full(len(keys), -1, dtype=np.int64)
+        slots = self._slots(keys)
+        pending = np.arange(len(keys), dtype=np.int64)
+        mask = len(self.keys) - 1
+        while len(pending):
+            at = slots[pending]
+            codes = self.codes[at]
+            hit = (codes >= 0) & (self.keys[at] == keys[pending])
+            found[pending[hit]] = codes[hit]
+            more = ~hit & (codes >= 0)  # an occupied slot of another key: the next one
+            pending = pending[more]
+            slots[pending] = (at[more] + 1) & mask
+        return found
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing's multiplier
 
 
 def _word_keys(ids: np.ndarray, prefix: bytes) -> Optional[np.ndarray]:
