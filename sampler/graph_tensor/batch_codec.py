@@ -16,10 +16,11 @@ feature. The per-record rules of `parse_example` (item counts against sizes, row
 lengths against rows, one component count per record) are checked per record, in bulk;
 validation runs once on the merged graph.
 
-Anything else takes the exact path, record by record through `parse_example`, and the
-reason is logged once per process: records laid out otherwise (another key order, an
-encoding no writer of these records uses), and every record that breaks a rule, so that
-the error names the record ("record 17: ...") exactly as `parse_example` words it.
+Anything else takes the exact path, record by record through `parse_example`: records
+laid out otherwise (another key order, an encoding no writer of these records uses; the
+reason is logged once per process, `sampler.graph_tensor` logger), and a batch with a
+record that breaks a rule, so that the error names the record ("record 17: ...")
+exactly as `parse_example` words it.
 """
 from __future__ import annotations
 
