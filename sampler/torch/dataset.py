@@ -18,6 +18,7 @@ from sampler.graph_tensor.batch_codec import BatchDecoder
 from sampler.output.batches import SHARD_STRIDE, read_batches
 from sampler.output.folder import open_samples
 from sampler.torch.convert import EdgeType, batch_to_hetero_data, torch
+from sampler.torch.handoff import Blocks, sent
 from sampler.torch.vocabulary import Vocabulary
 from unigraph.errors import SamplerError
 
@@ -86,51 +87,19 @@ class SampleDataset(torch.utils.data.IterableDataset):
                                batch_size=self.batch_size, drop_last=self.drop_last,
                                shuffle_buffer=self.shuffle_buffer if self.shuffle else 0,
                                rng=rng)
-        # In a DataLoader worker, each HeteroData goes to the main process as one block
-        # of memory rather than a shared-memory segment per tensor.
-        send = _one_block if info is not None else (lambda data: data)
         if self.batch_size is not None:
+            # In a DataLoader worker, each batch goes to the main process in one block of
+            # shared memory the worker reuses (sampler/torch/handoff.py).
+            blocks = Blocks() if info is not None else None
             for ids, batch in batches:
-                yield send(batch_to_hetero_data(batch, input_id=ids, **self.options))
+                data = batch_to_hetero_data(batch, input_id=ids, **self.options)
+                yield data if blocks is None else sent(data, blocks)
             return
-        for ids, batch in batches:  # one HeteroData per record
-            for i in range(batch.records):
-                yield send(batch_to_hetero_data(batch.select(i, i + 1), input_id=ids[i:i + 1],
-                                                batched=False, **self.options))
+        for ids, batch in batches:  # one HeteroData per record (collated in the worker by
+            for i in range(batch.records):  # PyG's loader, which sends its own Batch)
+                yield batch_to_hetero_data(batch.select(i, i + 1), input_id=ids[i:i + 1],
+                                           batched=False, **self.options)
 
     def __repr__(self) -> str:
         return (f"SampleDataset({self.samples.folder!r}, {len(self.files)} shards, "
                 f"batch_size={self.batch_size})")
-
-
-def _one_block(data):
-    """The HeteroData with every tensor a view of one buffer: a DataLoader worker then
-    sends one shared-memory segment per batch, not one per tensor (about a third of the
-    CPU the hand-over to the main process took, measured with batches of 64)."""
-    tensors = [(store, key, value) for store in data.stores for key, value in store.items()
-               if isinstance(value, torch.Tensor)]
-    starts, total = [], 0
-    for _, _, tensor in tensors:
-        starts.append(total)
-        total += -(-tensor.numel() * tensor.element_size() // _ALIGN) * _ALIGN
-    block = _shared_block(max(total, 1))
-    for (store, key, tensor), start in zip(tensors, starts):
-        view = block[start:start + tensor.numel() * tensor.element_size()]
-        view = view.view(tensor.dtype).view(tensor.shape)
-        view.copy_(tensor)
-        store[key] = view
-    return data
-
-
-_ALIGN = 64  # bytes: every tensor of a block starts at a multiple of this
-
-
-def _shared_block(size: int):
-    """`size` bytes in shared memory from the start, so that sending them copies nothing
-    more (a third less of the hand-over's CPU than moving them there when sent). Through
-    torch's own (underscored) constructor of shared storage where it has one; else
-    ordinary memory, moved when sent."""
-    new_shared = getattr(torch.UntypedStorage, "_new_shared", None)
-    if new_shared is None:
-        return torch.empty(size, dtype=torch.uint8)
-    return torch.empty(0, dtype=torch.uint8).set_(new_shared(size))

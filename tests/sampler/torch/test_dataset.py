@@ -7,6 +7,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 
 from torch.utils.data import DataLoader  # noqa: E402
+from torch_geometric.data import HeteroData  # noqa: E402
 from torch_geometric.loader import DataLoader as PygLoader  # noqa: E402
 
 from sampler.graph_tensor import parse_example  # noqa: E402
@@ -231,26 +232,64 @@ def test_a_bad_record_is_named_by_file_and_index(demo, tmp_path, batch_size):
     assert "\n" not in str(info.value)
 
 
+def _tensors(data) -> dict:
+    return {(str(getattr(store, "_key", None)), name): value
+            for store in data.stores for name, value in store.items()
+            if isinstance(value, torch.Tensor)}
+
+
 @pytest.mark.filterwarnings("ignore:This DataLoader will create")
-def test_workers_hand_over_the_same_tensors(demo):
-    """A worker sends each HeteroData as one block of memory: every tensor arrives as it
-    left (records compared by input_id with and without workers)."""
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_workers_hand_over_the_same_tensors(demo, batch_size):
+    """Every tensor arrives from a worker as it left (compared by the first input_id with
+    and without workers; one worker for batches, which then cut the records alike);
+    batches come in blocks of shared memory the workers reuse, and
+    a batch kept while the loader goes on is never overwritten (all are compared after
+    the pass, none cloned)."""
     folder, vocabulary = demo
 
     def by_record(workers):
         out = {}
-        loader = DataLoader(SampleDataset(folder, vocabulary=vocabulary, label="labels"),
+        loader = DataLoader(SampleDataset(folder, vocabulary=vocabulary, label="labels",
+                                          batch_size=batch_size),
                             batch_size=None, num_workers=workers)
         for data in loader:
-            key = int(data["paper"].input_id[0])
-            out[key] = {(str(store._key), name): value.clone()
-                        for store in data.stores for name, value in store.items()
-                        if isinstance(value, torch.Tensor)}
+            assert type(data) is HeteroData
+            out[int(data["paper"].input_id[0])] = (_tensors(data), data.seed_id)
         return out
 
-    alone, sent = by_record(0), by_record(2)
+    alone, sent = by_record(0), by_record(2 if batch_size is None else 1)
     assert alone.keys() == sent.keys()
-    for key, tensors in alone.items():
-        assert tensors.keys() == sent[key].keys()
+    for key, (tensors, seed_ids) in alone.items():
+        got, got_seed_ids = sent[key]
+        assert tensors.keys() == got.keys() and seed_ids == got_seed_ids
         for name, value in tensors.items():
-            assert value.dtype == sent[key][name].dtype and torch.equal(value, sent[key][name])
+            assert value.dtype == got[name].dtype and torch.equal(value, got[name])
+
+
+def test_a_block_is_reused_only_when_no_tensor_of_its_batch_is_left(demo):
+    """handoff: the main process's views of a block keep it in use, however they are
+    held (a tensor taken out of the HeteroData, a view of it); the worker takes another
+    block meanwhile, and the first one back when the last view is gone."""
+    import gc
+    import pickle
+
+    from multiprocessing.reduction import ForkingPickler
+
+    from sampler.torch import handoff
+
+    folder, vocabulary = demo
+    first, second = list(SampleDataset(folder, vocabulary=vocabulary, batch_size=4))[:2]
+    expected_x = first["paper"].x.clone()
+    blocks = handoff.Blocks()
+    received = pickle.loads(ForkingPickler.dumps(handoff.sent(first, blocks)))
+    assert type(received) is HeteroData and torch.equal(received["paper"].x, expected_x)
+    kept = received["paper"].x[1:]  # a view of a tensor of the batch, nothing else
+    del received
+    gc.collect()
+    again = handoff.sent(second, blocks)  # the first block is still in use: another one
+    assert len(blocks._blocks) == 2
+    assert torch.equal(kept, expected_x[1:])
+    del kept, again
+    gc.collect()
+    assert [int(flag[0]) for _, flag in blocks._blocks] == [0, 1]
