@@ -35,8 +35,10 @@ seconds beside), interleaved round by round, the median of --repeat rounds:
 
 Records and MB (the shard files' bytes) per CPU-second and per wall-second. The machine
 is shared: CPU seconds are the figure to read, except for the DataLoader's workers,
-whose speedup only a quiet machine shows (the load average is recorded before and
-after). `--json FILE` writes the result with its provenance;
+whose speedup only a quiet machine shows in wall time (the load average is recorded
+before and after); so the dataset contenders also record the CPU each batch cost in
+the main process and in the workers, from which `two_idle_cores` gives the speedup of
+2 workers over 1 on two idle cores. `--json FILE` writes the result with its provenance;
 `python -m pipelines.tools.docs_gen` renders it into docs/performance.md.
 """
 from __future__ import annotations
@@ -79,10 +81,12 @@ def ensure_samples(scale: float, log=print) -> str:
 
 # ---- one contender, in its own process ---------------------------------------------------
 
-def _cpu() -> float:
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process and of its children (the DataLoader's workers,
+    counted once they have exited)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
 def _reader(name: str, folder: str, batch_size: int):
@@ -141,8 +145,14 @@ def _reader(name: str, folder: str, batch_size: int):
     torch.set_num_threads(1)
     workers = int(name.rsplit("_", 1)[1])
     dataset = SampleDataset(folder, vocabulary=vocabulary, batch_size=batch_size)
-    return lambda: sum(len(data["paper"].input_id) for data in torch.utils.data.DataLoader(
-        dataset, batch_size=None, num_workers=workers))
+
+    def read():
+        records = 0
+        for read.batches, data in enumerate(torch.utils.data.DataLoader(
+                dataset, batch_size=None, num_workers=workers), 1):
+            records += len(data["paper"].input_id)
+        return records
+    return read
 
 
 def _chunks_of(path: str, records: int):
@@ -258,9 +268,14 @@ def _decoder_merge(schema, layout):
 
 def run_contender(name: str, folder: str, batch_size: int) -> dict:
     read = _reader(name, folder, batch_size)
-    cpu, wall = _cpu(), time.perf_counter()
+    (main, workers), wall = _cpu(), time.perf_counter()
     records = read()
-    return {"records": records, "cpu_s": _cpu() - cpu, "wall_s": time.perf_counter() - wall}
+    wall = time.perf_counter() - wall
+    main, workers = (after - before for before, after in zip((main, workers), _cpu()))
+    result = {"records": records, "cpu_s": main + workers, "wall_s": wall}
+    if hasattr(read, "batches"):  # the DataLoader's: CPU per batch, main process and workers
+        result.update(batches=read.batches, main_cpu_s=main, workers_cpu_s=workers)
+    return result
 
 
 # ---- the whole run -------------------------------------------------------------------------
@@ -297,6 +312,11 @@ def measure(folder: str, contenders: list[str], repeat: int, batch_size: int,
                          "mb_per_cpu_s": round(mb / cpu, 1),
                          "records_per_s": round(records / wall, 1),
                          "mb_per_s": round(mb / wall, 1)}
+        if "batches" in results[0]:
+            medians[name].update(
+                {f"{who}_cpu_ms_per_batch": round(statistics.median(
+                    1000 * r[f"{who}_cpu_s"] / r["batches"] for r in results), 2)
+                 for who in ("main", "workers")})
     return {"records": records, "shards": len(files), "mb": round(mb, 1),
             "batch_size": batch_size, "repeat": repeat, "medians": medians,
             "runs": {name: [{k: round(v, 3) if isinstance(v, float) else v
@@ -318,9 +338,23 @@ def targets(medians: dict) -> dict:
              "hetero_vs_decoder_records_per_cpu_s": ratio("hetero", "decoder",
                                                           "records_per_cpu_s"),
              "dataset_2_vs_1_workers_wall": ratio("dataset_2", "dataset_1", "records_per_s"),
+             "dataset_2_vs_1_workers_two_idle_cores": two_idle_cores(medians),
              "train_decoder_vs_tensorflow_records_per_cpu_s": ratio(
                  "train_decoder", "train_tensorflow", "records_per_cpu_s")}
     return found
+
+
+def two_idle_cores(medians: dict):
+    """What 2 workers give over 1 on two otherwise idle cores, from the CPU each batch
+    cost with 2 workers: W in a worker, M in the main process. One worker is its own
+    bound (W per batch; the main process's M runs beside it on the other core); two
+    share both cores with the main process: (W + M) / 2 per batch. So 2W / (W + M).
+    Wall time can only show this on a quiet machine; the CPU costs show it on any."""
+    two = medians.get("dataset_2", {})
+    main, workers = two.get("main_cpu_ms_per_batch"), two.get("workers_cpu_ms_per_batch")
+    if not main or not workers:
+        return None
+    return round(2 * workers / (workers + main), 2)
 
 
 def main(argv=None) -> int:

@@ -9,7 +9,7 @@ anything but the file; ratios are computed from the file's own numbers.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Optional
 
 Table = list[list[str]]
 
@@ -318,11 +318,25 @@ def decode(data: dict, source: str) -> str:
                                                   "0.8x")
         + " the decoder's rate; `SampleDataset` with 2 DataLoader workers at "
         + ratio("dataset_2_vs_1_workers_wall", "1.7x") + " the wall rate of one"
+        + _worker_costs(medians.get("dataset_2", {}),
+                        targets.get("dataset_2_vs_1_workers_two_idle_cores"))
         + (f"; `train`'s input by the decoder at "
            f"{ratio('train_decoder_vs_tensorflow_records_per_cpu_s', 'more than 1x')} "
            f"TensorFlow's records per CPU-second" if "train_decoder" in medians else "")
         + ".",
         provenance_line(data, source)])
+
+
+def _worker_costs(two: dict, idle: Optional[float]) -> str:
+    """The CPU a batch cost with 2 workers, and what it makes of 2 workers on two idle
+    cores (decode_benchmark.two_idle_cores)."""
+    main, workers = two.get("main_cpu_ms_per_batch"), two.get("workers_cpu_ms_per_batch")
+    if main is None or workers is None or idle is None:
+        return ""
+    return (f" on this machine (a batch cost {main:.2f} ms of CPU in the main process and "
+            f"{workers:.2f} ms in a worker, so on two idle cores 2 workers give "
+            f"2W / (W + M) = **{idle:.2f}x** one worker's rate, and up to 2x with a core "
+            f"for the main process)")
 
 
 # ---- what a Dataflow run costs, estimated from the Beam engine's measured CPU ---------
