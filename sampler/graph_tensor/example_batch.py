@@ -90,14 +90,10 @@ class Strings:
         # Each value as `words` little-endian uint64s, the bytes past its end masked to
         # NUL: a gather and a few whole-array operations per 8 bytes, nothing per byte.
         at = windows(buffer)
-        rest, columns = lengths.copy(), []
-        for j in range(words):
-            kept = np.minimum(rest, 8)
-            column = at[starts + 8 * j]
-            column &= _KEEP_BYTES[kept]
-            columns.append(column)
-            rest -= kept
-        rows = np.stack(columns, axis=1)
+        rows = np.empty((n, words), dtype=np.uint64)
+        for j in range(words):  # written in place: no column copied twice
+            kept = np.clip(lengths - 8 * j, 0, 8)
+            np.bitwise_and(at[starts + 8 * j], _KEEP_BYTES[kept], out=rows[:, j])
         nul = np.flatnonzero((lengths > 0) & (buffer[np.maximum(starts + lengths - 1, 0)] == 0))
         exact = {int(i): buffer[starts[i]:starts[i] + lengths[i]].tobytes() for i in nul}
         return cls(rows.view(f"S{8 * words}").reshape(n), lengths, exact)

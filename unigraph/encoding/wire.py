@@ -166,9 +166,10 @@ def decode_varint_spans(data: np.ndarray, offsets: np.ndarray, where: str,
     closed = offsets[1:][offsets[1:] > offsets[:-1]] - 1
     if len(closed) and not last[closed].all():
         raise error(f"{where}: truncated varint in int64_list")
-    ended = np.zeros(len(data) + 1, dtype=np.int64)
-    np.cumsum(last, out=ended[1:])
-    return decode_varints(data, where, error), ended[offsets[1:]] - ended[offsets[:-1]]
+    # A span's count: the varints ending in it (their last bytes, found by position: a
+    # search per span, not a running count per byte).
+    ending = np.searchsorted(np.flatnonzero(last), offsets)
+    return decode_varints(data, where, error), ending[1:] - ending[:-1]
 
 
 # ---- reading many messages at once ---------------------------------------------------
