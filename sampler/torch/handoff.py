@@ -83,12 +83,15 @@ def sent(data, blocks: Blocks):
         offset += -(-size // _ALIGN) * _ALIGN
     block = blocks.take(offset - _HEADER)[:offset]
     memory = block.numpy()
-    for (store, key, tensor), (*_, at, size) in zip(tensors, layout):
+    placed = {}
+    for (store, key, tensor), entry in zip(tensors, layout):
+        at, size = entry[-2:]
         view = torch.from_numpy(memory[at:at + size]).view(tensor.dtype).view(tensor.shape)
         view.copy_(tensor)
         store[key] = view
+        placed[entry[:2]] = (view, entry)
     object.__setattr__(data, "__class__", Sent)
-    object.__setattr__(data, "_handoff", (block, layout))
+    object.__setattr__(data, "_handoff", (block, placed))
     return data
 
 
@@ -98,13 +101,16 @@ class Sent(HeteroData):
     tensors views of the block."""
 
     def __reduce__(self):
-        block, layout = self.__dict__["_handoff"]
-        rest = HeteroData()
+        block, placed = self.__dict__["_handoff"]
+        rest, layout = HeteroData(), []
         for store in self.stores:
             key = _store_key(store)
             target = rest if key is None else rest[key]  # the stores in their order
             for name, value in store.items():
-                if not isinstance(value, torch.Tensor):
+                view, entry = placed.get((key, name), (None, None))
+                if value is view:
+                    layout.append(entry)
+                else:  # not a tensor, or one set after `sent` (a collate_fn's): as it is
                     setattr(target, name, value)
         return _received, (block, rest, layout)
 

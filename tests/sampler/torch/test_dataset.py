@@ -293,3 +293,27 @@ def test_a_block_is_reused_only_when_no_tensor_of_its_batch_is_left(demo):
     del kept, again
     gc.collect()
     assert [int(flag[0]) for _, flag in blocks._blocks] == [0, 1]
+
+
+def test_tensors_changed_in_the_worker_after_the_handoff_arrive_as_changed(demo):
+    """A collate_fn in the worker may replace, add or drop tensors of a batch already in
+    its block: the main process gets what the batch holds when it is sent."""
+    import pickle
+
+    from multiprocessing.reduction import ForkingPickler
+
+    from sampler.torch import handoff
+
+    folder, vocabulary = demo
+    data = next(iter(SampleDataset(folder, vocabulary=vocabulary, batch_size=4)))
+    x, n_id = data["paper"].x.clone(), data["paper"].n_id.clone()
+    data = handoff.sent(data, handoff.Blocks())
+    data["paper"].x = data["paper"].x * 2           # replaced
+    data["paper"].mask = torch.ones(3, dtype=torch.bool)   # added
+    data["paper"].n_id.add_(1)                      # changed in place, in the block
+    del data["paper"].batch                         # dropped
+    received = pickle.loads(ForkingPickler.dumps(data))
+    assert torch.equal(received["paper"].x, x * 2)
+    assert torch.equal(received["paper"].mask, torch.ones(3, dtype=torch.bool))
+    assert torch.equal(received["paper"].n_id, n_id + 1)
+    assert "batch" not in received["paper"]
