@@ -15,8 +15,9 @@ Finding a seed does not decode every record: each record is first searched for
 the wire bytes of the wanted value (a C substring search), and only records
 holding them have their keys walked and one context feature decoded
 (sampler/output/seek.py). A seed listed twice has two subgraphs: all are shown
-(--first stops at the first). Decodes with the numpy GraphTensor core against
-the folder's graph_schema.pbtxt, without TensorFlow.
+(--first stops at the first). The records found are decoded many at a time by the
+batched decoder (sampler.graph_tensor) against the folder's graph_schema.pbtxt,
+without TensorFlow.
 """
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ import sys
 
 import numpy as np
 
-from sampler.graph_tensor import GraphTensor, parse_example
+from sampler.graph_tensor import GraphTensor
+from sampler.graph_tensor.batch_codec import BatchDecoder
+from sampler.output.batches import decoded_records
 from sampler.output.folder import SampleFolder, iter_records, open_samples
 from sampler.output.names import ID_FEATURE
 from sampler.output.seek import Condition, ScanCounts, find_records, parse_condition, \
@@ -301,11 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     counts = ScanCounts()
     try:
         samples = open_samples(args.output)
-        for number, (path, index, record) in enumerate(_selected(samples, args, counts)):
-            try:
-                graph = parse_example(samples.schema, record)
-            except SamplerError as e:  # the record's own fault: say which record it is
-                raise SamplerError(f"{path}: record {index}: {one_line(e)}") from None
+        found = _selected(samples, args, counts)
+        group = 1 if args.first or (args.seed_id is None and not args.context) else 64
+        for number, (path, index, graph) in enumerate(decoded_records(
+                BatchDecoder(samples.schema), found, group)):  # a bad one says which it is
             name = os.path.basename(path)
             if args.json:
                 print(json.dumps(to_json(graph, path, index), allow_nan=False))

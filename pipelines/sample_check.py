@@ -2,8 +2,10 @@
 
     sample-check out/
 
-Each record is decoded with the numpy GraphTensor core against the folder's
-graph_schema.pbtxt and checked: the core's rules (sizes, index ranges, edges
+Records are decoded many at a time (the batched decoder, sampler.graph_tensor) against
+the folder's graph_schema.pbtxt and checked over whole columns; a chunk with a record
+that breaks a rule is checked again record by record with the numpy GraphTensor core,
+which names what is wrong. The rules: the core's rules (sizes, index ranges, edges
 inside their component, the readout structure) and the output encoding's
 (docs/architecture.md, "The output contract"): one subgraph per record, `#id` on
 every node set, ids unique and in canonical order (the seed first, the rest by
@@ -25,8 +27,11 @@ from typing import Optional
 import numpy as np
 
 from sampler.graph_tensor import READOUT_NODE_SET, GraphTensor, parse_example
+from sampler.graph_tensor.batch_codec import BatchDecoder
+from sampler.graph_tensor.example_batch import ExampleBatch, Strings
+from sampler.output.batches import file_chunks
 from sampler.output.files import REPORT_FILE
-from sampler.output.folder import SamplesError, iter_records, open_samples
+from sampler.output.folder import SamplesError, open_samples
 from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET,
                                   SEED_ID_FEATURE, SOURCE_ID_FEATURE, TARGET_ID_FEATURE)
 from unigraph.protos import graph_schema_pb2 as gs
@@ -132,6 +137,72 @@ def check_sampled_graph(graph: GraphTensor, seed_set: str, link: bool = False) -
                             f"'{seed_set}' ({ID_FEATURE} {seed_ids[node]!r})")
 
 
+def batch_passes(batch: ExampleBatch, seed_set: str, link: bool = False) -> bool:
+    """Whether every record of a decoded batch keeps the rules check_sampled_graph checks,
+    found over whole columns. It may say False for a batch whose records are all good
+    (strings that end in NUL bytes, say); the records are then checked one by one, and
+    that check names what is wrong."""
+    if not (batch.components == 1).all():
+        return False
+    if not (batch.node_sets[READOUT_NODE_SET].sizes == 1).all():
+        return False
+    context = batch.context.features
+    names = (SOURCE_ID_FEATURE, TARGET_ID_FEATURE) if link else (SEED_ID_FEATURE,)
+    if not all(_plain_strings(context.get(name)) for name in names):
+        return False
+    seeds = np.ones(batch.records, dtype=np.int64)
+    if link:
+        seeds += context[SOURCE_ID_FEATURE].fixed != context[TARGET_ID_FEATURE].fixed
+    for name, piece in batch.node_sets.items():
+        if name == READOUT_NODE_SET:
+            continue
+        ids = piece.features.get(ID_FEATURE)
+        if not _plain_strings(ids):
+            return False
+        skip = seeds if name == seed_set else np.zeros(batch.records, dtype=np.int64)
+        if not _ascending_after(ids.fixed, piece.sizes, skip):
+            return False
+    seed_ids = batch.node_sets[seed_set].features[ID_FEATURE].fixed
+    seed_sizes = batch.node_sets[seed_set].sizes
+    first = np.cumsum(seed_sizes) - seed_sizes
+    expected = ([(LINK_READOUT_EDGE_SETS[0], SOURCE_ID_FEATURE, np.zeros_like(seeds)),
+                 (LINK_READOUT_EDGE_SETS[1], TARGET_ID_FEATURE, seeds - 1)] if link
+                else [(READOUT_EDGE_SET, SEED_ID_FEATURE, np.zeros_like(seeds))])
+    for edge_set, context_name, node in expected:
+        edges = batch.edge_sets[edge_set]
+        if not (edges.sizes == 1).all() or not (edges.source == first + node).all():
+            return False
+        if not (seed_sizes > node).all():
+            return False
+        if not (seed_ids[first + node] == context[context_name].fixed).all():
+            return False
+    return True
+
+
+def _plain_strings(values) -> bool:
+    """A vector of strings none of which ends in a NUL byte (so that their fixed-width
+    form orders and compares as the bytes do)."""
+    return (isinstance(values, Strings) and not values.as_objects and values.fixed.ndim == 1
+            and not values.exact)
+
+
+def _ascending_after(ids: np.ndarray, sizes: np.ndarray, skip: np.ndarray) -> bool:
+    """Within each record (sizes: its ids), the ids after its first `skip` strictly
+    ascend."""
+    if len(ids) < 2:
+        return True
+    # Neighbours (p, p + 1) that must ascend: from the record's start + skip on, up to
+    # its last id: +1 where such a run starts, -1 where it stops, summed along.
+    starts = np.cumsum(sizes) - sizes
+    begin, end = starts + np.minimum(skip, sizes), starts + sizes - 1
+    runs = begin < end
+    marks = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.add.at(marks, begin[runs], 1)
+    np.add.at(marks, end[runs], -1)
+    required = np.cumsum(marks[:-1])[:-1] > 0
+    return bool((ids[1:] > ids[:-1])[required].all())
+
+
 def check_folder(folder: str) -> CheckReport:
     samples = open_samples(folder)
     check_schema(samples.schema, samples.schema_path)
@@ -141,29 +212,45 @@ def check_folder(folder: str) -> CheckReport:
     report = CheckReport(files=len(samples.files),
                          nodes={n: 0 for n in sorted(samples.schema.node_sets)},
                          edges={n: 0 for n in sorted(samples.schema.edge_sets)})
+    decoder = BatchDecoder(samples.schema)
 
     def bad(path: str, index: int, message: str) -> None:
         report.bad_records += 1
         if report.first_bad is None:
             report.first_bad = BadRecordAt(path, index, one_line(message))
 
+    def count(pieces, totals) -> None:
+        for name, piece in pieces.items():
+            totals[name] += int(piece.sizes.sum())
+
     for path in samples.files:
-        index = -1
+        index = 0  # the next record's index in the file
         try:
-            for index, record in enumerate(iter_records(path)):
-                report.records += 1
-                try:
-                    graph = parse_example(samples.schema, record)
-                    check_sampled_graph(graph, seed_set, link)
-                except SamplerError as e:
-                    bad(path, index, str(e))
+            for chunk in file_chunks(path):
+                index = chunk.first_index + len(chunk)
+                report.records += len(chunk)
+                try:  # the usual case: a chunk of good records, checked as columns
+                    batch = decoder.decode(chunk.buffer, chunk.starts, chunk.lengths)
+                    passes = batch_passes(batch, seed_set, link)
+                except SamplerError:
+                    passes = False
+                if passes:
+                    count(batch.node_sets, report.nodes)
+                    count(batch.edge_sets, report.edges)
                     continue
-                for name, piece in graph.node_sets.items():
-                    report.nodes[name] += piece.total_size
-                for name, piece in graph.edge_sets.items():
-                    report.edges[name] += piece.total_size
+                for i in range(len(chunk)):  # else one by one, to say what is wrong
+                    try:
+                        graph = parse_example(samples.schema, chunk.record(i))
+                        check_sampled_graph(graph, seed_set, link)
+                    except SamplerError as e:
+                        bad(path, chunk.first_index + i, str(e))
+                        continue
+                    for name, piece in graph.node_sets.items():
+                        report.nodes[name] += piece.total_size
+                    for name, piece in graph.edge_sets.items():
+                        report.edges[name] += piece.total_size
         except SamplerError as e:  # damaged framing: the rest of the file is unreadable
-            bad(path, index + 1, str(e))
+            bad(path, index, str(e))
     report.report_mismatches = _compare_with_run_report(samples.folder, report)
     return report
 

@@ -31,12 +31,13 @@ def sampled_outputs(tmp_path_factory):
     process (read-only: copy one before changing it). demo and demo_seed7:
     examples/mag_tiny with two --seed values; topk: tests/testdata/topk (a missing,
     a duplicated and an edgeless seed); mixed: tests/testdata/unigraph/mixed (every
-    kind of feature)."""
+    kind of feature); link: examples/link_tiny's pairs with two negatives each."""
     from tests.pipelines.sampled_output import MIXED_SPEC, run_sample
 
     tmp = tmp_path_factory.mktemp("sampled_outputs")
     demo = os.path.join(REPO_ROOT, "examples", "mag_tiny")
     topk = os.path.join(TESTDATA, "topk")
+    link = os.path.join(REPO_ROOT, "examples", "link_tiny")
     (tmp / "mixed_spec.pbtxt").write_text(MIXED_SPEC)
     demo_args = (demo, os.path.join(demo, "sampling_spec.pbtxt"),
                  "--seeds", os.path.join(demo, "seeds.csv"))
@@ -46,6 +47,8 @@ def sampled_outputs(tmp_path_factory):
         "topk": (topk, os.path.join(topk, "sampling_spec.pbtxt"),
                  "--seeds", os.path.join(topk, "seeds.csv")),
         "mixed": (os.path.join(TESTDATA, "unigraph", "mixed"), tmp / "mixed_spec.pbtxt"),
+        "link": (link, os.path.join(link, "sampling_spec.pbtxt"),
+                 "--seeds", os.path.join(link, "pairs.csv"), "--negatives", "2"),
     }
 
     class Outputs(dict):

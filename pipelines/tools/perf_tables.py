@@ -9,7 +9,7 @@ anything but the file; ratios are computed from the file's own numbers.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Optional
 
 Table = list[list[str]]
 
@@ -264,6 +264,81 @@ def import_graph(data: dict, source: str) -> str:
         provenance_line(data, source)])
 
 
+def decode(data: dict, source: str) -> str:
+    """`python -m pipelines.bench.decode_benchmark --json`: every reader of `sample`'s
+    records beside tf.data + tfgnn.parse_example, on the same files in one run."""
+    result = data["result"]
+    medians = result["medians"]
+    batch = result["batch_size"]
+    names = {
+        "framing": "TFRecord framing and checksums alone",
+        "parse_example": "`parse_example`, record by record",
+        "tensorflow": f"TensorFlow: `tf.data` + `tfgnn.parse_example` on batches of {batch}, "
+                      f"one thread",
+        "parse_examples": f"`parse_examples` on chunks of {batch} records (GraphTensor)",
+        "decoder": f"batched decoder, batches of {batch} (merged GraphTensor)",
+        "columns": f"batched decoder, batches of {batch} (columns, no GraphTensor)",
+        "hetero": f"HeteroData batches of {batch} (`batch_to_hetero_data`)",
+        "dataset_0": f"`SampleDataset(batch_size={batch})`, DataLoader without workers",
+        "dataset_1": f"`SampleDataset(batch_size={batch})`, 1 DataLoader worker",
+        "dataset_2": f"`SampleDataset(batch_size={batch})`, 2 DataLoader workers",
+        "train_tensorflow": f"`train`'s input by `tf.io.parse_example`, batches of {batch}",
+        "train_decoder": f"`train`'s input by the batched decoder (`tf.numpy_function`), "
+                         f"batches of {batch}",
+    }
+    tf = medians.get("tensorflow")
+    rows = [[names.get(name, name), number(m["records_per_cpu_s"]), number(m["mb_per_cpu_s"]),
+             f"{m['records_per_cpu_s'] / tf['records_per_cpu_s']:.2f}x" if tf else "n/a",
+             number(m["records_per_s"]), number(m["cpu_s"], 2), number(m["wall_s"], 2)]
+            for name, m in medians.items()]
+    targets = result.get("targets", {})
+
+    def ratio(key: str, target: str) -> str:
+        value = targets.get(key)
+        return "not measured" if value is None else f"**{value:.2f}x** (target {target})"
+
+    mb = targets.get("decoder_mb_per_cpu_s")
+    load = data.get("load_average_before")
+    return "\n\n".join([
+        f"{data['folder']}: {result['records']:,} records, {number(result['mb'], 1)} MB in "
+        f"{result['shards']} shards; each reader in a process of its own, its loop over "
+        f"the folder timed (start-up and imports not counted), median of {result['repeat']} "
+        f"interleaved rounds. CPU seconds include the DataLoader's workers; their speedup "
+        f"is read in wall time, which only a quiet machine shows"
+        + (f" (load average {load} before the run, {data.get('load_average')} after)"
+           if load is not None else "") + ".",
+        table(["reader", "records / CPU-s", "MB / CPU-s", "vs TensorFlow", "records / s",
+               "CPU s", "wall s"], rows),
+        "From these medians: the batched decoder (merged GraphTensors) reads "
+        + ratio("decoder_vs_tensorflow_records_per_cpu_s", "5x")
+        + " TensorFlow's records per CPU-second and "
+        + (f"**{number(mb)}** MB per CPU-second (target 150)" if mb is not None
+           else "no MB figure")
+        + "; HeteroData batches come at " + ratio("hetero_vs_decoder_records_per_cpu_s",
+                                                  "0.8x")
+        + " the decoder's rate; `SampleDataset` with 2 DataLoader workers at "
+        + ratio("dataset_2_vs_1_workers_wall", "1.7x") + " the wall rate of one"
+        + _worker_costs(medians.get("dataset_2", {}),
+                        targets.get("dataset_2_vs_1_workers_two_idle_cores"))
+        + (f"; `train`'s input by the decoder at "
+           f"{ratio('train_decoder_vs_tensorflow_records_per_cpu_s', 'more than 1x')} "
+           f"TensorFlow's records per CPU-second" if "train_decoder" in medians else "")
+        + ".",
+        provenance_line(data, source)])
+
+
+def _worker_costs(two: dict, idle: Optional[float]) -> str:
+    """The CPU a batch cost with 2 workers, and what it makes of 2 workers on two idle
+    cores (decode_benchmark.two_idle_cores)."""
+    main, workers = two.get("main_cpu_ms_per_batch"), two.get("workers_cpu_ms_per_batch")
+    if main is None or workers is None or idle is None:
+        return ""
+    return (f" on this machine (a batch cost {main:.2f} ms of CPU in the main process and "
+            f"{workers:.2f} ms in a worker, so on two idle cores 2 workers give "
+            f"2W / (W + M) = **{idle:.2f}x** one worker's rate, and up to 2x with a core "
+            f"for the main process)")
+
+
 # ---- what a Dataflow run costs, estimated from the Beam engine's measured CPU ---------
 
 # Dataflow batch prices, us-central1: per vCPU-hour, per GB-hour of memory, per GB
@@ -385,6 +460,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
     "torch": ("Reading samples into PyTorch Geometric", torch),
     "import": ("Importing a graph (`unigraph-import`)", import_graph),
     "minibatch": ("Mini-batches (merged, PyG and DGL)", minibatch),
+    "decode": ("Reading samples back: the batched decoder", decode),
 }
 # Sections computed from other kinds' files: (title, after which kind they go).
 DERIVED = {"cost": ("What a Dataflow run costs", "engines")}
@@ -406,7 +482,9 @@ benchmark spec (seed paper; cites 8; written 4 from seed and cited papers; write
 affiliated_with 2; has_topic 4). See [`benchmark --help`](cli/benchmark.md) for every
 option, and the other measuring commands: `python -m pipelines.bench.codec_benchmark`
 (GraphTensor encode and decode), `python -m pipelines.bench.strategy_benchmark` (the
-strategies alone), `python -m pipelines.bench.read_benchmark` (table readers and writers).
+strategies alone), `python -m pipelines.bench.read_benchmark` (table readers and writers),
+`python -m pipelines.bench.decode_benchmark` (reading `sample`'s records back, beside
+TensorFlow's parser).
 """
 
 

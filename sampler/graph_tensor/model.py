@@ -123,7 +123,7 @@ def as_sizes(value, where: str) -> np.ndarray:
                                f"component), got shape {list(sizes.shape)}")
     if sizes.size and sizes.dtype.kind not in "iu":
         raise GraphTensorError(f"{where}: sizes must be integers, got dtype {sizes.dtype}")
-    sizes = sizes.astype(np.int64)
+    sizes = sizes.astype(np.int64, copy=False)
     if (sizes < 0).any():
         raise GraphTensorError(f"{where}: sizes must be >= 0, got {sizes.tolist()}")
     return _read_only(sizes)
@@ -136,7 +136,7 @@ def _as_indices(value, where: str) -> np.ndarray:
                                f"{list(indices.shape)}")
     if indices.size and indices.dtype.kind not in "iu":
         raise GraphTensorError(f"{where}: indices must be integers, got dtype {indices.dtype}")
-    return _read_only(indices.astype(np.int64))
+    return _read_only(indices.astype(np.int64, copy=False))
 
 
 def _as_features(features: Optional[Mapping], where: str) -> Features:
@@ -146,6 +146,18 @@ def _as_features(features: Optional[Mapping], where: str) -> Features:
             raise GraphTensorError(f"{where}: feature names must be non-empty strings, got {name!r}")
         result[name] = as_field(value, f"{where} feature '{name}'")
     return types.MappingProxyType(result)
+
+
+def trusted_features(features: Mapping[str, Field]) -> Features:
+    """Features a codec made (numeric arrays, strings as object arrays of bytes, Ragged):
+    read-only views, without `as_field`'s per-value pass over strings. For decoders whose
+    output is right by construction; anything else goes through `from_fields`."""
+    def read_only(field: Field) -> Field:
+        if isinstance(field, Ragged):
+            return Ragged(read_only(field.values), _read_only(field.row_lengths))
+        return _read_only(field)
+
+    return types.MappingProxyType({name: read_only(f) for name, f in features.items()})
 
 
 def field_length(field: Field) -> int:

@@ -93,26 +93,31 @@ def _check_adjacency(graph: GraphParts, name: str) -> None:
                 f"declare {edge_set.total_size} edges")
         node_sizes = graph.node_sets[set_name].sizes
         node_total = int(node_sizes.sum())
+        if len(edge_set.sizes) == 1:
+            outside = (indices < 0) | (indices >= node_total)  # in range means inside it
+        else:
+            # An edge must stay inside its own graph component; merging and padding
+            # rely on it, and a violation is the typical symptom of a batching bug.
+            # Each edge's component's nodes are [low, high): two repeats, no search.
+            node_splits = np.zeros(len(node_sizes) + 1, dtype=np.int64)
+            np.cumsum(node_sizes, out=node_splits[1:])
+            low = np.repeat(node_splits[:-1], edge_set.sizes)
+            outside = (indices < low) | (indices >= low + np.repeat(node_sizes, edge_set.sizes))
+        if not outside.any():
+            continue
         out_of_range = np.flatnonzero((indices < 0) | (indices >= node_total))
         if out_of_range.size:
             i = int(out_of_range[0])
             raise GraphTensorError(
                 f"{where}: edge {i} has index {int(indices[i])}, out of range for node set "
                 f"'{set_name}' with {node_total} nodes")
-        if len(edge_set.sizes) == 1:
-            continue  # one component: in range means inside it
-        # An edge must stay inside its own graph component; merging and padding
-        # rely on it, and a violation is the typical symptom of a batching bug.
-        edge_component = np.repeat(np.arange(len(edge_set.sizes)), edge_set.sizes)
-        node_splits = np.concatenate([[0], np.cumsum(node_sizes)])
-        node_component = np.searchsorted(node_splits, indices, side="right") - 1
-        crossing = np.flatnonzero(edge_component != node_component)
-        if crossing.size:
-            i = int(crossing[0])
-            raise GraphTensorError(
-                f"{where}: edge {i} of component {int(edge_component[i])} points to node "
-                f"{int(indices[i])} of component {int(node_component[i])} of node set "
-                f"'{set_name}'")
+        i = int(np.flatnonzero(outside)[0])
+        index = int(indices[i])
+        edge_component = int(np.searchsorted(np.cumsum(edge_set.sizes), i, side="right"))
+        node_component = int(np.searchsorted(np.cumsum(node_sizes), index, side="right"))
+        raise GraphTensorError(
+            f"{where}: edge {i} of component {edge_component} points to node {index} of "
+            f"component {node_component} of node set '{set_name}'")
 
 
 def _short(values: np.ndarray, limit: int = 8) -> str:

@@ -222,8 +222,16 @@ def _varint_at(data: bytes, pos: int, end: int) -> tuple[int, int]:
 def _canonical_spans(data: bytes) -> dict[str, Span] | None:
     """Spans when the record is Example{1: Features{1: entry...}} with entries
     {1: key, 2: value} in that order; None for any other layout."""
+    entries = canonical_entries(data)
+    return None if entries is None else dict(entries)
+
+
+def canonical_entries(data: bytes) -> list[tuple[str, Span]] | None:
+    """(key, span of its Feature) of every map entry in the order written, when the record
+    is Example{1: Features{1: entry...}} with entries {1: key, 2: value} in that order;
+    None for any other layout (the same key twice is kept twice)."""
     end = len(data)
-    spans: dict[str, Span] = {}
+    entries: list[tuple[str, Span]] = []
     pos = 0
     while pos < end:
         if data[pos] != 0x0A:
@@ -254,11 +262,11 @@ def _canonical_spans(data: bytes) -> dict[str, Span] | None:
                     return None
                 value = (value_start, entry_end)
             try:
-                spans[key.decode("utf-8")] = value
+                entries.append((key.decode("utf-8"), value))
             except UnicodeDecodeError:
                 return None  # the generic walk names the bad key
             pos = entry_end
-    return spans
+    return entries
 
 
 def _generic_spans(data: bytes) -> dict[str, Span]:

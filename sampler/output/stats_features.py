@@ -7,6 +7,7 @@ from typing import Iterator
 
 import numpy as np
 
+from sampler.graph_tensor.example_batch import Strings
 from sampler.output.sketches import (QUANTILE_NAMES, DistinctCount, LogHistogram, Moments, TopValues)
 from sampler.output.stats_layout import FeatureRef
 
@@ -85,6 +86,21 @@ class StringSummary:
         for batch in string_batches(items, lengths):
             self.top.add(batch)
             self.distinct.add(batch)
+
+    def add_strings(self, strings: Strings) -> None:
+        """`add` of the batched decoder's strings: their fixed-width array as it is, when
+        they have one (as string_batches would make it, up to its width)."""
+        if strings.as_objects or strings.fixed.size * strings.fixed.dtype.itemsize \
+                > STRING_BATCH_BYTES:
+            self.add(strings.objects().reshape(-1).tolist())
+            return
+        if not len(strings.lengths):
+            return
+        fixed = strings.fixed.reshape(-1)
+        self.count += len(fixed)
+        self.lengths.add(strings.lengths.reshape(-1))
+        self.top.add(fixed)
+        self.distinct.add(fixed)
 
     def merge(self, other: "StringSummary") -> None:
         self.count += other.count

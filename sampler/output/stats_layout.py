@@ -3,7 +3,7 @@ tf.Example key it is written under."""
 from __future__ import annotations
 
 import dataclasses
-
+from typing import Optional
 
 from sampler.graph_tensor import keys as k
 from sampler.output.folder import (SamplesError)
@@ -44,6 +44,8 @@ class Layout:
     node_sets: tuple[str, ...]
     edge_sets: tuple[str, ...]
     features: tuple[FeatureRef, ...]
+    # The schema itself, serialized (workers get it pickled), for the batched decoder.
+    schema: Optional[bytes] = dataclasses.field(default=None, compare=False)
 
     @staticmethod
     def of(schema: gs.GraphSchema) -> "Layout":
@@ -54,7 +56,7 @@ class Layout:
                 features += [_feature_ref(scope, set_name, name, feature)
                              for name, feature in sorted(piece.features.items())]
         return Layout(tuple(sorted(schema.node_sets)), tuple(sorted(schema.edge_sets)),
-                      tuple(features))
+                      tuple(features), schema.SerializeToString())
 
 
 def _feature_ref(scope: str, set_name: str, name: str, feature: gs.Feature) -> FeatureRef:

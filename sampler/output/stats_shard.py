@@ -1,6 +1,9 @@
-"""One shard of an output folder summarized (`summarize_shard` -> `Tally`) without decoding
-whole records: `#size` values read in place, each feature's packed data gathered over a
-chunk of records and decoded at once. Tallies merge in file order (stats.py)."""
+"""One shard of an output folder summarized (`summarize_shard` -> `Tally`) without turning
+records into GraphTensors: chunks of records laid out alike (what `sample` writes) are
+decoded a key at a time by the batched decoder's columns
+(sampler.graph_tensor.batch_codec); records laid out otherwise are read one by one,
+`#size` values read in place and each feature's packed data gathered over a chunk of
+records and decoded at once. Tallies merge in file order (stats.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,15 +13,20 @@ from google.protobuf.message import DecodeError
 
 from sampler.graph_tensor import keys as k
 from sampler.graph_tensor import wire
-from sampler.output.folder import SamplesError, iter_records
+from sampler.graph_tensor.batch_codec import BatchDecoder
+from sampler.graph_tensor.batch_columns import Columns
+from sampler.graph_tensor.example_batch import Strings, segment_sums
+from sampler.output.batches import file_chunks
+from sampler.output.folder import SamplesError
 from sampler.output.names import SEED_ID_FEATURE
 from sampler.output.stats_features import FeatureSummary, text_value
 from sampler.output.stats_layout import FeatureRef, Layout, is_auxiliary
 from unigraph.protos import example_pb2
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.errors import SamplerError, TableError, one_line
 
-CHUNK_RECORDS = 1024          # records whose feature values are decoded together,
-CHUNK_BYTES = 32 << 20        # or fewer when they hold more bytes than this
+CHUNK_RECORDS = 1024          # records read one by one whose feature values are decoded
+CHUNK_BYTES = 32 << 20        # together; records decoded together at most (one at least)
 LISTED_SEEDS = 20             # seed ids of seed-only subgraphs listed by id
 
 
@@ -81,62 +89,143 @@ class _Chunk:
 
 
 def summarize_shard(path: str, layout: Layout, keep_seed_ids: bool = False) -> Tally:
-    """The Tally of one shard file; SamplesError names the file and record it cannot read."""
+    """The Tally of one shard file; SamplesError names the file and record it cannot read.
+
+    Chunks of records laid out alike (what `sample` writes) are decoded a key at a time
+    by the batched decoder's columns (sampler.graph_tensor.batch_codec); any other chunk
+    record by record (_ShardRecords)."""
     tally = Tally(layout, seed_ids=[] if keep_seed_ids else None)
-    node_size_keys = [k.node_key(name, k.SIZE_NAME) for name in layout.node_sets]
-    edge_size_keys = [k.edge_key(name, k.SIZE_NAME) for name in layout.edge_sets]
-    real_nodes = np.array([not is_auxiliary(n) for n in layout.node_sets], bool)
-    real_edges = np.array([not is_auxiliary(n) for n in layout.edge_sets], bool)
-    seed_key = k.context_key(SEED_ID_FEATURE)
-
-    def flush(chunk: _Chunk, sizes: list, nodes: list, edges: list, seed_ids: list) -> None:
-        if not sizes:
-            return
-        # int32: a record (at most 2 GB) cannot hold 2**31 nodes; 4 bytes per set and record
-        node_counts = np.array(nodes, np.int32).reshape(len(sizes), len(node_size_keys))
-        edge_counts = np.array(edges, np.int32).reshape(len(sizes), len(edge_size_keys))
-        tally.records += len(sizes)
-        tally.record_bytes.append(np.array(sizes, np.int64))
-        tally.nodes.append(node_counts)
-        tally.edges.append(edge_counts)
-        if tally.seed_ids is not None:
-            tally.seed_ids.append(np.array([i or b"" for i in seed_ids], dtype="S"))
-        empty = ~(node_counts[:, real_nodes] > 0).any(axis=1)
-        seed_only = ~empty & ~(edge_counts[:, real_edges] > 0).any(axis=1)
-        tally.empty += int(empty.sum())
-        tally.seed_only += int(seed_only.sum())
-        for row in np.flatnonzero(seed_only)[:LISTED_SEEDS - len(tally.seed_only_ids)]:
-            tally.seed_only_ids.append(text_value(seed_ids[row]) if seed_ids[row] is not None
-                                       else "?")
-        _decode_chunk(chunk, layout, tally)
-
-    chunk, sizes, nodes, edges, seed_ids = _Chunk(layout), [], [], [], []
-    index, chunk_bytes, decoding = -1, 0, None
+    decoder = (BatchDecoder(gs.GraphSchema.FromString(layout.schema), indices=False)
+               if layout.schema is not None else None)
+    records = _ShardRecords(tally, layout, path)
     try:
-        for index, record in enumerate(iter_records(path)):
-            spans = wire.feature_spans(record)
-            sizes.append(len(record))
-            nodes.extend(_size(record, spans, key) for key in node_size_keys)
-            edges.extend(_size(record, spans, key) for key in edge_size_keys)
-            seed_ids.append(_first_bytes(record, spans.get(seed_key)))
-            for ref in layout.features:
-                _gather(record, spans, ref, chunk)
-            chunk_bytes += len(record)
-            if len(sizes) == CHUNK_RECORDS or chunk_bytes >= CHUNK_BYTES:
-                decoding = (index - len(sizes) + 1, index)
-                flush(chunk, sizes, nodes, edges, seed_ids)
-                chunk, sizes, nodes, edges, seed_ids = _Chunk(layout), [], [], [], []
-                chunk_bytes, decoding = 0, None
-        decoding = (index - len(sizes) + 1, index)
-        flush(chunk, sizes, nodes, edges, seed_ids)
+        for chunk in file_chunks(path, chunk_bytes=CHUNK_BYTES):
+            columns = (decoder.columns(chunk.buffer, chunk.starts, chunk.lengths)
+                       if decoder is not None else None)
+            if columns is not None:
+                _tally_columns(tally, layout, chunk.lengths, columns)
+                continue
+            for i in range(len(chunk)):
+                records.add(chunk.first_index + i, chunk.record(i))
+            records.flush()
     except TableError as e:   # damaged framing: names the file and record itself
         raise SamplesError(one_line(e)) from None
-    except SamplerError as e:
-        where = f"records {decoding[0]}-{decoding[1]}" if decoding else f"record {index}"
-        raise SamplesError(f"{path}: {where}: {one_line(e)}") from None
     tally.records_per_file = [tally.records]
     tally.compact()
     return tally
+
+
+def _tally_counts(tally: Tally, layout: Layout, record_bytes: np.ndarray,
+                  node_counts: np.ndarray, edge_counts: np.ndarray, seed_id) -> None:
+    """Adds a chunk's per-record numbers; seed_id(row) is a record's seed id (or None)."""
+    tally.records += len(record_bytes)
+    tally.record_bytes.append(np.asarray(record_bytes, np.int64))
+    tally.nodes.append(node_counts)
+    tally.edges.append(edge_counts)
+    real_nodes = np.array([not is_auxiliary(n) for n in layout.node_sets], bool)
+    real_edges = np.array([not is_auxiliary(n) for n in layout.edge_sets], bool)
+    empty = ~(node_counts[:, real_nodes] > 0).any(axis=1)
+    seed_only = ~empty & ~(edge_counts[:, real_edges] > 0).any(axis=1)
+    tally.empty += int(empty.sum())
+    tally.seed_only += int(seed_only.sum())
+    for row in np.flatnonzero(seed_only)[:LISTED_SEEDS - len(tally.seed_only_ids)]:
+        value = seed_id(row)
+        tally.seed_only_ids.append(text_value(value) if value is not None else "?")
+
+
+def _tally_columns(tally: Tally, layout: Layout, record_bytes: np.ndarray,
+                   columns: Columns) -> None:
+    """A chunk's numbers from the batched decoder's columns."""
+    def per_record(key: str) -> np.ndarray:
+        # int32: a record (at most 2 GB) cannot hold 2**31 nodes
+        return segment_sums(columns.values(key), columns.counts(key)).astype(np.int32)
+
+    n = len(record_bytes)
+    node_counts = np.zeros((n, len(layout.node_sets)), np.int32)
+    for j, name in enumerate(layout.node_sets):
+        node_counts[:, j] = per_record(k.node_key(name, k.SIZE_NAME))
+    edge_counts = np.zeros((n, len(layout.edge_sets)), np.int32)
+    for j, name in enumerate(layout.edge_sets):
+        edge_counts[:, j] = per_record(k.edge_key(name, k.SIZE_NAME))
+    seed_key = k.context_key(SEED_ID_FEATURE)
+    ids = columns.values(seed_key) if seed_key in columns else None
+    if isinstance(ids, Strings):  # a record's seed id: its first seed_id value
+        counts = columns.counts(seed_key)
+        first = np.cumsum(counts) - counts
+
+        def seed_id(row: int):
+            return ids.item(int(first[row])) if counts[row] else None
+    else:
+        def seed_id(row: int):
+            return None
+    _tally_counts(tally, layout, record_bytes, node_counts, edge_counts, seed_id)
+    if tally.seed_ids is not None:
+        if isinstance(ids, Strings) and len(ids):
+            chosen = ids.fixed.reshape(-1)[np.where(counts > 0, first, 0)]
+            chosen[counts == 0] = b""
+        else:
+            chosen = np.zeros(n, "S1")
+        tally.seed_ids.append(chosen)
+    for ref in layout.features:
+        summary = tally.features[ref.key]
+        values = columns.values(ref.key)
+        if isinstance(values, Strings):
+            summary.values.add_strings(values)
+        else:  # integers of every dtype are int64 on the wire, bools 0 and 1
+            summary.values.add(values)
+        for dimension in ref.ragged_dimensions:
+            summary.row_lengths[dimension].add(columns.values(k.ragged_key(ref.key, dimension)))
+
+
+class _ShardRecords:
+    """Records tallied one by one (wire.feature_spans), their feature bytes gathered and
+    decoded CHUNK_RECORDS at a time: records laid out otherwise than `sample` writes."""
+
+    def __init__(self, tally: Tally, layout: Layout, path: str):
+        self.tally, self.layout, self.path = tally, layout, path
+        self.node_size_keys = [k.node_key(name, k.SIZE_NAME) for name in layout.node_sets]
+        self.edge_size_keys = [k.edge_key(name, k.SIZE_NAME) for name in layout.edge_sets]
+        self._reset()
+
+    def _reset(self) -> None:
+        self.chunk, self.sizes, self.nodes, self.edges, self.seed_ids = \
+            _Chunk(self.layout), [], [], [], []
+        self.first = None
+
+    def add(self, index: int, record: bytes) -> None:
+        try:
+            spans = wire.feature_spans(record)
+            self.nodes.extend(_size(record, spans, key) for key in self.node_size_keys)
+            self.edges.extend(_size(record, spans, key) for key in self.edge_size_keys)
+            self.seed_ids.append(_first_bytes(record, spans.get(
+                k.context_key(SEED_ID_FEATURE))))
+            for ref in self.layout.features:
+                _gather(record, spans, ref, self.chunk)
+        except SamplerError as e:
+            raise SamplesError(f"{self.path}: record {index}: {one_line(e)}") from None
+        self.first = index if self.first is None else self.first
+        self.sizes.append(len(record))
+        if len(self.sizes) == CHUNK_RECORDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.sizes:
+            return
+        n = len(self.sizes)
+        node_counts = np.array(self.nodes, np.int32).reshape(n, len(self.node_size_keys))
+        edge_counts = np.array(self.edges, np.int32).reshape(n, len(self.edge_size_keys))
+        seed_ids = self.seed_ids
+        _tally_counts(self.tally, self.layout, np.array(self.sizes, np.int64), node_counts,
+                      edge_counts, lambda row: seed_ids[row])
+        if self.tally.seed_ids is not None:
+            self.tally.seed_ids.append(np.array([i or b"" for i in seed_ids], dtype="S"))
+        try:
+            _decode_chunk(self.chunk, self.layout, self.tally)
+        except SamplerError as e:
+            where = (f"records {self.first}-{self.first + n - 1}" if n > 1
+                     else f"record {self.first}")
+            raise SamplesError(f"{self.path}: {where}: {one_line(e)}") from None
+        self._reset()
 
 
 def _size(record: bytes, spans: dict, key: str) -> int:

@@ -22,18 +22,18 @@ are left out (the GraphTensor keeps them).
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from sampler.graph_tensor.example_batch import ExampleBatch
 from sampler.graph_tensor.model import GraphTensor
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET, READOUT_PREFIX
 from sampler.minibatch.batch import MergedBatch
 from sampler.output.names import ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET
+from sampler.torch.columns import BATCH, Edges, graphs_of, merged, of_batch
 from sampler.torch.minibatch import merged_to_hetero_data
 from sampler.torch.vocabulary import Vocabulary, integer_ids
-from unigraph.columnar.ragged import Ragged
 from unigraph.errors import SamplerError, require_extra
 
 torch = require_extra("torch", "torch", "sampler.torch")
@@ -47,26 +47,7 @@ RESERVED = frozenset({"x", "y", "edge_index", "edge_attr", "n_id", "e_id", "batc
                       "edge_label_index"})
 
 EdgeType = tuple[str, str, str]
-_BATCH = "\0batch"  # the merge's subgraph index per node, beside the features
-
-
-@dataclasses.dataclass
-class _Nodes:
-    sizes: np.ndarray          # per subgraph
-    features: dict             # name -> array over the merged nodes (dense, and #id)
-
-    @property
-    def count(self) -> int:
-        return int(self.sizes.sum())
-
-
-@dataclasses.dataclass
-class _Edges:
-    source_set: str
-    target_set: str
-    source: np.ndarray
-    target: np.ndarray
-    features: dict
+_NID = "\0n_id"     # and the nodes' n_id
 
 
 def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
@@ -74,10 +55,13 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
                    link_edge_type: Optional[EdgeType] = None,
                    input_id: Optional[Union[int, Sequence[int], np.ndarray]] = None
                    ) -> "HeteroData":
-    """A `HeteroData` of one subgraph (a numpy GraphTensor: `parse_example` of a record,
-    an item of `Graph.sample`) or of a batch: a list of them, or a `Subgraphs` of the
-    Python API, merged into one disjoint graph with seeds first (module docstring); or
-    of a mini-batch sampled at once (`Graph.sample_merged`: sampler.torch.minibatch).
+    """A `HeteroData` of one subgraph (a numpy GraphTensor of one component:
+    `parse_example` of a record, an item of `Graph.sample`) or of a batch: a list of
+    them, a `Subgraphs` of the Python API, or a GraphTensor of several components
+    (`sampler.graph_tensor.parse_examples` of records, `merge_batch_to_components`: each
+    component a subgraph), merged into one disjoint graph with seeds first (module
+    docstring); or of a mini-batch sampled at once (`Graph.sample_merged`:
+    sampler.torch.minibatch).
 
     vocabulary: maps string `#id`s to `n_id` codes (required unless the ids are
         integers, which are then `n_id` as they are).
@@ -94,24 +78,70 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
     if isinstance(subgraphs, MergedBatch):  # a mini-batch sampled at once: its own layout
         return merged_to_hetero_data(subgraphs, features=features, label=label,
                                      link_edge_type=link_edge_type)
-    if features not in FEATURE_MODES:
-        raise SamplerError(f"features={features!r}: give one of {', '.join(FEATURE_MODES)}")
-    graphs, default_ids, batched = _graphs_of(subgraphs)
+    _check_mode(features)
+    if isinstance(subgraphs, GraphTensor) and subgraphs.num_components > 1:
+        batch = ExampleBatch.of_graph(subgraphs, np.ones(subgraphs.num_components, np.int64))
+        return batch_to_hetero_data(batch, input_id=input_id, vocabulary=vocabulary,
+                                    features=features, label=label,
+                                    link_edge_type=link_edge_type)
+    graphs, default_ids, batched = graphs_of(subgraphs)
     if not graphs:
         raise SamplerError("to_hetero_data: no subgraph to convert")
+    input_ids = _input_ids(input_id, default_ids)
+    return _hetero_data(merged(graphs, batched), input_ids, batched, vocabulary=vocabulary,
+                        features=features, label=label, link_edge_type=link_edge_type)
+
+
+def batch_to_hetero_data(batch: ExampleBatch, *, input_id=None,
+                         vocabulary: Optional[Vocabulary] = None, features: str = "x",
+                         label: Optional[str] = None,
+                         link_edge_type: Optional[EdgeType] = None,
+                         batched: bool = True) -> "HeteroData":
+    """`to_hetero_data` of the records of a decoded batch (`sampler.graph_tensor`'s
+    ExampleBatch: what SampleDataset reads), each record a subgraph, without a
+    GraphTensor: the columns go to PyG as they are (string `#id`s looked up as fixed-width
+    arrays). `batched=False`: a batch of one record laid out as one subgraph."""
+    _check_mode(features)
+    if not batch.records:
+        raise SamplerError("to_hetero_data: no subgraph to convert")
+    input_ids = _input_ids(input_id, np.arange(batch.records, dtype=np.int64))
+    return _hetero_data(of_batch(batch, batched), input_ids, batched,
+                        vocabulary=vocabulary, features=features, label=label,
+                        link_edge_type=link_edge_type)
+
+
+def _check_mode(features: str) -> None:
+    if features not in FEATURE_MODES:
+        raise SamplerError(f"features={features!r}: give one of {', '.join(FEATURE_MODES)}")
+
+
+def _input_ids(input_id, default_ids: np.ndarray) -> np.ndarray:
     input_ids = (default_ids if input_id is None
                  else np.asarray(input_id, dtype=np.int64).reshape(-1))
-    if len(input_ids) != len(graphs):
-        raise SamplerError(f"input_id: {len(input_ids)} ids for {len(graphs)} subgraphs")
-    nodes, edges, context = _merge(graphs, batched)
+    if len(input_ids) != len(default_ids):
+        raise SamplerError(f"input_id: {len(input_ids)} ids for {len(default_ids)} "
+                           f"subgraphs")
+    return input_ids
+
+
+def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
+                 vocabulary: Optional[Vocabulary], features: str, label: Optional[str],
+                 link_edge_type: Optional[EdgeType]) -> "HeteroData":
+    """PyG's layout of merged columns (nodes, edges, context): seeds first, readouts as
+    PyG's attributes, features as `x`/`edge_attr` or by name, then tensors."""
+    nodes, edges, context = columns
     data = HeteroData()
     graph_level: dict = {}
     readout = nodes.pop(READOUT_NODE_SET, None)
     readout_features = readout.features if readout is not None else {}
-    readout_features.pop(_BATCH, None)
+    readout_features.pop(BATCH, None)
     readouts = {name: edges.pop(name) for name in list(edges)
                 if name == READOUT_NODE_SET or name.startswith(READOUT_PREFIX)}
 
+    for set_name, node_set in nodes.items():  # n_id first: codes move cheaper than ids
+        ids = node_set.features.pop(ID_FEATURE, None)
+        if ids is not None:
+            node_set.features[_NID] = _node_codes(set_name, ids, vocabulary)
     if READOUT_EDGE_SET in readouts:
         seed_set = readouts[READOUT_EDGE_SET].source_set
         seeds = _read_out(readouts[READOUT_EDGE_SET])
@@ -151,13 +181,13 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
     for set_name, node_set in nodes.items():
         store = data[set_name]
         store.num_nodes = node_set.count
-        ids = node_set.features.pop(ID_FEATURE, None)
-        if ids is not None:
-            store.n_id = torch.from_numpy(_node_codes(set_name, ids, vocabulary))
+        codes = node_set.features.pop(_NID, None)
+        if codes is not None:
+            store.n_id = torch.from_numpy(codes)
         _put_features(store, node_set.features, features, "x", f"node set '{set_name}'")
         if batched:
-            store.batch = torch.from_numpy(node_set.features.pop(_BATCH))
-        node_set.features.pop(_BATCH, None)
+            store.batch = torch.from_numpy(node_set.features.pop(BATCH))
+        node_set.features.pop(BATCH, None)
     for set_name, edge_set in edges.items():
         store = data[edge_set.source_set, set_name, edge_set.target_set]
         store.edge_index = torch.from_numpy(np.stack([edge_set.source, edge_set.target]))
@@ -168,94 +198,7 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
     return data
 
 
-def _graphs_of(subgraphs) -> tuple[list[GraphTensor], np.ndarray, bool]:
-    """(the subgraphs, their default input ids, whether it is a batch)."""
-    if isinstance(subgraphs, GraphTensor):
-        return [subgraphs], np.zeros(1, np.int64), False
-    positions = getattr(subgraphs, "positions", None)  # sampler.api.Subgraphs
-    graphs = list(subgraphs)
-    for graph in graphs:
-        if not isinstance(graph, GraphTensor):
-            raise SamplerError(f"to_hetero_data takes GraphTensors (sampler.graph_tensor), "
-                               f"got {type(graph).__name__}")
-    ids = (np.asarray(positions, np.int64) if positions is not None
-           else np.arange(len(graphs), dtype=np.int64))
-    return graphs, ids, True
-
-
-def _dense(value) -> bool:
-    return not isinstance(value, Ragged) and value.dtype.kind in "biuf"
-
-
-def _merge(graphs: list[GraphTensor], batched: bool = True):
-    """The subgraphs as one graph: node sets and edge sets concatenated, edge indices
-    moved past the nodes of the subgraphs before them. Only what has a tensor form, in
-    fresh arrays (the tensors share them). `batched`: note each node's subgraph."""
-    if len(graphs) == 1:
-        return _copied(graphs[0], batched)
-    first = graphs[0]
-    try:
-        nodes = {}
-        for name, node_set in first.node_sets.items():
-            sizes = np.array([g.node_sets[name].total_size for g in graphs], np.int64)
-            kept = {f: np.concatenate([g.node_sets[name].features[f] for g in graphs])
-                    for f, value in node_set.features.items() if _kept(f, value)}
-            kept[_BATCH] = np.repeat(np.arange(len(graphs), dtype=np.int64), sizes)
-            nodes[name] = _Nodes(sizes, kept)
-        starts = {name: np.cumsum(n.sizes) - n.sizes for name, n in nodes.items()}
-        edges = {}
-        for name, edge_set in first.edge_sets.items():
-            parts = [g.edge_sets[name] for g in graphs]
-            counts = np.array([p.total_size for p in parts], np.int64)
-            source, target = edge_set.adjacency.source_name, edge_set.adjacency.target_name
-            edges[name] = _Edges(
-                source, target,
-                np.concatenate([p.adjacency.source for p in parts])
-                + np.repeat(starts[source], counts),
-                np.concatenate([p.adjacency.target for p in parts])
-                + np.repeat(starts[target], counts),
-                {f: np.concatenate([p.features[f] for p in parts])
-                 for f, value in edge_set.features.items() if _dense(value)})
-        context = {name: np.concatenate([g.context.features[name] for g in graphs])
-                   for name, value in first.context.features.items()
-                   if not isinstance(value, Ragged)}
-    except KeyError as e:
-        raise SamplerError(f"subgraphs of different schemas cannot be merged: one lacks "
-                           f"{e}") from None
-    return nodes, edges, _context(context)
-
-
-def _copied(graph: GraphTensor, batched: bool):
-    """`_merge` of one subgraph: copies, nothing to move (a record's common case)."""
-    nodes = {}
-    for name, node_set in graph.node_sets.items():
-        kept = {f: np.array(value) for f, value in node_set.features.items()
-                if _kept(f, value)}
-        if batched:
-            kept[_BATCH] = np.zeros(node_set.total_size, np.int64)
-        nodes[name] = _Nodes(np.array(node_set.sizes), kept)
-    edges = {name: _Edges(edge_set.adjacency.source_name, edge_set.adjacency.target_name,
-                          np.array(edge_set.adjacency.source),
-                          np.array(edge_set.adjacency.target),
-                          {f: np.array(value) for f, value in edge_set.features.items()
-                           if _dense(value)})
-             for name, edge_set in graph.edge_sets.items()}
-    context = {name: np.array(value) for name, value in graph.context.features.items()
-               if not isinstance(value, Ragged)}
-    return nodes, edges, _context(context)
-
-
-def _kept(name: str, value) -> bool:
-    """Node features with a tensor form, and the ids."""
-    return _dense(value) or (name == ID_FEATURE and not isinstance(value, Ragged))
-
-
-def _context(features: dict) -> dict:
-    return {name: [_text(v) for v in values] if values.dtype.kind == "O" else values
-            for name, values in features.items()}
-
-
-def _read_out(edge_set: _Edges) -> np.ndarray:
+def _read_out(edge_set: Edges) -> np.ndarray:
     """The nodes a readout edge set reads, in `_readout` node (= subgraph) order."""
     return edge_set.source[np.argsort(edge_set.target, kind="stable")]
 
@@ -271,12 +214,14 @@ def _seeds_first(seed_set: str, seeds: np.ndarray, nodes: dict, edges: dict) -> 
         return  # one subgraph: its seed is node 0 already
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
-    node_set.features = {name: value[order] for name, value in node_set.features.items()}
+    # np.take: faster than fancy indexing for these gathers (unigraph.columnar.ragged.take)
+    node_set.features = {name: np.take(value, order, axis=0)
+                         for name, value in node_set.features.items()}
     for edge_set in edges.values():
         if edge_set.source_set == seed_set:
-            edge_set.source = position[edge_set.source]
+            edge_set.source = np.take(position, edge_set.source)
         if edge_set.target_set == seed_set:
-            edge_set.target = position[edge_set.target]
+            edge_set.target = np.take(position, edge_set.target)
 
 
 def _node_label(label: Optional[str], seed_set: str, nodes: dict, readout: dict):
@@ -328,19 +273,14 @@ def _put_features(store, features: dict, mode: str, concatenated: str, where: st
                                    f"features='x'")
             store[name] = torch.from_numpy(value)
         return
-    columns = [value.reshape(len(value), -1) for value in dense.values()]
+    # Not reshape(n, -1): numpy cannot infer -1 for no item (an edge set without edges).
+    columns = [value.reshape(len(value), int(np.prod(value.shape[1:], dtype=np.int64)))
+               for value in dense.values()]
     if len(columns) == 1 and columns[0].dtype == np.float32:
         matrix = columns[0]  # already a fresh array of the merge
     else:
         matrix = np.concatenate([c.astype(np.float32, copy=False) for c in columns], axis=1)
     store[concatenated] = torch.from_numpy(np.ascontiguousarray(matrix))
-
-
-def _text(value: bytes):
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return value
 
 
 def _graph_value(values, batched: bool):

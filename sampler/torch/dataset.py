@@ -1,10 +1,12 @@
 """`SampleDataset`: a `sample` output folder as a PyTorch `IterableDataset` of HeteroData.
 
-Records are decoded by the project's own codec (`sampler.graph_tensor.parse_example`,
-no TensorFlow) and converted by `to_hetero_data`. With `torch.utils.data.DataLoader`
-workers, each worker reads whole shards, shard i going to worker i mod workers, so
-every record is read exactly once per pass whatever the number of workers (a worker
-with no shard yields nothing). Shards are files, local or gs://.
+Records are decoded many at a time by the project's batched decoder
+(`sampler.graph_tensor.batch_codec`, no TensorFlow; sampler/output/batches.py reads the
+shards) and each batch's columns become one HeteroData (`convert.batch_to_hetero_data`),
+without a GraphTensor per record. With `torch.utils.data.DataLoader` workers, each
+worker reads whole shards, shard i going to worker i mod workers, so every record is
+read exactly once per pass whatever the number of workers (a worker with no shard
+yields nothing). Shards are files, local or gs://.
 """
 from __future__ import annotations
 
@@ -12,14 +14,15 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from sampler.graph_tensor.codec import parse_example
-from sampler.output.folder import iter_records, open_samples
-from sampler.torch.convert import EdgeType, to_hetero_data, torch
+from sampler.graph_tensor.batch_codec import BatchDecoder
+from sampler.output.batches import SHARD_STRIDE, read_batches
+from sampler.output.folder import open_samples
+from sampler.torch.convert import EdgeType, batch_to_hetero_data, torch
+from sampler.torch.handoff import Blocks, sent
 from sampler.torch.vocabulary import Vocabulary
 from unigraph.errors import SamplerError
 
-# A record's `input_id`: its shard's index times this, plus its position in the shard.
-SHARD_STRIDE = 2 ** 32
+__all__ = ["SHARD_STRIDE", "SampleDataset"]  # SHARD_STRIDE: a record's input_id, see below
 
 
 class SampleDataset(torch.utils.data.IterableDataset):
@@ -80,45 +83,23 @@ class SampleDataset(torch.utils.data.IterableDataset):
         if self.shuffle:  # the same shard order in every worker: the split stays a split
             shards = np.random.default_rng([self.seed, self.epoch]).permutation(shards)
         mine = shards[worker::workers].tolist()
-        records = self._records(mine)
-        if self.shuffle:
-            records = _shuffled(records, self.shuffle_buffer, rng)
-        if self.batch_size is None:
-            for input_id, graph in records:
-                yield to_hetero_data(graph, input_id=input_id, **self.options)
+        batches = read_batches(self.files, mine, BatchDecoder(self.schema),
+                               batch_size=self.batch_size, drop_last=self.drop_last,
+                               shuffle_buffer=self.shuffle_buffer if self.shuffle else 0,
+                               rng=rng)
+        if self.batch_size is not None:
+            # In a DataLoader worker, each batch goes to the main process in one block of
+            # shared memory the worker reuses (sampler/torch/handoff.py).
+            blocks = Blocks() if info is not None else None
+            for ids, batch in batches:
+                data = batch_to_hetero_data(batch, input_id=ids, **self.options)
+                yield data if blocks is None else sent(data, blocks)
             return
-        batch: list = []
-        for item in records:
-            batch.append(item)
-            if len(batch) == self.batch_size:
-                yield self._batch(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield self._batch(batch)
-
-    def _records(self, shards: list[int]):
-        for shard in shards:
-            for position, record in enumerate(iter_records(self.files[shard])):
-                yield shard * SHARD_STRIDE + position, parse_example(self.schema, record)
-
-    def _batch(self, items: list):
-        return to_hetero_data([graph for _, graph in items],
-                              input_id=[input_id for input_id, _ in items], **self.options)
+        for ids, batch in batches:  # one HeteroData per record (collated in the worker by
+            for i in range(batch.records):  # PyG's loader, which sends its own Batch)
+                yield batch_to_hetero_data(batch.select(i, i + 1), input_id=ids[i:i + 1],
+                                           batched=False, **self.options)
 
     def __repr__(self) -> str:
         return (f"SampleDataset({self.samples.folder!r}, {len(self.files)} shards, "
                 f"batch_size={self.batch_size})")
-
-
-def _shuffled(items, buffer_size: int, rng: np.random.Generator):
-    """A shuffle buffer: each item leaves from a random place of the buffer."""
-    buffer: list = []
-    for item in items:
-        if len(buffer) < buffer_size:
-            buffer.append(item)
-            continue
-        i = int(rng.integers(len(buffer)))
-        buffer[i], item = item, buffer[i]
-        yield item
-    rng.shuffle(buffer)
-    yield from buffer

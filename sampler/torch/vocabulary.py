@@ -19,6 +19,7 @@ from typing import Iterable, Mapping, Optional
 
 import numpy as np
 
+from sampler.core.arrays import byte_keys
 from unigraph.errors import SamplerError
 
 
@@ -36,6 +37,15 @@ def _as_bytes(ids) -> np.ndarray:
     return np.array(out, dtype="S") if out else np.zeros(0, "S1")
 
 
+def _narrowest(ids: np.ndarray) -> np.ndarray:
+    """An 'S' array at the width of its longest id (a decoder's arrays are wider), so
+    that ids of a common prefix fit ByteKeys' 8 bytes after it."""
+    if not len(ids) or ids.dtype.itemsize <= 1:
+        return ids
+    longest = int(np.char.str_len(ids).max())
+    return ids if longest == ids.dtype.itemsize else ids.astype(f"S{max(longest, 1)}")
+
+
 class Vocabulary:
     """Per node set, ids <-> dense int64 codes (module docstring). `Vocabulary()` grows;
     `Vocabulary({node_set: ids})` is fixed: it refuses node sets it does not name, unless
@@ -43,11 +53,12 @@ class Vocabulary:
 
     def __init__(self, ids: Optional[Mapping[str, Iterable]] = None, *,
                  grow: Optional[bool] = None):
-        self._fixed = {name: np.unique(_as_bytes(list(values) if not isinstance(values, np.ndarray)
-                                                 else values))
-                       for name, values in (ids or {}).items()}
+        self._fixed = {name: _narrowest(np.unique(_as_bytes(
+            list(values) if not isinstance(values, np.ndarray) else values)))
+            for name, values in (ids or {}).items()}
         self._grow = ids is None if grow is None else grow
         self._codes: dict[str, dict[bytes, int]] = {}
+        self._keys: dict = {}  # node set -> (its ids' ByteKeys, their _KeyTable), or Nones
         self._seen: dict[str, list[bytes]] = {}
 
     @classmethod
@@ -60,24 +71,42 @@ class Vocabulary:
     @classmethod
     def from_samples(cls, folder: str) -> "Vocabulary":
         """Every id the records of a `sample` output folder hold (one pass over its
-        `#id` features, local or gs://); fixed."""
-        from sampler.graph_tensor import wire
-        from sampler.graph_tensor.keys import node_key
-        from sampler.output.folder import iter_records, open_samples
+        `#id` features, local or gs://, read a chunk of records at a time by the batched
+        decoder); fixed."""
+        from sampler.graph_tensor.batch_codec import BatchDecoder
+        from sampler.graph_tensor.codec import parse_example
+        from sampler.output.batches import file_chunks
+        from sampler.output.folder import open_samples
         from sampler.output.names import ID_FEATURE
+        from unigraph.protos import graph_schema_pb2 as gs
 
         samples = open_samples(folder)
-        keys = {node_key(name, ID_FEATURE): name for name, node_set in
-                samples.schema.node_sets.items() if ID_FEATURE in node_set.features}
-        found: dict[str, list] = {name: [] for name in keys.values()}
+        ids_only = gs.GraphSchema()  # the schema's sets with their #id alone
+        for name, node_set in samples.schema.node_sets.items():
+            ids_only.node_sets[name].SetInParent()
+            if ID_FEATURE in node_set.features:
+                ids_only.node_sets[name].features[ID_FEATURE].CopyFrom(
+                    node_set.features[ID_FEATURE])
+        for name, edge_set in samples.schema.edge_sets.items():
+            ids_only.edge_sets[name].source = edge_set.source
+            ids_only.edge_sets[name].target = edge_set.target
+        names = [n for n, p in ids_only.node_sets.items() if ID_FEATURE in p.features]
+        decoder = BatchDecoder(ids_only, indices=False)
+        found: dict[str, list] = {name: [] for name in names}
         for path in samples.files:
-            for record in iter_records(path):
-                raw = wire.split_example(record)
-                for key, name in keys.items():
-                    if key in raw:
-                        found[name].extend(wire.decode_feature(raw[key], key)[1])
-        return cls({name: np.array(values, dtype="S") if values else np.zeros(0, "S1")
-                    for name, values in found.items()}, grow=False)
+            for chunk in file_chunks(path):
+                columns = decoder.columns(chunk.buffer, chunk.starts, chunk.lengths)
+                if columns is not None:
+                    for name in names:
+                        found[name].append(np.unique(columns.values(
+                            f"nodes/{name}.{ID_FEATURE}").fixed))
+                    continue
+                for i in range(len(chunk)):  # records laid out otherwise
+                    graph = parse_example(ids_only, chunk.record(i), validate=False)
+                    for name in names:
+                        found[name].append(_as_bytes(graph.node_sets[name][ID_FEATURE]))
+        return cls({name: np.concatenate(parts) if parts else np.zeros(0, "S1")
+                    for name, parts in found.items()}, grow=False)
 
     @property
     def fixed(self) -> bool:
@@ -98,6 +127,9 @@ class Vocabulary:
         ids = _as_bytes(ids)
         if node_set in self._fixed:
             known = self._fixed[node_set]
+            codes = self._by_keys(node_set, ids)
+            if codes is not None:
+                return codes
             codes = np.searchsorted(known, ids)
             found = codes < len(known)
             found[found] = known[codes[found]] == ids[found]
@@ -120,6 +152,34 @@ class Vocabulary:
             out[i] = code
         return out
 
+    def _by_keys(self, node_set: str, ids: np.ndarray) -> Optional[np.ndarray]:
+        """`index` of a fixed node set through uint64 keys (sampler.core.arrays.ByteKeys:
+        ids that share a prefix and differ in at most 8 bytes after it, as most do),
+        which search several times faster than byte strings; None where they do not fit
+        (then the strings are searched)."""
+        if node_set not in self._keys:
+            known = self._fixed[node_set]
+            keys = byte_keys(known) if len(known) else None
+            self._keys[node_set] = keys, (_KeyTable(keys.keys) if keys is not None else None)
+        keys, table = self._keys[node_set]
+        if keys is None or not len(ids):
+            return None
+        found = _word_keys(ids, keys.prefix)
+        if found is None:
+            if ids.dtype.itemsize > keys.width:  # wider: its ids all fit unless a byte
+                raw = ids.view(np.uint8).reshape(len(ids), ids.dtype.itemsize)
+                if raw[:, keys.width:].any():  # past the width is set
+                    return None
+                ids = ids.astype(f"S{keys.width}")
+            found = byte_keys(ids, keys.prefix)
+            if found is None:
+                return None
+            found = found.keys
+        codes = table.find(found)
+        if (codes < 0).any():
+            return None  # an id it does not hold: the strings' search says which
+        return codes
+
     def ids(self, node_set: str, codes) -> np.ndarray:
         """The ids (bytes, an 'S' array) of these codes: `ids(set, data[set].n_id)`."""
         codes = np.asarray(codes, dtype=np.int64)
@@ -132,6 +192,85 @@ class Vocabulary:
     def __repr__(self) -> str:
         sizes = ", ".join(f"{n}: {self.size(n):,}" for n in self.node_sets())
         return f"Vocabulary({'fixed' if self.fixed else 'growing'}; {sizes})"
+
+
+class _KeyTable:
+    """Distinct uint64 keys -> their positions, by a hash table (open addressing, linear
+    probing, at most half full): a lookup is a multiplication, a shift and a gather or
+    two per key, several times less than a binary search of a fixed vocabulary's keys
+    per id of a batch. Built once per node set, read only after."""
+
+    def __init__(self, keys: np.ndarray):
+        self.bits = max(4, (2 * len(keys)).bit_length())
+        size = 1 << self.bits
+        self.keys = np.zeros(size, dtype=np.uint64)
+        self.codes = np.full(size, -1, dtype=np.int64)
+        pending = np.arange(len(keys), dtype=np.int64)
+        slots = self._slots(keys)
+        while len(pending):  # each round: the keys whose slot is free and first to ask
+            wanted = slots[pending]
+            free = self.codes[wanted] < 0
+            taken, first = np.unique(wanted[free], return_index=True)
+            winners = pending[free][first]
+            self.keys[taken], self.codes[taken] = keys[winners], winners
+            placed = np.zeros(len(keys), dtype=bool)
+            placed[winners] = True
+            pending = pending[~placed[pending]]
+            slots[pending] = (slots[pending] + 1) & (size - 1)
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):  # uint64 products wrap, as intended
+            return ((keys * _GOLDEN) >> np.uint64(64 - self.bits)).astype(np.int64)
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's position, -1 for a key the table does not hold."""
+        found = np.full(len(keys), -1, dtype=np.int64)
+        slots = self._slots(keys)
+        pending = np.arange(len(keys), dtype=np.int64)
+        mask = len(self.keys) - 1
+        while len(pending):
+            at = slots[pending]
+            codes = self.codes[at]
+            hit = (codes >= 0) & (self.keys[at] == keys[pending])
+            found[pending[hit]] = codes[hit]
+            more = ~hit & (codes >= 0)  # an occupied slot of another key: the next one
+            pending = pending[more]
+            slots[pending] = (at[more] + 1) & mask
+        return found
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing's multiplier
+
+
+def _word_keys(ids: np.ndarray, prefix: bytes) -> Optional[np.ndarray]:
+    """ByteKeys' keys (sampler.core.arrays.byte_keys) of 'S' ids whose width is a
+    multiple of 8 (the batched decoder's), read as little-endian words: the 8 bytes
+    after the prefix, NUL-padded, big-endian; None unless every id has the prefix and at
+    most 8 bytes after it."""
+    width = ids.dtype.itemsize
+    if width % 8 or not ids.flags.c_contiguous or len(prefix) + 8 > width + 8:
+        return None
+    words = ids.view("<u8").reshape(len(ids), width // 8)
+    whole, part = divmod(len(prefix), 8)
+    padded = prefix + bytes(8 * (whole + 1) - len(prefix))
+    expected = np.frombuffer(padded, "<u8")
+    for k in range(whole):
+        if not (words[:, k] == expected[k]).all():
+            return None
+    shift = np.uint64(8 * part)
+    tail = words[:, whole] >> shift if part else words[:, whole].copy()
+    if part:
+        mask = np.uint64((1 << (8 * part)) - 1)
+        if not ((words[:, whole] & mask) == expected[whole]).all():
+            return None
+        if whole + 1 < words.shape[1]:
+            tail |= words[:, whole + 1] << np.uint64(64 - 8 * part)
+            if (words[:, whole + 1] >> shift).any():
+                return None  # more than 8 bytes after the prefix
+    start = whole + 2 if part else whole + 1
+    if start < words.shape[1] and words[:, start:].any():
+        return None
+    return tail.byteswap()
 
 
 def integer_ids(ids) -> Optional[np.ndarray]:

@@ -1,4 +1,5 @@
-"""Fuzzing the five commands: base inputs, byte mutations, in-process runs, the property.
+"""Fuzzing the five commands (and the batched decoder's readers, `read-batches`): base
+inputs, byte mutations, in-process runs, the property.
 
 Shared by the bounded suite (tests/fuzz/test_fuzz_inputs.py, hypothesis) and the long
 session (`make fuzz`: tests/fuzz/long_run.py, a plain random loop that keeps going
@@ -304,7 +305,41 @@ def _mains() -> dict[str, Callable[[list[str]], int]]:
 
     return {"sample": sample.main, "unigraph-convert": convert.main,
             "sample-check": sample_check.main, "sample-stats": sample_stats.main,
-            "sample-inspect": inspect_output.main}
+            "sample-inspect": inspect_output.main, "read-batches": read_batches_main}
+
+
+def read_batches_main(argv: list[str]) -> int:
+    """The batched decoder's readers as a command: an output folder read in batches of
+    2 (in order, shuffled) as merged GraphTensors, and through SampleDataset as PyG
+    HeteroData when torch is installed; a problem of input is one line, status 2."""
+    import sys
+
+    import numpy as np
+
+    from sampler.graph_tensor.batch_codec import BatchDecoder
+    from sampler.output.batches import read_batches
+    from sampler.output.folder import open_samples
+    from unigraph.errors import SamplerError, message_line
+
+    try:
+        samples = open_samples(argv[0])
+        shards = range(len(samples.files))
+        for shuffle in (0, 3):
+            for _, batch in read_batches(samples.files, shards, BatchDecoder(samples.schema),
+                                         batch_size=2, shuffle_buffer=shuffle,
+                                         rng=np.random.default_rng(0)):
+                batch.graph()
+        try:
+            from sampler.torch import SampleDataset, Vocabulary
+        except SamplerError:  # no [torch] extra
+            return 0
+        for batch_size in (None, 2):
+            for _ in SampleDataset(argv[0], batch_size=batch_size, vocabulary=Vocabulary()):
+                pass
+    except SamplerError as e:
+        print(f"read-batches: error: {message_line(e)}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def run_command(command: str, argv: list[str], timeout: float = TIMEOUT_S) -> Outcome:
@@ -336,7 +371,7 @@ def run_command(command: str, argv: list[str], timeout: float = TIMEOUT_S) -> Ou
 
 # ---- one case ---------------------------------------------------------------------------
 
-READERS = ("sample-check", "sample-stats", "sample-inspect")
+READERS = ("sample-check", "sample-stats", "sample-inspect", "read-batches")
 INSPECT_FLAGS = [["--index", "1"], ["--seed-id", "i3", "--json"], ["--context", "seed_id=i1",
                  "--dot"], ["--index", "2", "--max-items", "0"]]
 
@@ -430,6 +465,8 @@ def run_case(bases: dict[str, Base], case: Case, mutated: bytes, work: str,
         argv = [folder]
     elif case.command == "sample-stats":  # even variants: with the HTML page
         argv = [folder, "--workers", "1", "--quiet"] + ["--no-html"] * (case.variant % 2)
+    elif case.command == "read-batches":
+        argv = [folder]
     else:
         argv = [folder] + INSPECT_FLAGS[case.variant % len(INSPECT_FLAGS)]
     outcome = run_command(case.command, argv)

@@ -8,9 +8,10 @@ and up to four byte mutations (tests/fuzz/harness.py, tests/fuzz/owned_files.py)
 runs the command that reads it in this process, time-boxed: `sample` (previous output in
 place; with or without --seeds; the memory engine, and the Beam engine in a bounded
 number of cases), `unigraph-convert` (and its --verify), `sample-check`, `sample-stats`
-(with its HTML page), `sample-inspect`. The property is harness.violations. 368
-examples, the same ones every run (derandomized: the suite stays reproducible); `make
-fuzz` draws new cases for 20 minutes and counts.
+(with its HTML page), `sample-inspect`, and the batched decoder's readers
+(`read-batches`: in order, shuffled, SampleDataset). The property is
+harness.violations. 368 examples, the same ones every run (derandomized: the suite
+stays reproducible); `make fuzz` draws new cases for 20 minutes and counts.
 """
 import os
 
@@ -146,3 +147,40 @@ def test_found_a_lock_of_another_host_keeps_the_folder(bases, tmp_path):
     assert not problems and outcome.code == 2
     assert "holds .sample-lock; if it is not running any more, delete the lock" in \
         outcome.stderr
+
+
+@settings(max_examples=150, suppress_health_check=list(HealthCheck), database=None,
+          derandomize=True)
+@given(data=st.data())
+def test_mutated_records_decode_in_batches_as_one_by_one(bases, data):
+    """Records of the output, some mutated (re-framed: the decoder, not the checksums, is
+    reached): the batched decoder gives what parse_example gives record by record, or the
+    same error naming the same record."""
+    from sampler.graph_tensor import (merge_batch_to_components, parse_example,
+                                      parse_examples)
+    from sampler.output.folder import iter_records, open_samples
+    from unigraph.errors import GraphTensorError
+
+    samples = open_samples(bases[0]["output"].folder)
+    originals = [r for path in samples.files for r in iter_records(path)]
+    draw = HypothesisDraw(data)
+    records = [originals[draw.integer(0, len(originals) - 1)]
+               for _ in range(draw.integer(1, 5))]
+    for _ in range(draw.integer(1, 2)):
+        i = draw.integer(0, len(records) - 1)
+        records[i], _ = harness.mutate_bytes(records[i], draw, draw.integer(1, 3))
+    try:
+        graphs = []
+        for i, record in enumerate(records):
+            try:
+                graphs.append(parse_example(samples.schema, record))
+            except GraphTensorError as e:
+                raise GraphTensorError(f"record {i}: {e}") from None
+        expected = merge_batch_to_components(graphs, validate=False)
+    except GraphTensorError as e:
+        with pytest.raises(GraphTensorError) as info:
+            parse_examples(samples.schema, records)
+        if str(e).startswith("record"):
+            assert str(info.value) == str(e)
+        return
+    assert parse_examples(samples.schema, records) == expected

@@ -135,6 +135,7 @@ def test_duplicated_seed_gives_every_copy(sampled_outputs, capsys):
 
 def test_json_holds_every_value(sampled_outputs, capsys):
     folder = sampled_outputs["demo"]
+    capsys.readouterr()  # what `sample` printed if it made the folder just now
     assert inspect_output.main([folder, "--seed-id", "p03", "--json"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1
@@ -165,3 +166,24 @@ def test_max_items_bounds_the_rows(sampled_outputs, capsys):
     assert "more nodes (--max-items 0 shows all)" in out
     assert inspect_output.main([folder, "--seed-id", "p03", "--max-items", "0"]) == 0
     assert "more nodes" not in capsys.readouterr().out
+
+
+def test_a_bad_record_among_many_found_is_named(tmp_path, capsys):
+    """Records found are decoded many at a time: a bad one among them is still named by
+    its file and index, and the good ones before it are shown."""
+    (tmp_path / "graph_schema.pbtxt").write_text(SCHEMA)
+    good = handmade(b"a", b"b", 1, 0.5)
+    bad = bytearray(good)
+    at = bytes(bad).index(b"nodes/p.#size") + len(b"nodes/p.#size") + 4
+    bad[at] = 9  # nine nodes, with the features of two
+    with open(tmp_path / "samples-00000-of-00001.tfrecord", "wb") as f:
+        for record in [good] * 5 + [bytes(bad)] + [good] * 2:
+            f.write(tfrecord.encode_record(record))
+    with pytest.raises(SamplerError):
+        parse_example(parse_schema_text(SCHEMA, "t"), bytes(bad))
+    code = inspect_output.main([str(tmp_path), "--seed-id", "a", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "samples-00000-of-00001.tfrecord: record 5: " in err
+    assert len(err.strip().splitlines()) == 1
+    assert [json.loads(line)["record"] for line in out.splitlines()] == [0, 1, 2, 3, 4]

@@ -175,3 +175,31 @@ def test_runs_without_tensorflow(tmp_path, toy):
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("output", ["demo", "topk", "mixed", "link"])
+def test_good_folders_pass_as_whole_batches(sampled_outputs, output, monkeypatch):
+    """What `sample` writes passes the column checks, so no record is checked alone."""
+    folder = sampled_outputs[output]
+    monkeypatch.setattr(sample_check, "check_sampled_graph",
+                        lambda *a: pytest.fail("a record was checked alone"))
+    report = sample_check.check_folder(folder)
+    assert report.ok and report.records > 0
+
+
+@pytest.mark.parametrize("kind", ["index out of range", "missing #id", "seed not node 0",
+                                  "readout from node 1", "unsorted ids"])
+def test_a_batch_with_a_bad_record_does_not_pass(toy, kind):
+    from sampler.graph_tensor.batch_codec import BatchDecoder, record_buffer
+
+    schema, graphs = toy
+    edits, _ = _corruptions(graphs[5])[kind]
+    records = [encode_example(g, schema) for g in graphs]
+    decoder = BatchDecoder(schema)  # validating: a bad index is its to refuse
+    assert sample_check.batch_passes(decoder.decode(*record_buffer(records)), "paper")
+    records[5] = encode_example(_replace(graphs[5], **edits), schema)
+    try:
+        batch = decoder.decode(*record_buffer(records))
+    except Exception:
+        return  # the decoder refuses it already
+    assert not sample_check.batch_passes(batch, "paper")

@@ -1,9 +1,12 @@
 """unigraph.encoding.wire: varints read many at a time, rows of byte pieces, span gathers."""
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from unigraph.encoding import wire
+from unigraph.encoding.bytes_lists import bytes_list_items
+from unigraph.errors import GraphTensorError
 
 
 @given(st.lists(st.integers(0, 2 ** 28 - 1), min_size=1, max_size=40))
@@ -73,3 +76,60 @@ def test_gathers(data, draw):
         data[s:s + k] for s, k in zip(starts, lengths)]
     rows = wire.gather_rows(buffer, starts, 4)
     assert [r.tobytes() for r in rows] == [(data[s:s + 4] + bytes(12))[:4] for s in starts]
+
+
+@given(st.lists(st.lists(st.integers(-2 ** 63, 2 ** 63 - 1), max_size=6), max_size=6))
+def test_varint_spans_decode_each_run(runs):
+    encoded = [wire.encode_varints(np.array(run, dtype=np.int64)) for run in runs]
+    offsets = np.cumsum([0] + [len(e) for e in encoded])
+    values, counts = wire.decode_varint_spans(np.frombuffer(b"".join(encoded), np.uint8),
+                                              offsets, "t")
+    assert values.tolist() == [v for run in runs for v in run]
+    assert counts.tolist() == [len(run) for run in runs]
+
+
+def test_a_varint_may_not_run_into_the_next_span():
+    data = np.frombuffer(b"\x01\x82\x01", np.uint8)  # 1, then 130 split across spans
+    with pytest.raises(GraphTensorError, match="truncated varint"):
+        wire.decode_varint_spans(data, np.array([0, 2, 3]), "t")
+
+
+@pytest.mark.parametrize("values", [[1, 127, 128, 16383, 16384, 2 ** 21, 5] * 30,
+                                    [-1, 2 ** 63 - 1, -2 ** 63, 0, 1] * 10])
+def test_short_and_long_varint_runs_decode_alike(values):
+    values = np.array(values, dtype=np.int64)
+    assert wire.decode_varints(wire.encode_varints(values), "t").tolist() == values.tolist()
+
+
+@given(st.lists(st.lists(st.binary(max_size=140), max_size=5), max_size=5))
+def test_bytes_list_items_of_any_bytes(lists):
+    from unigraph.protos import example_pb2
+
+    encoded = [example_pb2.BytesList(value=items).SerializeToString() for items in lists]
+    offsets = np.cumsum([0] + [len(e) for e in encoded])
+    data = np.frombuffer(b"".join(encoded), np.uint8)
+    starts, lengths, counts = bytes_list_items(data, offsets)
+    assert [data[s:s + n].tobytes() for s, n in zip(starts, lengths)] == [
+        item for items in lists for item in items]
+    assert counts.tolist() == [len(items) for items in lists]
+
+
+@pytest.mark.parametrize("data, offsets", [
+    (b"\x0a\x05abc", [0, 5]),             # an item past the data
+    (b"\x0a\x01a\x12\x00", [0, 5]),       # another field
+    (b"\x0a\x02ab\x0a\x01c", [0, 3, 7]),  # an item past its span
+])
+def test_bytes_list_items_refuse_what_is_not_items(data, offsets):
+    assert bytes_list_items(np.frombuffer(data, np.uint8), np.array(offsets)) is None
+
+
+def test_long_spans_are_gathered_whole():
+    data = bytes(range(256)) * 40
+    buffer = wire.padded(data)
+    for width in (30, 5000):
+        starts = np.array([0, 7, 4000], np.int64)
+        lengths = np.array([width, width, 100], np.int64)
+        got, offsets = wire.gather_spans(buffer, starts, lengths)
+        assert got.flags.writeable
+        assert [got[offsets[i]:offsets[i + 1]].tobytes() for i in range(3)] == [
+            data[s:s + n] for s, n in zip(starts, lengths)]

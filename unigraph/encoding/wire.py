@@ -6,7 +6,8 @@ The one home of the varint code that both the table readers and writers
 first; the top bit of a byte says another byte follows.
 
 Two ways to read them, both vectorized:
-  decode_varints   a packed run (an int64_list payload) -> int64 values
+  decode_varints   a packed run (an int64_list payload) -> int64 values; and
+                   decode_varint_spans, many runs back to back (one per record) at once
   read_varints     one varint at each of many byte positions of a buffer (the
                    lengths and tags of many messages at once), through
                    `windows`: a view with one unaligned little-endian uint64 at
@@ -89,8 +90,56 @@ def decode_varints(payload, where: str,
     if data[-1] & 0x80:
         raise error(f"{where}: truncated varint in int64_list")
     last = data < 0x80
-    if last.all():
+    count = int(np.count_nonzero(last))
+    if count == len(data):
         return data.astype(np.int64)
+    if len(data) <= _SHORT_VARINTS * count:
+        return _decode_short(data, last, where, error)
+    return _decode_long(data, last, where, error)
+
+
+_SHORT_VARINTS = 3  # bytes per value up to which a varint run is decoded byte-wise
+
+
+def _decode_short(data: np.ndarray, last: np.ndarray, where: str,
+                  error: type[SamplerError]) -> np.ndarray:
+    """decode_varints for runs of mostly short varints (indices, sizes, small numbers).
+
+    Every byte's value is built in place, Horner-like from the last byte of its varint
+    back: in round k each byte whose k bytes before all say "more" takes the k-th byte
+    before it as its lower 7 bits. Only whole-array operations without masks (a mask's
+    unpredictable branches cost more than the arithmetic), one round per byte of the
+    longest varint; the values are then those at the varints' last bytes.
+    """
+    n = len(data)
+    more = ~last
+    low = data & np.uint8(0x7F)
+    value = low.astype(np.uint32)
+    run = more[:-1]  # over bytes 1..n-1: the byte before says "more"
+    k = 1
+    while True:
+        if k == 4:  # values of 4 bytes and more: 28 bits and more
+            value = value.astype(np.uint64)
+        on = run.view(np.uint8)
+        tail = value[k:]
+        np.left_shift(tail, on * np.uint8(7), out=tail, casting="unsafe")
+        np.bitwise_or(tail, low[:n - k] * on, out=tail, casting="unsafe")
+        k += 1
+        if k >= n:
+            break
+        run = run[1:] & more[:n - k]
+        if not run.any():
+            break
+        if k >= 10:
+            raise error(f"{where}: varint longer than 10 bytes in int64_list")
+    found = np.compress(last, value)
+    return found.astype(np.int64) if found.dtype == np.uint32 else found.view(np.int64)
+
+
+def _decode_long(data: np.ndarray, last: np.ndarray, where: str,
+                 error: type[SamplerError]) -> np.ndarray:
+    """decode_varints for runs of long varints (large or negative numbers): each
+    varint's k-th byte gathered for the varints that have one."""
     ends = np.flatnonzero(last)
     starts = np.empty_like(ends)
     starts[0] = 0
@@ -104,6 +153,23 @@ def decode_varints(payload, where: str,
         group = (data[starts[chosen] + k] & 0x7F).astype(np.uint64)
         result[chosen] |= group << np.uint64(7 * k)
     return result.view(np.int64)
+
+
+def decode_varint_spans(data: np.ndarray, offsets: np.ndarray, where: str,
+                        error: type[SamplerError] = GraphTensorError
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """(values, how many in each span) of packed varints written back to back, span i
+    being data[offsets[i]:offsets[i + 1]] (what gather_spans returns). Every span must
+    end a varint (none may run into the next span)."""
+    data = np.asarray(data, dtype=np.uint8)
+    last = data < 0x80
+    closed = offsets[1:][offsets[1:] > offsets[:-1]] - 1
+    if len(closed) and not last[closed].all():
+        raise error(f"{where}: truncated varint in int64_list")
+    # A span's count: the varints ending in it (their last bytes, found by position: a
+    # search per span, not a running count per byte).
+    ending = np.searchsorted(np.flatnonzero(last), offsets)
+    return decode_varints(data, where, error), ending[1:] - ending[:-1]
 
 
 # ---- reading many messages at once ---------------------------------------------------
@@ -181,9 +247,28 @@ def gather_spans(buffer: np.ndarray, starts: np.ndarray,
     total = int(offsets[-1])
     if total == 0:
         return np.zeros(0, dtype=np.uint8), offsets
+    if total >= _COPIED_SPAN_BYTES * len(starts):
+        # Very long spans (features of many values): one copy each.
+        out = np.empty(total, dtype=np.uint8)
+        for start, begin, end in zip(starts.tolist(), offsets[:-1].tolist(),
+                                     offsets[1:].tolist()):
+            out[begin:end] = buffer[start:start + end - begin]
+        return out, offsets
+    if total >= _SLICED_SPAN_BYTES * len(starts):
+        # Long spans: a slice of each, joined (a C loop of memcpy), costs less than an
+        # index per byte.
+        view = memoryview(buffer)
+        ends = starts + lengths
+        joined = bytearray().join(map(view.__getitem__,
+                                      map(slice, starts.tolist(), ends.tolist())))
+        return np.frombuffer(joined, dtype=np.uint8), offsets  # writable, as a gather's
     index = np.arange(total, dtype=np.int64)
     index += np.repeat(starts - offsets[:-1], lengths)
     return buffer[index], offsets
+
+
+_SLICED_SPAN_BYTES = 24  # spans this long on average are copied by slices, not by index
+_COPIED_SPAN_BYTES = 4096  # and this long, each by its own copy
 
 
 # ---- writing many messages at once ---------------------------------------------------

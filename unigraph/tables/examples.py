@@ -33,8 +33,8 @@ import numpy as np
 
 from unigraph.tables import example_layout
 from unigraph.encoding.wire import (TAG_BYTES_LIST, TAG_FIELD_1, TAG_FIELD_2, TAG_FLOAT_LIST,
-                           TAG_INT64_LIST, byte_at, decode_varints, gather_rows, gather_spans,
-                           read_varints, windows)
+                                    TAG_INT64_LIST, byte_at, decode_varint_spans, gather_rows,
+                                    gather_spans, read_varints, windows)
 
 KEY, WEIGHT = "key", "weight"
 BYTES, FLOAT, INT64 = "bytes_list", "float_list", "int64_list"
@@ -346,16 +346,9 @@ def _packed_int64(buffer: np.ndarray, words: np.ndarray, list_begin: np.ndarray,
 def _int64s(buffer: np.ndarray, start: np.ndarray, length: np.ndarray) -> Values:
     """Packed int64 varint payloads at buffer[start:+length] of every record."""
     data, offsets = gather_spans(buffer, start, length)
-    nonempty = length > 0
-    # A varint may not run into the next record's payload: every payload ends a varint.
-    _require(data[offsets[1:][nonempty] - 1] < 0x80)
-    ends_varint = (data < 0x80).astype(np.int64)
-    ended = np.zeros(len(data) + 1, dtype=np.int64)
-    np.cumsum(ends_varint, out=ended[1:])
-    counts = ended[offsets[1:]] - ended[offsets[:-1]]
-    try:
-        numbers = decode_varints(data, "int64_list")
-    except ValueError:  # longer than 10 bytes: the exact path names the record
+    try:  # a varint running into the next record, or longer than 10 bytes: the exact
+        numbers, counts = decode_varint_spans(data, offsets, "int64_list")
+    except ValueError:  # path names the record
         raise _Unusual from None
     return Values(counts, numbers=numbers)
 

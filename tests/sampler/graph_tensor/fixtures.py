@@ -187,3 +187,54 @@ def as_written(graph: GraphTensor) -> GraphTensor:
                    for s, p in graph.node_sets.items()},
         edge_sets={s: {n: fix(f) for n, f in p.features.items()}
                    for s, p in graph.edge_sets.items()})
+
+
+def graph_of_schema(rng: np.random.Generator, schema: gs.GraphSchema, components: int,
+                    empty: float = 0.3) -> GraphTensor:
+    """A random graph of an existing schema (every declared feature, its dtype and shape):
+    `empty` is the chance that a node or edge set has no item in a component, so batches
+    of such graphs hold empty sets and edge sets with features but no edges."""
+    def features_of(proto_features, items):
+        return {name: random_field(rng, feature.dtype, tuple(d.size for d in feature.shape.dim),
+                                   items)
+                for name, feature in proto_features.items()}
+
+    node_sets = {}
+    for name in schema.node_sets:
+        sizes = np.where(rng.random(components) < empty, 0,
+                         rng.integers(1, 5, size=components)).astype(np.int64)
+        node_sets[name] = NodeSet.from_fields(
+            sizes=sizes, features=features_of(schema.node_sets[name].features, sizes.sum()))
+    edge_sets = {}
+    for name, proto in schema.edge_sets.items():
+        source_sizes = node_sets[proto.source].sizes
+        target_sizes = node_sets[proto.target].sizes
+        possible = (source_sizes > 0) & (target_sizes > 0) & (rng.random(components) >= empty)
+        sizes = np.where(possible, rng.integers(1, 5, size=components), 0).astype(np.int64)
+        component = np.repeat(np.arange(components), sizes)
+
+        def indices(node_sizes):
+            starts = np.concatenate([[0], np.cumsum(node_sizes)[:-1]]).astype(np.int64)
+            return starts[component] + (rng.random(len(component))
+                                        * node_sizes[component]).astype(np.int64)
+
+        edge_sets[name] = EdgeSet.from_fields(
+            sizes=sizes, adjacency=Adjacency.from_indices(
+                (proto.source, indices(source_sizes)), (proto.target, indices(target_sizes))),
+            features=features_of(proto.features, sizes.sum()))
+    return GraphTensor.from_pieces(
+        context=Context.from_fields(features=features_of(schema.context.features, components),
+                                    sizes=np.ones(components, np.int64)),
+        node_sets=node_sets, edge_sets=edge_sets)
+
+
+@st.composite
+def batches_of_records(draw, max_records: int = 6, shapes=tuple(SHAPES), components=None):
+    """(GraphSchema, [GraphTensor, ...]): several graphs of one random schema, of 1 to 3
+    components each (or `components`), to be written as one record each."""
+    schema, first = draw(schemas_and_graphs(shapes=shapes, components=components))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    count = draw(st.integers(1, max_records))
+    graphs = [first] + [graph_of_schema(rng, schema, components or int(rng.integers(1, 4)))
+                        for _ in range(count - 1)]
+    return schema, graphs

@@ -146,7 +146,7 @@ def test_numbers_do_not_depend_on_workers_or_chunking(outputs, monkeypatch):
     folder = outputs["demo"]
     one = folder_stats(folder, workers=1).as_dict()
     assert folder_stats(folder, workers=2).as_dict() == one   # shards merge in file order
-    monkeypatch.setattr(stats_shard, "CHUNK_RECORDS", 1)
+    monkeypatch.setattr(stats_shard, "CHUNK_BYTES", 1)  # a record per chunk
     assert_close(folder_stats(folder, workers=1).as_dict(), one)   # floats may round apart
 
 
@@ -235,3 +235,19 @@ def test_records_in_other_layouts_and_odd_sizes(tmp_path):
     with pytest.raises(SamplesError, match="record 0: .*#size': expected int64_list, found "
                                            "float_list"):
         summarize_shard(str(shard), layout)
+
+
+@pytest.mark.parametrize("name", ["demo", "topk", "mixed", "link"])
+def test_sampled_records_are_read_as_columns(outputs, name, monkeypatch):
+    """What `sample` writes takes the batched decoder's columns, never the record path,
+    and both paths give the same numbers."""
+    folder = outputs[name]
+    columns = folder_stats(folder, workers=1, keep_seed_ids=True)
+    monkeypatch.setattr(stats_shard.BatchDecoder, "columns", lambda *a: None)
+    by_record = folder_stats(folder, workers=1, keep_seed_ids=True)
+    assert_close(columns.as_dict(), by_record.as_dict())
+    assert columns.tally.seed_ids[0].tolist() == by_record.tally.seed_ids[0].tolist()
+    monkeypatch.undo()
+    monkeypatch.setattr(stats_shard._ShardRecords, "add",
+                        lambda *a: pytest.fail("a record was read alone"))
+    folder_stats(folder, workers=1)

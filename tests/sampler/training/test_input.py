@@ -121,6 +121,54 @@ def test_merge_matches_the_numpy_core(toy):
         np.testing.assert_array_equal(merged[key].numpy(), value.numpy(), err_msg=key)
 
 
+def _decoded(records, layout):
+    from sampler.training.columns import BatchMerger
+
+    return training_input.decode_and_merge(tf.constant(records), BatchMerger(layout))
+
+
+def _shuffled_keys(record: bytes) -> bytes:
+    from unigraph.protos import example_pb2
+
+    example = example_pb2.Example.FromString(record)
+    out = example_pb2.Example()
+    for key in sorted(example.features.feature, reverse=True):
+        out.features.feature[key].CopyFrom(example.features.feature[key])
+    return out.SerializeToString()
+
+
+@pytest.mark.parametrize("label", [None, "labels"])
+@pytest.mark.parametrize("layouts", ["alike", "one reordered"])
+def test_the_batched_decoder_merges_as_tensorflow_parses(toy, label, layouts):
+    """train's batches (decode_and_merge) are TensorFlow's (parse_and_merge), value for
+    value, dtype and shape, whether the records are laid out alike or not."""
+    schema, _, records = toy
+    layout = layout_from_schema(schema, label)
+    batch = list(records[:9])
+    if layouts == "one reordered":
+        batch[4] = _shuffled_keys(batch[4])
+    expected = training_input.parse_and_merge(tf.constant(batch), layout)
+    got = _decoded(batch, layout)
+    assert sorted(got) == sorted(expected)
+    for key, value in expected.items():
+        assert got[key].dtype == value.dtype, key
+        assert got[key].shape.as_list()[1:] == value.shape.as_list()[1:], key
+        np.testing.assert_array_equal(got[key].numpy(), value.numpy(), err_msg=key)
+
+
+def test_the_batched_decoder_feeds_train_on_a_sampled_folder(sampled_outputs):
+    folder = sampled_outputs["demo"]
+    samples = open_samples(folder)
+    layout = layout_from_schema(samples.schema, "labels")
+    from sampler.output.folder import iter_records
+
+    records = [r for path in samples.files for r in iter_records(path)]
+    expected = training_input.parse_and_merge(tf.constant(records), layout)
+    got = _decoded(records, layout)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(got[key].numpy(), value.numpy(), err_msg=key)
+
+
 def test_merge_and_seed_label_by_hand(toy):
     schema = _hand_schema(toy[0])
     first = _paper_graph(2, [(0, 1)], label_of_seed=5, seed_id=b"x")
