@@ -38,6 +38,28 @@ def release_free_memory() -> None:
         pass
 
 
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
+
+
+def give_back_freed_memory(threshold: int = 1 << 20) -> bool:
+    """For a process that must stay within a memory limit (unigraph-convert --format
+    store): glibc maps every block of `threshold` bytes or more on its own and unmaps
+    it as soon as it is freed, and Arrow allocates through glibc too. By default glibc's
+    threshold grows (up to 32 MB) as mapped blocks are freed, after which freed blocks
+    stay in its heap until trimmed, and Arrow's own pool keeps what it freed for reuse:
+    the resident size then carries every temporary of the past (the opposite trade of
+    sampler.beam.runner.reuse_freed_memory). Returns whether glibc took it."""
+    pyarrow.set_memory_pool(pyarrow.system_memory_pool())
+    if "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, threshold))
+
+
 def cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
