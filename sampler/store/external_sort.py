@@ -34,7 +34,7 @@ from sampler.core.arrays import argsort, order_keys, run_starts
 from sampler.store.spill import (Block, RunReader, RunWriter, block_concat, block_len,
                                  block_nbytes, block_slice, block_take)
 
-MIN_PAGE_BYTES = 256
+MIN_PAGE_BYTES = 16 << 10
 MAX_PAGE_BYTES = 8 << 20
 
 

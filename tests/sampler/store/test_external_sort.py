@@ -13,10 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
+from sampler.store import external_sort
 from sampler.store.external_sort import Budget, ExternalSort
 from sampler.store.npy import NpyAppender, NpyPages, npy_header
 from sampler.store.spill import RunReader, RunWriter, block_concat
 from unigraph.columnar.ragged import Ragged
+
+
+@pytest.fixture(autouse=True)
+def small_pages(monkeypatch):
+    monkeypatch.setattr(external_sort, "MIN_PAGE_BYTES", 256)  # runs of many pages
 
 
 def _records(seed, n, width):
