@@ -22,6 +22,14 @@ columns; TFRecord's float_list holds float32, so weights read from TFRecord equa
 4-decimal float64 weights of CSV/Parquet only as float32); with --shards N each table
 is `name@N.<ext>` (name-0000i-of-0000N.<ext>).
 
+Memory. The command writes the tables streamed (`write_streamed`): paper rows are drawn
+a batch (BATCH_ROWS) at a time as they are written, and one edge set at a time is drawn,
+written and dropped, so a graph of any scale is written in about 36 bytes per edge of
+its largest edge set (its draw: the shuffle and deduplication below need the set's
+index arrays whole; scale 10: about 2.7 GB) plus arrays of node-set size. The tables
+are byte for byte those of `write_graph(generate(...))`, which holds the whole graph
+(tests/pipelines/test_synthetic_streamed.py).
+
 Counts. Scale 1.0 is OGBN-MAG: 736,389 papers, 1,134,649 authors, 59,965 fields of
 study, 8,740 institutions; 5,416,271 cites, 7,145,660 writes, 7,505,078 has_topic,
 1,043,998 affiliated_with. Every count is round(count * scale), at least 2 nodes and

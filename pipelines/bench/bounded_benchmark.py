@@ -77,6 +77,7 @@ class DiskPeak:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+        self.peak = max(self.peak, folder_disk_bytes(self.folder))  # the end is a peak too
 
 
 def measured_step(cmd: list[str], cap_mb: int | None) -> dict:
