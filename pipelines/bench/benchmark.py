@@ -293,6 +293,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed-parts", type=int, default=1, metavar="K",
                         help="--bounded: the job's seeds in K processes of one part each, "
                              "each part's output deleted once measured (disk; default 1)")
+    parser.add_argument("--drop-tables", action="store_true",
+                        help="--bounded: delete the graph's tables once its store is built "
+                             "(the job reads the store; disk)")
     parser.add_argument("--record", metavar="FILE",
                         help="--bounded: also put the run into FILE's runs (e.g. "
                              "docs/benchmarks/store_bounded.json)")
@@ -421,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.bounded:
         from pipelines.bench.bounded_benchmark import main_hook as bounded_hook
 
-        return bounded_hook(args, log)
+        return bounded_hook(args, log, sys.modules[__name__])
     folder, manifest = ensure_graph(args.cache_dir, scale=args.scale, seed=args.seed,
                                     fmt=args.format, shards=args.shards,
                                     hub_edges=args.hub_edges, timestamps=args.timestamps,

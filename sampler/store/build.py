@@ -216,9 +216,10 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, budget: Budget,
                          os.path.join(where, "table_codes.npy") if times else None,
                          os.path.join(where, "timestamps.npy") if times else None)
 
-    # 4. Each edge set's layouts, one edge set at a time.
+    # 4. Each edge set's layouts, one edge set at a time: the largest tables first, whose
+    # scratch runs are then on disk beside the smallest part of the store.
     edges_meta = {}
-    for name in edge_sets:
+    for name in sorted(edge_sets, key=lambda n: -tables[f"edges/{n}"].bytes):
         edge_set = schema.edge_sets[name]
         edge_column = timestamp_of("edges", name)
         target_column = (nodes_meta[edge_set.target]["timestamp"] or {}).get("column")

@@ -102,15 +102,21 @@ def _sort_by_target(batches, by_target: ExternalSort) -> tuple[int, bool]:
     return count, has_weights
 
 
+def _lookup_page(budget: Budget) -> int:
+    """Bytes per read of a node set's arrays: a merged block's lookups touch a page or two
+    of them, so small pages read little more than the block needs."""
+    return min(budget.page_bytes, 1 << 20)
+
+
 def _walk_targets(out, folder, by_target, by_source, targets: NodeFiles, same_set, timed,
                   effective_times, time_dtype, budget) -> None:
     """B: target codes, positions and times, in target order; on into the sort by source."""
-    names = NpyPages(targets.names, budget.page_bytes)
-    fingerprints = NpyPages(targets.fingerprints, budget.page_bytes)
+    names = NpyPages(targets.names, _lookup_page(budget))
+    fingerprints = NpyPages(targets.fingerprints, _lookup_page(budget))
     table_codes = timestamps = None
     if timed and targets.timestamps is not None:
-        table_codes = NpyPages(targets.table_codes, budget.page_bytes)
-        timestamps = NpyPages(targets.timestamps, budget.page_bytes)
+        table_codes = NpyPages(targets.table_codes, _lookup_page(budget))
+        timestamps = NpyPages(targets.timestamps, _lookup_page(budget))
     target_ids = NpyAppender(os.path.join(out.folder, folder, "target_ids.npy"), np.int64)
     target_fps = (NpyAppender(os.path.join(out.folder, folder, "target_fingerprints.npy"),
                               np.uint64) if same_set else None)
@@ -150,11 +156,11 @@ def _walk_targets(out, folder, by_target, by_source, targets: NodeFiles, same_se
 def _walk_sources(out, folder, name, by_source, sources: NodeFiles, targets: NodeFiles,
                   same_set, timed, has_weights, chunk_edges, budget) -> dict:
     """C: source codes in source order, cut into buckets of whole rows, each laid out."""
-    names = NpyPages(sources.names, budget.page_bytes)
-    source_fps = NpyPages(sources.fingerprints, budget.page_bytes)
+    names = NpyPages(sources.names, _lookup_page(budget))
+    source_fps = NpyPages(sources.fingerprints, _lookup_page(budget))
     target_ids = NpyPages(os.path.join(out.folder, folder, "target_ids.npy"),
-                          budget.page_bytes)
-    target_fps = NpyPages(targets.fingerprints, budget.page_bytes)
+                          _lookup_page(budget))
+    target_fps = NpyPages(targets.fingerprints, _lookup_page(budget))
     layout = _Layout(out, folder, name, [CANONICAL] + [TIMED] * bool(timed), has_weights,
                      same_set, chunk_edges, source_fps.gather,
                      lambda positions: target_fps.gather(target_ids.gather(positions)))
