@@ -33,7 +33,6 @@ import os
 import shutil
 import sys
 import threading
-import time
 
 from pipelines import REPO_ROOT
 from pipelines.bench.memory_cap import MemoryCap, swap_total_bytes, unavailable

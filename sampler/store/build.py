@@ -175,7 +175,7 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, budget: Budget,
         return find_timestamp_column(loaded, kind, name, columns[f"{kind}/{name}"])
 
     # Two sorters fill at once at most (an edge table's two ends).
-    names = {n: Names(os.path.join(scratch, f"names-{i}"), n, budget.part(2))
+    names = {n: Names(os.path.join(scratch, f"names-{i}"), budget.part(2))
              for i, n in enumerate(node_sets)}
     nodes_meta = {}
     # 1. Node tables, one at a time, sorted by id; their ids go to the names as a run.

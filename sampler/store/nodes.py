@@ -36,7 +36,7 @@ FROM_TABLE, FROM_EDGES = 0, 1  # which run a name came from (a table's ids sort 
 class Names:
     """The ids naming one node set, gathered as sorted runs of distinct ids."""
 
-    def __init__(self, folder: str, node_set: str, budget: Budget):
+    def __init__(self, folder: str, budget: Budget):
         self.sorter = ExternalSort(folder, "names", key=("ids", "source"), budget=budget,
                                    unique=1)
         self.width = 1  # the widest id's bytes: numpy's 'S' width of all of them together
@@ -54,8 +54,12 @@ class Names:
         self.sorter.spill()
 
     def table_run(self):
-        """A writer for the node table's ids, in order (distinct: the table checks it)."""
+        """A writer for the node table's ids, in order (distinct: the table checks it);
+        `end_table_run` adds it."""
         return self.sorter.open_run()
+
+    def end_table_run(self, writer) -> None:
+        self.sorter.close_run(writer)
 
     def close(self) -> None:
         self.sorter.close()
@@ -103,7 +107,7 @@ def write_node_table(out, meta: dict, name: str, batches, locations, budget: Bud
                     times.append(block["times"])
                 for i, feature in enumerate(features):
                     description, arrays = feature_arrays(block[f"feature:{feature}"])
-                    files[feature].append({f"{suffix}": a for suffix, a in arrays.items()})
+                    files[feature].append(arrays)
                     meta["features"][feature] = description | {"prefix": f"feature{i}"}
                 rows += block_len(block)
             for f in files.values():
@@ -117,7 +121,7 @@ def write_node_table(out, meta: dict, name: str, batches, locations, budget: Bud
                 times.abandon()
             raise
         finally:
-            names.sorter.close_run(ids_run)
+            names.end_table_run(ids_run)
         meta["table_rows"] = rows
     finally:
         sorter.close()
