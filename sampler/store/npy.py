@@ -15,7 +15,7 @@ import shutil
 
 import numpy as np
 
-from sampler.core.arrays import SortedIndex
+from sampler.core.arrays import byte_keys
 
 PAGE_BYTES = 1 << 20
 
@@ -102,6 +102,7 @@ class NpyPages:
         self.page_rows = max(1, page_bytes // max(1, dtype.itemsize))
         self.pages = -(-self.length // self.page_rows)
         self._firsts: np.ndarray | None = None
+        self._pages: dict[int, tuple] = {}  # the two pages read last, with their keys
 
     def read(self, lo: int, hi: int) -> np.ndarray:
         """Rows lo:hi, read into memory."""
@@ -133,9 +134,26 @@ class NpyPages:
         result = np.full(len(values), -1, np.int64)
         pages = np.maximum(np.searchsorted(self._firsts, values, side="right") - 1, 0)
         for page, where in self._by_page(pages):
-            found = SortedIndex(self._page(page)).positions(values[where])
+            found = self._find_on(page, values[where])
             result[where] = np.where(found >= 0, page * self.page_rows + found, -1)
         return result
+
+    def _find_on(self, page: int, wanted: np.ndarray) -> np.ndarray:
+        """Positions of values on one page, -1 where absent. Byte strings are compared as
+        their ByteKeys where page and values share the page's prefix (each page's keys
+        made once: sorted lookups come back to the same page block after block)."""
+        if page not in self._pages:
+            chunk = self._page(page)
+            self._pages = {page: (chunk, byte_keys(chunk) if chunk.dtype.kind == "S" else None),
+                           **dict(list(self._pages.items())[:1])}
+        chunk, keys = self._pages[page]
+        ordered = chunk
+        if keys is not None:
+            query = byte_keys(wanted, keys.prefix)
+            if query is not None:
+                ordered, wanted = keys.keys, query.keys
+        found = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+        return np.where(ordered[found] == wanted, found, -1)
 
     def positions(self, values: np.ndarray) -> np.ndarray:
         """Each value's index in this sorted file; every value must be in it."""
