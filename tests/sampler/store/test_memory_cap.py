@@ -8,8 +8,9 @@ A MAG-shaped graph at scale 0.05 (about 60 MB of loaded arrays, a store of 56 MB
     plus half the store: the same bytes as from the tables;
   * the Python API and its loaders: a training loop (tests/sampler/store/api_job.py:
     `graph.batches` with two threads and prefetch, every batch encoded and turned into
-    PyG HeteroData) in a cgroup of its own footprint on a tiny store plus half the store:
-    the same subgraphs as uncapped.
+    PyG HeteroData; then the merged mini-batch NeighborLoader with two forked workers)
+    in a cgroup of its own footprint on a tiny store plus half the store: the same
+    subgraphs and batches as uncapped.
 The store's pages are dropped from the page cache before each capped run (so they are
 read, and charged, inside the group), and the kernel must have killed nothing.
 Skipped, saying why, where no memory-limited cgroup can be made (not root, no memory
