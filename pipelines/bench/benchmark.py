@@ -293,6 +293,10 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed-parts", type=int, default=1, metavar="K",
                         help="--bounded: the job's seeds in K processes of one part each, "
                              "each part's output deleted once measured (disk; default 1)")
+    parser.add_argument("--job-workers", type=int, metavar="N",
+                        help="--bounded: the job's --workers (default: sample's, one per "
+                             "core); under a cap smaller than the store, workers beyond the "
+                             "cores overlap their waits for the disk")
     parser.add_argument("--drop-tables", action="store_true",
                         help="--bounded: delete the graph's tables once its store is built "
                              "(the job reads the store; disk)")

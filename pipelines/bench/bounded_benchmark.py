@@ -19,8 +19,11 @@ would only move memory to swap, and the command refuses):
      under --cap-mb, in --seed-parts processes of one part of the seeds each (chosen by
      a hash of the id), each part's output deleted once measured: the disk holds one
      part's output at a time (and, with --drop-tables, no tables: they are deleted
-     once the store is built). Subgraphs per second = all subgraphs / all parts' wall
-     time; per CPU-second likewise.
+     once the store is built). Under a cap, the store is dropped from the page cache
+     before each part: pages an earlier process left there would be read without being
+     charged to the group. Subgraphs per second = all subgraphs / all parts' wall time;
+     per CPU-second likewise. A run stopped during the job (tables dropped, store built)
+     starts again at the job.
 The JSON is one run (with its provenance); `--record FILE` also puts it into FILE's
 runs (docs/benchmarks/store_bounded.json: the runs the performance page and
 docs/store.md show, pipelines/tools/perf_tables.py), in place of an earlier run of the
@@ -35,11 +38,12 @@ import sys
 import threading
 
 from pipelines import REPO_ROOT
-from pipelines.bench.memory_cap import MemoryCap, swap_total_bytes, unavailable
+from pipelines.bench.memory_cap import MemoryCap, drop_cached, swap_total_bytes, unavailable
 from pipelines.bench.proc_stats import run_measured
 from pipelines.bench.provenance import provenance, write_json
 
 GENERATION = "generation.json"
+DROPPED = "tables_dropped"  # --drop-tables ran: the store stands for the tables
 
 
 def folder_disk_bytes(folder: str) -> int:
@@ -101,7 +105,11 @@ def ensure_graph_capped(args, bench, log) -> tuple[str, dict, dict]:
     `synthetic-graph` in a measured process unless the cache has it."""
     folder = os.path.join(args.cache_dir, bench.graph_key(args.scale, args.seed, args.format,
                                                     args.shards, args.hub_edges))
-    if not os.path.exists(os.path.join(folder, bench.COMPLETE)):
+    # A graph whose tables --drop-tables deleted serves while its store is there: a run
+    # stopped during the job starts again at the job.
+    dropped = os.path.exists(os.path.join(folder, DROPPED)) and \
+        os.path.exists(os.path.join(store_path(args, folder), "store.json"))
+    if not dropped and not os.path.exists(os.path.join(folder, bench.COMPLETE)):
         shutil.rmtree(folder, ignore_errors=True)
         log(f"generating {folder}")
         step = measured_step([sys.executable, "-m", "pipelines.synthetic", "--scale",
@@ -122,9 +130,13 @@ def ensure_graph_capped(args, bench, log) -> tuple[str, dict, dict]:
     return folder, manifest, generation
 
 
+def store_path(args, folder: str) -> str:
+    return os.path.join(args.cache_dir, "stores", os.path.basename(folder))
+
+
 def build_store(args, folder: str, log) -> tuple[str, dict]:
     """The store of the graph (built unless the cache has one), and its build's figures."""
-    store = os.path.join(args.cache_dir, "stores", os.path.basename(folder))
+    store = store_path(args, folder)
     figures = store + ".build.json"
     if os.path.exists(os.path.join(store, "store.json")) and os.path.exists(figures):
         with open(figures) as f:
@@ -175,10 +187,24 @@ def run_job(args, bench, folder: str, store: str, log) -> dict:
     seeds = seed_parts(bench.seed_subset(folder, manifest, args.seed_fraction or 1.0),
                        args.seed_parts)
     runs = []
+    workers = ["--workers", str(args.job_workers)] if args.job_workers else []
+    measured = os.path.join(args.cache_dir, "runs", os.path.basename(folder), "parts")
+    os.makedirs(measured, exist_ok=True)
     for i, part in enumerate(seeds):
+        # Each part's figures are kept: a run stopped during the job goes on from the
+        # first part it had not measured (same caps and workers).
+        figures = os.path.join(measured, f"part{i}of{len(seeds)}_cap{args.cap_mb}_"
+                                         f"workers{args.job_workers}.json")
+        if os.path.exists(figures):
+            with open(figures) as f:
+                runs.append(json.load(f))
+            log(f"part {i + 1}/{len(seeds)}: measured before, {runs[-1]['wall_s']:.1f} s")
+            continue
         output = os.path.join(args.cache_dir, "runs", os.path.basename(folder), "bounded")
-        command = bench.sample_command(store, spec, part, output, ["--engine", "memory"])
+        command = bench.sample_command(store, spec, part, output,
+                                       ["--engine", "memory", *workers])
         if args.cap_mb:
+            drop_cached(store)  # read, and charged, inside the group
             with MemoryCap(args.cap_mb << 20) as group:
                 run = bench.run_once(group.wrap(command), output)
                 run.update(group_peak_mb=(group.peak_bytes() or 0) >> 20,
@@ -187,6 +213,9 @@ def run_job(args, bench, folder: str, store: str, log) -> dict:
             run = bench.run_once(command, output)
         run["load_average"] = round(os.getloadavg()[0], 1)
         shutil.rmtree(output, ignore_errors=True)
+        with open(figures + ".tmp", "w") as f:
+            json.dump(run, f)
+        os.replace(figures + ".tmp", figures)
         runs.append(run)
         log(f"part {i + 1}/{len(seeds)}: {run['seeds']:,} subgraphs in {run['wall_s']:.1f} s "
             f"({run['cpu_s']:.1f} CPU-s), peak RSS {run['peak_rss_mb']:,.0f} MB, load "
@@ -200,17 +229,21 @@ def run_job(args, bench, folder: str, store: str, log) -> dict:
             "peak_pss_mb": max(r["peak_pss_mb"] for r in runs),
             "output_mb_per_part": round(max(r["output_bytes"] for r in runs) / 2**20),
             "graph_in_memory_mb": runs[0].get("graph_in_memory_mb"),
-            "cap_mb": args.cap_mb,
+            "cap_mb": args.cap_mb, "workers": args.job_workers,
             "group_peak_mb": max((r.get("group_peak_mb", 0) for r in runs), default=0),
             "oom_kills": sum(r.get("oom_kills", 0) for r in runs), "runs": runs}
 
 
-def drop_tables(bench, folder: str, fraction: float, manifest: dict) -> None:
+def drop_tables(bench, folder: str, fraction: float, manifest: dict, tables_mb: float
+                ) -> None:
     """Deletes the graph's tables (the job reads the store), keeping its schema, spec,
     manifest and the job's seeds; the graph then counts as not generated."""
     bench.seed_subset(folder, manifest, fraction)  # written before its source goes
-    os.remove(os.path.join(folder, bench.COMPLETE))
-    keep = {"graph_schema.pbtxt", "sampling_spec.pbtxt", "manifest.json", GENERATION}
+    with open(os.path.join(folder, DROPPED), "w") as f:
+        f.write(str(tables_mb))
+    if os.path.exists(os.path.join(folder, bench.COMPLETE)):
+        os.remove(os.path.join(folder, bench.COMPLETE))
+    keep = {"graph_schema.pbtxt", "sampling_spec.pbtxt", "manifest.json", GENERATION, DROPPED}
     for name in os.listdir(folder):
         if name not in keep and not name.startswith("seeds_fraction"):
             os.remove(os.path.join(folder, name))
@@ -241,6 +274,8 @@ def why_not(args) -> str | None:
                 "memory would go to swap instead of being refused")
     if args.seed_parts < 1:
         return "--seed-parts must be >= 1"
+    if args.job_workers is not None and args.job_workers < 1:
+        return "--job-workers must be >= 1"
     return None
 
 
@@ -255,8 +290,11 @@ def main_hook(args, log, bench) -> int:
     store, build = build_store(args, folder, log)
     tables_mb = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
                     if os.path.isfile(os.path.join(folder, f))) / 2**20
-    if args.drop_tables:
-        drop_tables(bench, folder, args.seed_fraction or 1.0, manifest)
+    if os.path.exists(os.path.join(folder, DROPPED)):  # measured before they were dropped
+        with open(os.path.join(folder, DROPPED)) as f:
+            tables_mb = float(f.read())
+    elif args.drop_tables:
+        drop_tables(bench, folder, args.seed_fraction or 1.0, manifest, tables_mb)
     job = run_job(args, bench, folder, store, log)
     result = {"benchmark": "store_bounded", **provenance("benchmark", args.argv),
               "scale": args.scale, "nodes": sum(manifest["nodes"].values()),

@@ -26,6 +26,7 @@ import pytest
 from pipelines import convert
 from pipelines.bench.benchmark import ensure_graph, seed_subset
 from pipelines.bench.memory_cap import MemoryCap, unavailable
+from pipelines.bench.memory_cap import drop_cached as evict
 from pipelines.bench.proc_stats import run_measured
 from tests.pipelines.sampled_output import read_records
 
@@ -38,18 +39,6 @@ def sample_command(graph, spec, seeds, output):
     return [sys.executable, "-m", "pipelines.sample", "--graph", graph, "--spec", spec,
             "--seeds", seeds, "--output", output, "--engine", "memory", "--workers", "1",
             "--quiet"]
-
-
-def evict(folder):
-    """Drops a folder's files from the page cache (clean pages: written back already)."""
-    for root, _, files in os.walk(folder):
-        for name in files:
-            fd = os.open(os.path.join(root, name), os.O_RDONLY)
-            try:
-                os.fdatasync(fd)
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
 
 
 def store_bytes(store):
