@@ -293,6 +293,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed-parts", type=int, default=1, metavar="K",
                         help="--bounded: the job's seeds in K processes of one part each, "
                              "each part's output deleted once measured (disk; default 1)")
+    parser.add_argument("--parts-limit", type=int, metavar="K",
+                        help="--bounded: measure at most K of the --seed-parts (the parts "
+                             "measured are kept: a later run goes on from the next)")
     parser.add_argument("--job-workers", type=int, metavar="N",
                         help="--bounded: the job's --workers (default: sample's, one per "
                              "core); under a cap smaller than the store, workers beyond the "

@@ -23,7 +23,9 @@ would only move memory to swap, and the command refuses):
      before each part: pages an earlier process left there would be read without being
      charged to the group. Subgraphs per second = all subgraphs / all parts' wall time;
      per CPU-second likewise. A run stopped during the job (tables dropped, store built)
-     starts again at the job.
+     starts again at the job, at its first part not measured; `--parts-limit K` measures
+     K parts at most (the JSON says how many of how many: a job of hours recorded as
+     far as it went, and finished by the same command without it).
 The JSON is one run (with its provenance); `--record FILE` also puts it into FILE's
 runs (docs/benchmarks/store_bounded.json: the runs the performance page and
 docs/store.md show, pipelines/tools/perf_tables.py), in place of an earlier run of the
@@ -200,6 +202,9 @@ def run_job(args, bench, folder: str, store: str, log) -> dict:
                 runs.append(json.load(f))
             log(f"part {i + 1}/{len(seeds)}: measured before, {runs[-1]['wall_s']:.1f} s")
             continue
+        if args.parts_limit is not None and len(runs) >= args.parts_limit:
+            log(f"parts {i + 1} to {len(seeds)} left for a later run (--parts-limit)")
+            break
         output = os.path.join(args.cache_dir, "runs", os.path.basename(folder), "bounded")
         command = bench.sample_command(store, spec, part, output,
                                        ["--engine", "memory", *workers])
@@ -222,7 +227,7 @@ def run_job(args, bench, folder: str, store: str, log) -> dict:
             f"{run['load_average']}")
     subgraphs = sum(r["seeds"] for r in runs)
     wall, cpu = sum(r["wall_s"] for r in runs), sum(r["cpu_s"] for r in runs)
-    return {"parts": len(runs), "subgraphs": subgraphs, "wall_s": round(wall, 1),
+    return {"parts": len(runs), "parts_of": len(seeds), "subgraphs": subgraphs, "wall_s": round(wall, 1),
             "cpu_s": round(cpu, 1), "subgraphs_per_s": round(subgraphs / wall, 1),
             "subgraphs_per_cpu_s": round(subgraphs / cpu, 1),
             "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
@@ -274,6 +279,8 @@ def why_not(args) -> str | None:
                 "memory would go to swap instead of being refused")
     if args.seed_parts < 1:
         return "--seed-parts must be >= 1"
+    if args.parts_limit is not None and args.parts_limit < 1:
+        return "--parts-limit must be >= 1"
     if args.job_workers is not None and args.job_workers < 1:
         return "--job-workers must be >= 1"
     return None

@@ -36,6 +36,10 @@ def test_capped_generate_build_and_parts_recorded_then_resumed(tmp_path, capsys)
     # on the store it built (its tables are gone).
     parts = os.path.join(str(tmp_path / "cache"), "runs", os.path.basename(folder), "parts")
     os.remove(os.path.join(parts, sorted(os.listdir(parts))[1]))
+    assert benchmark.main(args + ["--parts-limit", "1"]) == 0  # the measured part only
+    partial = json.loads(capsys.readouterr().out)
+    assert (partial["job"]["parts"], partial["job"]["parts_of"]) == (1, 2)
+    assert partial["job"]["runs"] == job["runs"][:1]
     assert benchmark.main(args) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["job"]["runs"][0] == job["runs"][0]
