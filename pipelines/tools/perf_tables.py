@@ -222,7 +222,10 @@ def store_bounded(data: dict, source: str) -> str:
         sizes.append([str(run["scale"]), f"{run['nodes']:,}", f"{run['edges']:,}",
                       number(run["tables_mb"]), number(run["store_mb"]),
                       number(run["build"].get("disk_peak_mb")),
-                      f"{job['subgraphs']:,} in {job['parts']}", number(rate, 1),
+                      f"{job['subgraphs']:,} in {job['parts']}" + (
+                          f" of {job['parts_of']}" if job.get("parts_of", job["parts"])
+                          != job["parts"] else ""),
+                      str(job.get("workers") or "one per core"), number(rate, 1),
                       number(cpu_rate, 1), f"{rate / first_rate:.2f}x",
                       f"{cpu_rate / first_cpu_rate:.2f}x"])
     largest = max(runs, key=lambda r: r["edges"])
@@ -231,7 +234,8 @@ def store_bounded(data: dict, source: str) -> str:
              table(["scale", "step", "cap MB", "wall s", "CPU s", "peak RSS MB",
                     "cgroup peak MB", "killed"], steps),
              table(["scale", "nodes", "edges", "tables MB", "store MB", "build's disk peak MB",
-                    "subgraphs (processes)", "subgraphs/s", "subgraphs per CPU-s",
+                    "subgraphs (processes)", "job's workers", "subgraphs/s",
+                    "subgraphs per CPU-s",
                     f"subgraphs/s vs scale {first['scale']}",
                     f"per CPU-s vs scale {first['scale']}"], sizes),
              f"Per million edges of the largest graph (scale {largest['scale']}): "
