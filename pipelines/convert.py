@@ -74,8 +74,9 @@ def make_parser() -> argparse.ArgumentParser:
                              "table, as `sample --timestamp-column`")
     parser.add_argument("--memory-limit", type=memory_size, metavar="SIZE",
                         help="store only: the memory the build may use, e.g. 4G or 512M "
-                             "(default: 2G, or half the machine's memory where that is "
-                             "less); a lower limit spills more to disk, never changes a byte")
+                             "(default: 2G, or half the memory available where that is "
+                             "less: the machine's, within its cgroup's limit); a lower limit "
+                             "spills more to disk, never changes a byte")
     parser.add_argument("--bigquery-project", metavar="PROJECT",
                         help="the project BigQuery queries and reads are billed to (default: "
                              "GOOGLE_CLOUD_PROJECT, else the credentials' project)")
