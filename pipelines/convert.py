@@ -2,12 +2,13 @@
 
     unigraph-convert --graph G --output DIR --format parquet|csv|tfrecord [--shards N]
     unigraph-convert --graph G --output STORE --format store [--chunk-edges N]
-                     [--timestamp-column C]
+                     [--timestamp-column C] [--memory-limit SIZE]
     unigraph-convert --verify STORE
 
 `--format store` writes a graph store instead (sampler/store, docs/store.md): the
 indexes the in-memory engine samples, as flat files that `sample --graph STORE`
-maps in a second instead of reading the tables; built one table at a time.
+maps in a second instead of reading the tables; built within --memory-limit whatever
+the graph's size (sorted runs spilled to disk beside the store, then merged).
 `--verify STORE` checks a store whole: its manifest, every array against the layout's
 rules, every file's checksum (sampler/store/checks.py).
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import re
 import sys
 
 from google.protobuf import text_format
@@ -70,10 +72,27 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timestamp-column", metavar="COLUMN",
                         help="store only: the column holding node and edge timestamps in every "
                              "table, as `sample --timestamp-column`")
+    parser.add_argument("--memory-limit", type=memory_size, metavar="SIZE",
+                        help="store only: the memory the build may use, e.g. 4G or 512M "
+                             "(default: 2G, or half the memory available where that is "
+                             "less: the machine's, within its cgroup's limit); a lower limit "
+                             "spills more to disk, never changes a byte")
     parser.add_argument("--bigquery-project", metavar="PROJECT",
                         help="the project BigQuery queries and reads are billed to (default: "
                              "GOOGLE_CLOUD_PROJECT, else the credentials' project)")
     return parser
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def memory_size(text: str) -> int:
+    """Bytes of a size given as 4G, 4GB, 4GiB, 512M, 1.5G or a number of bytes (powers of
+    1024, as free -h and cgroups count)."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.I)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 4G, 512M)")
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).upper()])
 
 
 def _table_name(filename: str) -> str:
@@ -156,8 +175,12 @@ def _write_tables(loaded, folder: str, fmt: str, shards: int):
 
 
 def prepare(graph: str, output: str, chunk_edges: int = CHUNK_EDGES,
-            timestamp_column: str | None = None, log=print) -> dict:
-    """Writes the graph store of `graph` at `output`; returns its manifest."""
+            timestamp_column: str | None = None, log=print,
+            memory_limit: int | None = None) -> dict:
+    """Writes the graph store of `graph` at `output` within `memory_limit` bytes (None: the
+    default); returns its manifest. For the rest of the process, freed memory goes back
+    to the system at once (sampler.job.resources.give_back_freed_memory)."""
+    from sampler.job.resources import give_back_freed_memory
     from sampler.store.build import prepare_store  # numpy and the sampler: only for stores
 
     loaded = load_schema(graph)
@@ -170,7 +193,9 @@ def prepare(graph: str, output: str, chunk_edges: int = CHUNK_EDGES,
     if paths.is_within(loaded.folder, out_folder):  # replacing the store would delete it
         raise SchemaError(f"--output {output} is or contains the input graph's folder "
                           f"{loaded.folder}; choose another folder")
-    return prepare_store(loaded, output, chunk_edges=chunk_edges, log=log)
+    give_back_freed_memory()  # the resident size follows what the build holds
+    return prepare_store(loaded, output, chunk_edges=chunk_edges, log=log,
+                         memory_limit=memory_limit)
 
 
 def verify(store: str) -> str:
@@ -217,13 +242,14 @@ def _convert(args: argparse.Namespace) -> int:
         if args.shards != 1:
             raise SchemaError("--shards is for tables; a store has no shards")
         manifest = prepare(args.graph, args.output, args.chunk_edges,
-                           args.timestamp_column)
+                           args.timestamp_column, memory_limit=args.memory_limit)
         size = sum(f["bytes"] for f in manifest["files"].values())
         print(f"graph store {args.output}: {len(manifest['files'])} files, "
               f"{size / 1e6:,.1f} MB")
         return 0
-    if args.chunk_edges != CHUNK_EDGES or args.timestamp_column:
-        raise SchemaError("--chunk-edges and --timestamp-column are for --format store")
+    if args.chunk_edges != CHUNK_EDGES or args.timestamp_column or args.memory_limit:
+        raise SchemaError("--chunk-edges, --timestamp-column and --memory-limit are for "
+                          "--format store")
     for line in convert(args.graph, args.output, args.format, args.shards):
         print(line)
     return 0

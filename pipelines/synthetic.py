@@ -22,6 +22,14 @@ columns; TFRecord's float_list holds float32, so weights read from TFRecord equa
 4-decimal float64 weights of CSV/Parquet only as float32); with --shards N each table
 is `name@N.<ext>` (name-0000i-of-0000N.<ext>).
 
+Memory. The command writes the tables streamed (`write_streamed`): paper rows are drawn
+a batch (BATCH_ROWS) at a time as they are written, and one edge set at a time is drawn,
+written and dropped, so a graph of any scale is written in about 36 bytes per edge of
+its largest edge set (its draw: the shuffle and deduplication below need the set's
+index arrays whole; scale 10: about 2.7 GB) plus arrays of node-set size. The tables
+are byte for byte those of `write_graph(generate(...))`, which holds the whole graph
+(tests/pipelines/test_synthetic_streamed.py).
+
 Counts. Scale 1.0 is OGBN-MAG: 736,389 papers, 1,134,649 authors, 59,965 fields of
 study, 8,740 institutions; 5,416,271 cites, 7,145,660 writes, 7,505,078 has_topic,
 1,043,998 affiliated_with. Every count is round(count * scale), at least 2 nodes and
@@ -258,6 +266,10 @@ class _SourceIndex:
         return index if self.by_source is None else np.sort(self.by_source[index])
 
 
+# Edges per block where _bad_edges looks at every edge: its temporaries stay a block's.
+_BLOCK = 1 << 20
+
+
 def _isin_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     """values in sorted_set, for a small sorted_set: one binary search per value."""
     at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
@@ -265,19 +277,29 @@ def _isin_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
 
 
 def _bad_edges(sources, targets, fixed, n_tgt, no_self_loops) -> np.ndarray:
-    """Positions to redraw: repeats of an earlier pair (a covered edge is kept) and self-loops."""
-    keys = sources * n_tgt + targets
-    sorted_keys = np.sort(keys)  # a plain sort is far faster than argsort; find the few repeats
-    repeated = np.unique(sorted_keys[1:][sorted_keys[1:] == sorted_keys[:-1]])
+    """Positions to redraw: repeats of an earlier pair (a covered edge is kept) and self-loops.
+    Holds one array of keys beside the edges (sorted in place; write_streamed's bound),
+    and looks for the repeats' edges a block at a time."""
+    keys = sources * n_tgt
+    keys += targets
+    keys.sort()  # a plain sort is far faster than argsort; find the few repeats
+    repeated = np.unique(keys[1:][keys[1:] == keys[:-1]])
+    del keys
     bad = np.zeros(0, dtype=np.int64)
     if len(repeated):
-        candidates = np.flatnonzero(_isin_sorted(keys, repeated))
-        order = np.lexsort((~fixed[candidates], keys[candidates]))  # a covered edge first
-        grouped = keys[candidates][order]
+        candidates = np.concatenate([np.zeros(0, np.int64)] + [
+            lo + np.flatnonzero(_isin_sorted(sources[lo:lo + _BLOCK] * n_tgt
+                                             + targets[lo:lo + _BLOCK], repeated))
+            for lo in range(0, len(sources), _BLOCK)])
+        keys = sources[candidates] * n_tgt + targets[candidates]
+        order = np.lexsort((~fixed[candidates], keys))  # a covered edge first
+        grouped = keys[order]
         later = np.concatenate([[False], grouped[1:] == grouped[:-1]])
         bad = candidates[order[later]]
     if no_self_loops:
-        bad = np.union1d(bad, np.flatnonzero(sources == targets))
+        bad = np.union1d(bad, np.concatenate([np.zeros(0, np.int64)] + [
+            lo + np.flatnonzero(sources[lo:lo + _BLOCK] == targets[lo:lo + _BLOCK])
+            for lo in range(0, len(sources), _BLOCK)]))
     return bad[~fixed[bad]]
 
 
@@ -308,9 +330,21 @@ def planted_labels(num_papers: int, cites_source_index: np.ndarray,
     feat = np.asarray(feat)
     if not 1 <= num_classes <= feat.shape[1]:
         raise ValueError(f"num_classes must be in 1..{feat.shape[1]}, got {num_classes}")
+    return labels_from_colours(num_papers, cites_source_index, cites_target_index,
+                               colours(feat, num_classes), num_classes)
+
+
+def colours(feat: np.ndarray, num_classes: int) -> np.ndarray:
+    """colour(q) = argmax_c feat_q[c], c < num_classes (int64), for rows of features."""
+    return np.argmax(feat[:, :num_classes], axis=1).astype(np.int64)
+
+
+def labels_from_colours(num_papers: int, cites_source_index: np.ndarray,
+                        cites_target_index: np.ndarray, colour: np.ndarray,
+                        num_classes: int) -> np.ndarray:
+    """planted_labels, given every paper's colour."""
     src = np.asarray(cites_source_index, dtype=np.int64)
     tgt = np.asarray(cites_target_index, dtype=np.int64)
-    colour = np.argmax(feat[:, :num_classes], axis=1).astype(np.int64)
     votes = np.bincount(src * num_classes + colour[tgt],
                         minlength=num_papers * num_classes).reshape(num_papers, num_classes)
     labels = np.argmax(votes, axis=1).astype(np.int64)
@@ -318,18 +352,18 @@ def planted_labels(num_papers: int, cites_source_index: np.ndarray,
     return labels
 
 
-def plant_colours(rng: np.random.Generator, feat: np.ndarray, sources: np.ndarray,
-                  targets: np.ndarray, num_classes: int) -> tuple[np.ndarray, int]:
-    """Writes every paper's own colour into `feat` (in place) and redraws the cites
-    targets so that each paper cites only papers of its (independent) label colour.
+def plant_colours(rng: np.random.Generator, num_papers: int, sources: np.ndarray,
+                  targets: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every paper's own colour (written into its features by the caller: feat[p, own[p]]
+    += PLANTED_SIGNAL) and the cites targets redrawn so that each paper cites only papers
+    of its (independent) label colour.
 
-    Returns the new targets and the number of duplicate (source, target) pairs left.
-    Within a colour, targets are drawn by the popularity the first draw gave them
+    Returns (own colours, the new targets, the number of duplicate (source, target) pairs
+    left). Within a colour, targets are drawn by the popularity the first draw gave them
     (in-degree + 1), so the cited side stays skewed.
     """
-    n = len(feat)
+    n = num_papers
     own = rng.integers(0, num_classes, n)
-    feat[np.arange(n), own] += PLANTED_SIGNAL
     label_colour = rng.integers(0, num_classes, n)
     popularity = np.bincount(targets, minlength=n).astype(np.float64) + 1.0
     wanted = label_colour[sources]
@@ -348,10 +382,107 @@ def plant_colours(rng: np.random.Generator, feat: np.ndarray, sources: np.ndarra
         targets[edges] = members[picks]
     keys = sources * n + targets
     duplicates = len(keys) - len(np.unique(keys))
-    return targets, duplicates
+    return own, targets, duplicates
 
 
 # ---- the graph in memory --------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """A graph's arguments, checked, and its counts: what generate() and write_streamed()
+    share."""
+
+    scale: float
+    seed: int
+    nodes: dict[str, int]
+    counts: dict[str, int]   # edges per edge set, before the hub's
+    hub_edges: int
+    planted: bool
+    num_classes: int
+
+
+def recipe(scale: float, seed: int, *, hub_edges: int = 0, planted: bool = False,
+           num_classes: int | None = None) -> Recipe:
+    if num_classes is None:
+        num_classes = PLANTED_DEFAULT_CLASSES if planted else OGBN_MAG_CLASSES
+    if num_classes < 1 or (planted and num_classes > FEAT_DIM):
+        raise ValueError(f"num_classes must be in 1..{FEAT_DIM if planted else 'inf'} "
+                         f"{'with --planted ' if planted else ''}, got {num_classes}")
+    if hub_edges < 0:
+        raise ValueError(f"hub_edges must be >= 0, got {hub_edges}")
+    nodes, counts = scaled_counts(scale)
+    if planted and counts["cites"] < nodes["paper"]:
+        raise ValueError(f"--planted needs every paper to cite one, but scale {scale} gives "
+                         f"{counts['cites']} cites for {nodes['paper']} papers; use a larger "
+                         f"scale")
+    return Recipe(scale, seed, nodes, counts, hub_edges, planted, num_classes)
+
+
+# Column draws. numpy's generators draw element after element, so `count` rows drawn in
+# pieces are the rows drawn at once: write_streamed draws each column a chunk at a time
+# from the same stream that generate() draws whole.
+
+def feat_rows(rng: np.random.Generator, count: int) -> np.ndarray:
+    """float32 [count, FEAT_DIM]: N(0, 1) rounded to 4 decimals (stream "feat")."""
+    return np.round(rng.standard_normal((count, FEAT_DIM), dtype=np.float32), 4)
+
+
+def year_rows(rng: np.random.Generator, count: int) -> np.ndarray:
+    """int64 years uniform in 2010..2019 (streams "year" and "affiliated_time")."""
+    return rng.integers(2010, 2020, count, dtype=np.int64)
+
+
+def label_rows(rng: np.random.Generator, count: int, num_classes: int) -> np.ndarray:
+    """int64 labels uniform in [0, num_classes) (stream "labels"; without --planted)."""
+    return rng.integers(0, num_classes, count, dtype=np.int64)
+
+
+def weight_rows(rng: np.random.Generator, count: int) -> np.ndarray:
+    """float64 edge weights: log-normal(0, 1) rounded to 4 decimals, at least 1e-4 (drawn
+    from an edge set's stream after its edges, and from "hub" after the hub's papers)."""
+    return np.maximum(np.round(rng.lognormal(0.0, 1.0, count), 4), 1e-4)
+
+
+def edge_years(name: str, sources: np.ndarray, targets: np.ndarray, year: np.ndarray,
+               affiliated: np.random.Generator) -> np.ndarray:
+    """int64 year of each of these edges of `name` (rows in table order; `affiliated`,
+    the stream "affiliated_time", is drawn for affiliated_with only). See "Timestamps" in
+    the module docstring."""
+    if name == "cites":
+        return np.maximum(year[sources], year[targets])
+    if name == "writes":
+        return year[targets]
+    if name == "has_topic":
+        return year[sources]
+    return year_rows(affiliated, len(sources))
+
+
+def draw_edge_set(r: Recipe, name: str) -> tuple[np.ndarray, np.ndarray, int,
+                                                 np.random.Generator]:
+    """(source index, target index, duplicates left, the set's stream ready to draw its
+    weights) of one edge set, before the hub and the planted redraw."""
+    src_set, tgt_set = EDGE_ENDS[name]
+    rng = _rng(r.seed, name)
+    src_model, tgt_model = DEGREE_MODELS[name]
+    sources, targets, dups = draw_edges(rng, r.nodes[src_set], r.nodes[tgt_set],
+                                        r.counts[name], src_model, tgt_model,
+                                        no_self_loops=(src_set == tgt_set))
+    return sources, targets, dups, rng
+
+
+def draw_hub(r: Recipe) -> tuple[np.ndarray, np.ndarray]:
+    """(the papers the hub wrote, their writes edges' weights); empty without a hub."""
+    if not r.hub_edges:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    n_papers = r.nodes["paper"]
+    rng = _rng(r.seed, "hub")
+    distinct = min(r.hub_edges, n_papers)
+    hub_papers = rng.choice(n_papers, distinct, replace=False).astype(np.int64)
+    if r.hub_edges > distinct:
+        hub_papers = np.concatenate(
+            [hub_papers, rng.integers(0, n_papers, r.hub_edges - distinct, dtype=np.int64)])
+    return hub_papers, weight_rows(rng, r.hub_edges)
+
 
 @dataclasses.dataclass
 class SyntheticGraph:
@@ -372,14 +503,7 @@ class SyntheticGraph:
     def edge_times(self, name: str) -> np.ndarray:
         """int64 year of every edge of `name` (see "Timestamps" in the module docstring)."""
         sources, targets, _ = self.edges[name]
-        if name == "cites":
-            return np.maximum(self.year[sources], self.year[targets])
-        if name == "writes":
-            return self.year[targets]
-        if name == "has_topic":
-            return self.year[sources]
-        return _rng(self.seed, "affiliated_time").integers(2010, 2020, len(sources),
-                                                           dtype=np.int64)
+        return edge_years(name, sources, targets, self.year, _rng(self.seed, "affiliated_time"))
 
     @property
     def hub_index(self) -> int:
@@ -389,57 +513,35 @@ class SyntheticGraph:
 
 def generate(scale: float, seed: int, *, hub_edges: int = 0, planted: bool = False,
              num_classes: int | None = None) -> SyntheticGraph:
-    """The whole graph as arrays; deterministic in (scale, seed, hub_edges, planted, classes)."""
-    if num_classes is None:
-        num_classes = PLANTED_DEFAULT_CLASSES if planted else OGBN_MAG_CLASSES
-    if num_classes < 1 or (planted and num_classes > FEAT_DIM):
-        raise ValueError(f"num_classes must be in 1..{FEAT_DIM if planted else 'inf'} "
-                         f"{'with --planted ' if planted else ''}, got {num_classes}")
-    if hub_edges < 0:
-        raise ValueError(f"hub_edges must be >= 0, got {hub_edges}")
-    nodes, counts = scaled_counts(scale)
-    n_papers = nodes["paper"]
-    if planted and counts["cites"] < n_papers:
-        raise ValueError(f"--planted needs every paper to cite one, but scale {scale} gives "
-                         f"{counts['cites']} cites for {n_papers} papers; use a larger scale")
-    feat = _rng(seed, "feat").standard_normal((n_papers, FEAT_DIM), dtype=np.float32)
-    feat = np.round(feat, 4)
-    year = _rng(seed, "year").integers(2010, 2020, n_papers, dtype=np.int64)
+    """The whole graph as arrays; deterministic in (scale, seed, hub_edges, planted, classes).
+    For small graphs (tests, examples): `write_streamed` writes the same tables at any
+    scale without holding them."""
+    r = recipe(scale, seed, hub_edges=hub_edges, planted=planted, num_classes=num_classes)
+    nodes, n_papers = r.nodes, r.nodes["paper"]
+    feat = feat_rows(_rng(seed, "feat"), n_papers)
+    year = year_rows(_rng(seed, "year"), n_papers)
     edges, duplicates = {}, {}
-    for name, (src_set, tgt_set) in EDGE_ENDS.items():
-        rng = _rng(seed, name)
-        src_model, tgt_model = DEGREE_MODELS[name]
-        sources, targets, dups = draw_edges(rng, nodes[src_set], nodes[tgt_set], counts[name],
-                                            src_model, tgt_model,
-                                            no_self_loops=(src_set == tgt_set))
-        weights = np.maximum(np.round(rng.lognormal(0.0, 1.0, counts[name]), 4), 1e-4)
-        edges[name] = (sources, targets, weights)
-        duplicates[name] = dups
-    hub_papers = np.zeros(0, dtype=np.int64)
+    for name in EDGE_ENDS:
+        sources, targets, duplicates[name], rng = draw_edge_set(r, name)
+        edges[name] = (sources, targets, weight_rows(rng, r.counts[name]))
+    hub_papers, hub_weights = draw_hub(r)
     if hub_edges:
-        rng = _rng(seed, "hub")
-        distinct = min(hub_edges, n_papers)
-        hub_papers = rng.choice(n_papers, distinct, replace=False).astype(np.int64)
-        if hub_edges > distinct:
-            hub_papers = np.concatenate(
-                [hub_papers, rng.integers(0, n_papers, hub_edges - distinct, dtype=np.int64)])
         sources, targets, weights = edges["writes"]
         edges["writes"] = (
             np.concatenate([sources, np.full(hub_edges, nodes["author"], dtype=np.int64)]),
-            np.concatenate([targets, hub_papers]),
-            np.concatenate([weights, np.maximum(np.round(rng.lognormal(0.0, 1.0, hub_edges), 4),
-                                                1e-4)]))
+            np.concatenate([targets, hub_papers]), np.concatenate([weights, hub_weights]))
     if planted:
         sources, targets, weights = edges["cites"]
-        targets, duplicates["cites"] = plant_colours(_rng(seed, "planted"), feat, sources,
-                                                     targets, num_classes)
+        own, targets, duplicates["cites"] = plant_colours(_rng(seed, "planted"), n_papers,
+                                                          sources, targets, r.num_classes)
+        feat[np.arange(n_papers), own] += PLANTED_SIGNAL
         edges["cites"] = (sources, targets, weights)
-        labels = planted_labels(n_papers, sources, targets, feat, num_classes)
+        labels = planted_labels(n_papers, sources, targets, feat, r.num_classes)
         assert (labels >= 0).all(), "every paper cites a paper"
     else:
-        labels = _rng(seed, "labels").integers(0, num_classes, n_papers, dtype=np.int64)
-    return SyntheticGraph(scale, seed, nodes, edges, feat, labels, year, num_classes, planted,
-                          hub_papers, duplicates)
+        labels = label_rows(_rng(seed, "labels"), n_papers, r.num_classes)
+    return SyntheticGraph(scale, seed, nodes, edges, feat, labels, year, r.num_classes,
+                          planted, hub_papers, duplicates)
 
 
 # ---- files ----------------------------------------------------------------------------
@@ -523,7 +625,8 @@ def spec_text(strategy: str = "RANDOM_UNIFORM") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _chunks(n: int, rows: int = BATCH_ROWS):
+def _chunks(n: int):
+    rows = BATCH_ROWS
     for lo in range(0, n, rows):
         yield lo, min(n, lo + rows)
 
@@ -533,104 +636,227 @@ def _shard_paths(folder: str, name: str, fmt: str, shards: int) -> list[str]:
     return shard_names(pattern) if shards > 1 else [pattern]
 
 
-def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1, *,
-                timestamps: bool = False) -> dict:
-    """Writes schema, spec, tables, seeds and manifest.json into `output`; returns the
-    manifest. `timestamps`: the `timestamp` columns and timed_seeds (module docstring)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if shards < 1:
-        raise ValueError(f"shards must be >= 1, got {shards}")
-    os.makedirs(output, exist_ok=True)
-    note = (f"scale={graph.scale} seed={graph.seed} planted={graph.planted} "
-            f"classes={graph.num_classes} hub_edges={len(graph.hub_papers)}")
-    schema_path = os.path.join(output, "graph_schema.pbtxt")
-    with open(schema_path, "w") as f:
-        f.write(schema_text(fmt, shards, note, timestamps))
-    with open(os.path.join(output, "sampling_spec.pbtxt"), "w") as f:
-        f.write(spec_text())
-    loaded = load_schema(schema_path)
-    timings = {}
+class _Folder:
+    """The output folder of one graph: its schema and spec, then its tables one at a
+    time, each written batch by batch from `chunk(lo, hi)` functions that are called in
+    row order (so a function may draw its rows from a random stream as it goes)."""
 
-    started = time.perf_counter()
-    n_papers = graph.num_nodes["paper"]
+    def __init__(self, output: str, fmt: str, shards: int, note: str, timestamps: bool):
+        if fmt not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        if shards < 1:
+            raise ValueError(f"shards must be >= 1, got {shards}")
+        self.output, self.fmt, self.shards, self.timestamps = output, fmt, shards, timestamps
+        os.makedirs(output, exist_ok=True)
+        schema_path = os.path.join(output, "graph_schema.pbtxt")
+        with open(schema_path, "w") as f:
+            f.write(schema_text(fmt, shards, note, timestamps))
+        with open(os.path.join(output, "sampling_spec.pbtxt"), "w") as f:
+            f.write(spec_text())
+        self.loaded = load_schema(schema_path)
+        self.timings: dict[str, float] = {}
 
-    def paper_batches():
-        for lo, hi in _chunks(n_papers):
-            index = np.arange(lo, hi, dtype=np.int64)
-            features = {"feat": graph.feat[lo:hi], "labels": graph.labels[lo:hi, None],
-                        "year": graph.year[lo:hi, None]}
-            if timestamps:
-                features[TIME_FEATURE] = graph.year[lo:hi]
-            yield NodeBatch("paper", node_ids("paper", index), index, features)
-
-    write_sharded(_shard_paths(output, "paper", fmt, shards),
-                  table_layout(loaded, "nodes", "paper"), paper_batches())
-    timings["paper"] = round(time.perf_counter() - started, 3)
-
-    for name, (src_set, tgt_set) in EDGE_ENDS.items():
+    def papers(self, n_papers: int, feat, labels, year: np.ndarray) -> None:
+        """The paper table; `feat(lo, hi)` and `labels(lo, hi)` give rows lo:hi."""
         started = time.perf_counter()
-        sources, targets, weights = graph.edges[name]
-        hub = graph.hub_index if name == "writes" else None
-        times = graph.edge_times(name) if timestamps else None
 
-        def edge_batches(name=name, sources=sources, targets=targets, weights=weights,
-                         hub=hub, src_set=src_set, tgt_set=tgt_set, times=times):
+        def batches():
+            for lo, hi in _chunks(n_papers):
+                index = np.arange(lo, hi, dtype=np.int64)
+                features = {"feat": feat(lo, hi), "labels": labels(lo, hi)[:, None],
+                            "year": year[lo:hi, None]}
+                if self.timestamps:
+                    features[TIME_FEATURE] = year[lo:hi]
+                yield NodeBatch("paper", node_ids("paper", index), index, features)
+
+        write_sharded(_shard_paths(self.output, "paper", self.fmt, self.shards),
+                      table_layout(self.loaded, "nodes", "paper"), batches())
+        self.timings["paper"] = round(time.perf_counter() - started, 3)
+
+    def edges(self, name: str, sources: np.ndarray, targets: np.ndarray, weights,
+              times, hub: int | None) -> None:
+        """An edge table; `weights(lo, hi)` and `times(lo, hi)` (None without
+        --timestamps) give rows lo:hi; the source index `hub` is the hub author."""
+        started = time.perf_counter()
+        src_set, tgt_set = EDGE_ENDS[name]
+
+        def batches():
             for lo, hi in _chunks(len(sources)):
                 yield EdgeBatch(name, node_ids(src_set, sources[lo:hi], hub),
                                 node_ids(tgt_set, targets[lo:hi]),
-                                np.arange(lo, hi, dtype=np.int64), weights[lo:hi],
+                                np.arange(lo, hi, dtype=np.int64), weights(lo, hi),
+                                {} if times is None else {TIME_FEATURE: times(lo, hi)})
+
+        write_sharded(_shard_paths(self.output, name, self.fmt, self.shards),
+                      table_layout(self.loaded, "edges", name), batches())
+        self.timings[name] = round(time.perf_counter() - started, 3)
+
+    def seeds(self, n_papers: int, hub_papers: np.ndarray, year: np.ndarray) -> dict:
+        """seeds, hub_seeds (with a hub) and timed_seeds (with timestamps): their names."""
+        started = time.perf_counter()
+        ext = FORMATS[self.fmt]
+
+        def seed_batches(index, times=None):
+            for lo, hi in _chunks(len(index)):
+                yield NodeBatch("seeds", node_ids("paper", index[lo:hi]),
+                                np.arange(lo, hi, dtype=np.int64),
                                 {} if times is None else {TIME_FEATURE: times[lo:hi]})
 
-        write_sharded(_shard_paths(output, name, fmt, shards),
-                      table_layout(loaded, "edges", name), edge_batches())
-        timings[name] = round(time.perf_counter() - started, 3)
+        seeds = {"all": f"seeds{ext}"}
+        every = np.arange(n_papers, dtype=np.int64)
+        write_table(os.path.join(self.output, seeds["all"]), seeds_layout(),
+                    seed_batches(every))
+        if len(hub_papers):
+            seeds["hub"] = f"hub_seeds{ext}"
+            write_table(os.path.join(self.output, seeds["hub"]), seeds_layout(),
+                        seed_batches(np.unique(hub_papers)))
+        if self.timestamps:  # every paper, its own year as its cut-off
+            seeds["timed"] = f"timed_seeds{ext}"
+            timed = dataclasses.replace(seeds_layout(), features=(
+                FeatureSpec(TIME_FEATURE, np.dtype(np.int64), (), "DT_INT64"),))
+            write_table(os.path.join(self.output, seeds["timed"]), timed,
+                        seed_batches(every, year))
+        self.timings["seeds"] = round(time.perf_counter() - started, 3)
+        return seeds
 
-    started = time.perf_counter()
-    ext = FORMATS[fmt]
 
-    def seed_batches(index):
-        for lo, hi in _chunks(len(index)):
-            yield NodeBatch("seeds", node_ids("paper", index[lo:hi]),
-                            np.arange(lo, hi, dtype=np.int64), {})
+def _note(scale, seed, planted, num_classes, hub_edges) -> str:
+    return (f"scale={scale} seed={seed} planted={planted} classes={num_classes} "
+            f"hub_edges={hub_edges}")
 
-    seeds = {"all": f"seeds{ext}"}
-    write_table(os.path.join(output, seeds["all"]), seeds_layout(),
-                seed_batches(np.arange(n_papers, dtype=np.int64)))
-    if len(graph.hub_papers):
-        seeds["hub"] = f"hub_seeds{ext}"
-        write_table(os.path.join(output, seeds["hub"]), seeds_layout(),
-                    seed_batches(np.unique(graph.hub_papers)))
-    if timestamps:  # every paper, its own year as its cut-off
-        seeds["timed"] = f"timed_seeds{ext}"
-        timed = dataclasses.replace(seeds_layout(), features=(
-            FeatureSpec(TIME_FEATURE, np.dtype(np.int64), (), "DT_INT64"),))
 
-        def timed_batches():
-            for lo, hi in _chunks(n_papers):
-                yield NodeBatch("seeds", node_ids("paper", np.arange(lo, hi)),
-                                np.arange(lo, hi, dtype=np.int64),
-                                {TIME_FEATURE: graph.year[lo:hi]})
+def _edge_degrees(name: str, sources: np.ndarray, targets: np.ndarray, nodes: dict,
+                  hub: bool) -> dict:
+    src, tgt = EDGE_ENDS[name]
+    return {"out": degree_stats(sources, nodes[src] + (name == "writes" and hub)),
+            "in": degree_stats(targets, nodes[tgt])}
 
-        write_table(os.path.join(output, seeds["timed"]), timed, timed_batches())
-    timings["seeds"] = round(time.perf_counter() - started, 3)
 
-    manifest = {
-        "scale": graph.scale, "seed": graph.seed, "format": fmt, "shards": shards,
-        "planted": graph.planted, "num_classes": graph.num_classes, "timestamps": timestamps,
-        "hub_edges": int(len(graph.hub_papers)),
-        "nodes": graph.num_nodes,
-        "edges": {name: int(len(e[0])) for name, e in graph.edges.items()},
-        "duplicates_left": graph.duplicates_left,
-        "degrees": {name: {"out": degree_stats(graph.edges[name][0],
-                                               graph.num_nodes[src] + (name == "writes" and bool(len(graph.hub_papers)))),
-                           "in": degree_stats(graph.edges[name][1], graph.num_nodes[tgt])}
-                    for name, (src, tgt) in EDGE_ENDS.items()},
-        "seeds": seeds,
-        "write_seconds": timings,
-        "bytes": _folder_bytes(output),
+def _manifest(r: Recipe, folder: _Folder, edges: dict, duplicates: dict, degrees: dict,
+              seeds: dict) -> dict:
+    return {
+        "scale": r.scale, "seed": r.seed, "format": folder.fmt, "shards": folder.shards,
+        "planted": r.planted, "num_classes": r.num_classes, "timestamps": folder.timestamps,
+        "hub_edges": r.hub_edges, "nodes": r.nodes, "edges": edges,
+        "duplicates_left": duplicates, "degrees": degrees, "seeds": seeds,
+        "write_seconds": folder.timings, "bytes": _folder_bytes(folder.output),
     }
-    return manifest
+
+
+def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1, *,
+                timestamps: bool = False) -> dict:
+    """Writes schema, spec, tables, seeds and manifest.json's content into `output` from a
+    graph in memory; returns the manifest. `timestamps`: the `timestamp` columns and
+    timed_seeds (module docstring)."""
+    hub_edges = len(graph.hub_papers)
+    r = Recipe(graph.scale, graph.seed, graph.num_nodes, {}, hub_edges, graph.planted,
+               graph.num_classes)
+    folder = _Folder(output, fmt, shards, _note(graph.scale, graph.seed, graph.planted,
+                                                graph.num_classes, hub_edges), timestamps)
+    n_papers = graph.num_nodes["paper"]
+    folder.papers(n_papers, lambda lo, hi: graph.feat[lo:hi],
+                  lambda lo, hi: graph.labels[lo:hi], graph.year)
+    for name in EDGE_ENDS:
+        sources, targets, weights = graph.edges[name]
+        times = graph.edge_times(name) if timestamps else None
+        folder.edges(name, sources, targets, lambda lo, hi, w=weights: w[lo:hi],
+                     None if times is None else lambda lo, hi, t=times: t[lo:hi],
+                     graph.hub_index if name == "writes" else None)
+    seeds = folder.seeds(n_papers, graph.hub_papers, graph.year)
+    return _manifest(r, folder, {name: int(len(e[0])) for name, e in graph.edges.items()},
+                     graph.duplicates_left,
+                     {name: _edge_degrees(name, graph.edges[name][0], graph.edges[name][1],
+                                          graph.num_nodes, bool(hub_edges))
+                      for name in EDGE_ENDS}, seeds)
+
+
+class _Rows:
+    """A column drawn chunk after chunk from one random stream: rows lo:hi, asked for in
+    row order, are the rows lo:hi of the column drawn whole (numpy's generators draw
+    element after element)."""
+
+    def __init__(self, rng: np.random.Generator, draw):
+        self.rng, self.draw, self.at = rng, draw, 0
+
+    def __call__(self, lo: int, hi: int) -> np.ndarray:
+        if lo != self.at:
+            raise AssertionError(f"rows {lo}:{hi} asked for after row {self.at}")
+        self.at = hi
+        return self.draw(self.rng, hi - lo)
+
+
+def write_streamed(output: str, fmt: str, shards: int = 1, *, scale: float, seed: int,
+                   hub_edges: int = 0, planted: bool = False, num_classes: int | None = None,
+                   timestamps: bool = False) -> dict:
+    """The tables of write_graph(generate(...)), byte for byte, without holding the graph:
+    paper rows are drawn a batch at a time as they are written, and each edge set is drawn
+    (its index arrays: draw_edges shuffles and deduplicates a set whole), written and
+    dropped before the next. Memory: arrays of node-set size plus one edge set's draw,
+    about 40 bytes per edge of the largest set (the features, ids, weights and times are
+    never all held). Returns the manifest."""
+    r = recipe(scale, seed, hub_edges=hub_edges, planted=planted, num_classes=num_classes)
+    folder = _Folder(output, fmt, shards, _note(scale, seed, planted, r.num_classes,
+                                                hub_edges), timestamps)
+    n_papers = r.nodes["paper"]
+    year = year_rows(_rng(seed, "year"), n_papers)
+    hub_papers, hub_weights = draw_hub(r)
+    counts, duplicates, degrees = {}, {}, {}
+    planted_cites = None
+    for name in EDGE_ENDS:
+        sources, targets, duplicates[name], rng = draw_edge_set(r, name)
+        weights = _Rows(rng, weight_rows)
+        if name == "writes" and hub_edges:
+            n = len(sources)
+            sources = np.concatenate([sources, np.full(hub_edges, r.nodes["author"],
+                                                       dtype=np.int64)])
+            targets = np.concatenate([targets, hub_papers])
+
+            def weights(lo, hi, main=weights, n=n):  # the set's own draws, then the hub's
+                own = main(lo, min(hi, n)) if lo < n else np.zeros(0)
+                return np.concatenate([own, hub_weights[max(lo, n) - n:hi - n]]) \
+                    if hi > n else own
+        if name == "cites" and planted:
+            own, targets, duplicates[name] = plant_colours(_rng(seed, "planted"), n_papers,
+                                                           sources, targets, r.num_classes)
+            planted_cites = (sources, targets, own)
+        times = None
+        if timestamps:
+            affiliated = _rng(seed, "affiliated_time")
+
+            def times(lo, hi, name=name, sources=sources, targets=targets):
+                return edge_years(name, sources[lo:hi], targets[lo:hi], year, affiliated)
+        counts[name] = int(len(sources))
+        degrees[name] = _edge_degrees(name, sources, targets, r.nodes, bool(hub_edges))
+        folder.edges(name, sources, targets, weights, times,
+                     r.nodes["author"] if name == "writes" else None)
+        del sources, targets, weights, times
+    if planted:
+        cites_sources, cites_targets, own = planted_cites
+        del planted_cites
+        colour = np.zeros(n_papers, np.int64)
+        pass_one = _Rows(_rng(seed, "feat"), feat_rows)
+        for lo, hi in _chunks(n_papers):
+            colour[lo:hi] = colours(_planted_rows(pass_one(lo, hi), own[lo:hi]),
+                                    r.num_classes)
+        all_labels = labels_from_colours(n_papers, cites_sources, cites_targets, colour,
+                                         r.num_classes)
+        assert (all_labels >= 0).all(), "every paper cites a paper"
+        del cites_sources, cites_targets, colour
+        feat_stream = _Rows(_rng(seed, "feat"), feat_rows)
+        folder.papers(n_papers, lambda lo, hi: _planted_rows(feat_stream(lo, hi), own[lo:hi]),
+                      lambda lo, hi: all_labels[lo:hi], year)
+    else:
+        folder.papers(n_papers, _Rows(_rng(seed, "feat"), feat_rows),
+                      _Rows(_rng(seed, "labels"),
+                            lambda rng, count: label_rows(rng, count, r.num_classes)), year)
+    seeds = folder.seeds(n_papers, hub_papers, year)
+    return _manifest(r, folder, counts, duplicates, degrees, seeds)
+
+
+def _planted_rows(feat: np.ndarray, own: np.ndarray) -> np.ndarray:
+    """Paper rows with each paper's own colour written into its features."""
+    feat[np.arange(len(feat)), own] += PLANTED_SIGNAL
+    return feat
 
 
 def _folder_bytes(folder: str) -> int:
@@ -686,15 +912,13 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     started = time.perf_counter()
     try:
-        graph = generate(args.scale, args.seed, hub_edges=args.hub_edges, planted=args.planted,
-                         num_classes=args.num_classes)
-        generated = time.perf_counter() - started
-        manifest = write_graph(graph, args.output, args.format, args.shards,
-                               timestamps=args.timestamps)
+        manifest = write_streamed(args.output, args.format, args.shards, scale=args.scale,
+                                  seed=args.seed, hub_edges=args.hub_edges,
+                                  planted=args.planted, num_classes=args.num_classes,
+                                  timestamps=args.timestamps)
     except ValueError as e:
         print(f"synthetic-graph: error: {e}", file=sys.stderr)
         return 2
-    manifest["generate_seconds"] = round(generated, 3)
     manifest["total_seconds"] = round(time.perf_counter() - started, 3)
     with open(os.path.join(args.output, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
@@ -702,7 +926,7 @@ def main(argv: list[str] | None = None) -> int:
         print("nodes: " + ", ".join(f"{k} {v:,}" for k, v in manifest["nodes"].items()))
         print("edges: " + ", ".join(f"{k} {v:,}" for k, v in manifest["edges"].items()))
         print(f"{manifest['bytes'] / 1e6:.1f} MB of {args.format} in "
-              f"{manifest['total_seconds']:.2f} s (generate {generated:.2f} s)")
+              f"{manifest['total_seconds']:.2f} s")
     print(f"graph: {os.path.join(args.output, 'graph_schema.pbtxt')}")
     return 0
 

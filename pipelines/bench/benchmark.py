@@ -93,8 +93,8 @@ def ensure_graph(cache_dir: str, *, scale: float, seed: int, fmt: str, shards: i
         if os.path.exists(folder):
             shutil.rmtree(folder)
         started = time.perf_counter()
-        graph = synthetic.generate(scale, seed, hub_edges=hub_edges)
-        manifest = synthetic.write_graph(graph, folder, fmt, shards, timestamps=timestamps)
+        manifest = synthetic.write_streamed(folder, fmt, shards, scale=scale, seed=seed,
+                                            hub_edges=hub_edges, timestamps=timestamps)
         manifest["total_seconds"] = round(time.perf_counter() - started, 3)
         with open(os.path.join(folder, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=2)
@@ -280,8 +280,32 @@ def make_parser() -> argparse.ArgumentParser:
                         help="the memory engine from the tables and from a graph store, and "
                              "the store under a memory cap (pipelines/bench/store_benchmark.py)")
     parser.add_argument("--cap-mb", type=int, metavar="MB",
-                        help="--store: the memory cap (default: the interpreter's footprint "
+                        help="--store, --bounded: the job's memory cap (--store's default: "
+                             "the interpreter's footprint "
                              "plus half the graph's in-memory size)")
+    parser.add_argument("--bounded", action="store_true",
+                        help="a graph larger than the machine: generate it and build its "
+                             "store each in a process under --build-cap-mb, then sample the "
+                             "store under --cap-mb (pipelines/bench/bounded_benchmark.py)")
+    parser.add_argument("--build-cap-mb", type=int, metavar="MB",
+                        help="--bounded: the memory cgroup of generating and building, and "
+                             "the build's --memory-limit (default: no cap, the default limit)")
+    parser.add_argument("--seed-parts", type=int, default=1, metavar="K",
+                        help="--bounded: the job's seeds in K processes of one part each, "
+                             "each part's output deleted once measured (disk; default 1)")
+    parser.add_argument("--parts-limit", type=int, metavar="K",
+                        help="--bounded: measure at most K of the --seed-parts (the parts "
+                             "measured are kept: a later run goes on from the next)")
+    parser.add_argument("--job-workers", type=int, metavar="N",
+                        help="--bounded: the job's --workers (default: sample's, one per "
+                             "core); under a cap smaller than the store, workers beyond the "
+                             "cores overlap their waits for the disk")
+    parser.add_argument("--drop-tables", action="store_true",
+                        help="--bounded: delete the graph's tables once its store is built "
+                             "(the job reads the store; disk)")
+    parser.add_argument("--record", metavar="FILE",
+                        help="--bounded: also put the run into FILE's runs (e.g. "
+                             "docs/benchmarks/store_bounded.json)")
     parser.add_argument("--api", action="store_true",
                         help="online sampling through sampler.api against the memory engine "
                              "on one core (pipelines/bench/api_benchmark.py)")
@@ -404,6 +428,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"benchmark: error: {why}", file=sys.stderr)
             return 2
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
+    if args.bounded:
+        from pipelines.bench.bounded_benchmark import main_hook as bounded_hook
+
+        return bounded_hook(args, log, sys.modules[__name__])
     folder, manifest = ensure_graph(args.cache_dir, scale=args.scale, seed=args.seed,
                                     fmt=args.format, shards=args.shards,
                                     hub_edges=args.hub_edges, timestamps=args.timestamps,

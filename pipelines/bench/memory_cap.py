@@ -133,3 +133,17 @@ def unavailable() -> str | None:
     except OSError as e:
         return f"cannot create a memory-limited cgroup here: {e}"
     return None
+
+
+def drop_cached(folder: str) -> None:
+    """Drops a folder's files from the page cache (written back first), so that a capped
+    run reads them, and is charged for them, inside its group: pages another process
+    left in the cache would be used without counting against the cap."""
+    for root, _, files in os.walk(folder):
+        for name in files:
+            fd = os.open(os.path.join(root, name), os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)

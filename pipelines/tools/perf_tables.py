@@ -196,6 +196,58 @@ def store(data: dict, source: str) -> str:
     return "\n\n".join(parts)
 
 
+def store_bounded(data: dict, source: str) -> str:
+    """`benchmark --bounded --json`, run by run: a graph generated, built into a store and
+    sampled, each step in its own process, under memory cgroups where capped; the first
+    run is the reference the others' sampling rate is compared with."""
+    runs = data["runs"]
+    first = runs[0]
+    steps, sizes = [], []
+
+    def cap(step):
+        return number(step.get("cap_mb")) if step.get("cap_mb") else "none"
+
+    for run in runs:
+        job = run["job"]
+        for name, step in (("generate", run["generate"]), ("build", run["build"]),
+                           ("sample", job)):
+            steps.append([str(run["scale"]), name, cap(step), number(step.get("wall_s"), 1),
+                          number(step.get("cpu_s"), 1), number(step.get("peak_rss_mb")),
+                          number(step.get("group_peak_mb")) if step.get("cap_mb") else "",
+                          str(step.get("oom_kills", "")) if step.get("cap_mb") else ""])
+        rate = job["subgraphs"] / job["wall_s"]
+        first_rate = first["job"]["subgraphs"] / first["job"]["wall_s"]
+        cpu_rate = job["subgraphs"] / job["cpu_s"]
+        first_cpu_rate = first["job"]["subgraphs"] / first["job"]["cpu_s"]
+        sizes.append([str(run["scale"]), f"{run['nodes']:,}", f"{run['edges']:,}",
+                      number(run["tables_mb"]), number(run["store_mb"]),
+                      number(run["build"].get("disk_peak_mb")),
+                      f"{job['subgraphs']:,} in {job['parts']}" + (
+                          f" of {job['parts_of']}" if job.get("parts_of", job["parts"])
+                          != job["parts"] else ""),
+                      str(job.get("workers") or "one per core"), number(rate, 1),
+                      number(cpu_rate, 1), f"{rate / first_rate:.2f}x",
+                      f"{cpu_rate / first_cpu_rate:.2f}x"])
+    largest = max(runs, key=lambda r: r["edges"])
+    per_million = 1e6 / largest["edges"]
+    parts = [data["about"],
+             table(["scale", "step", "cap MB", "wall s", "CPU s", "peak RSS MB",
+                    "cgroup peak MB", "killed"], steps),
+             table(["scale", "nodes", "edges", "tables MB", "store MB", "build's disk peak MB",
+                    "subgraphs (processes)", "job's workers", "subgraphs/s",
+                    "subgraphs per CPU-s",
+                    f"subgraphs/s vs scale {first['scale']}",
+                    f"per CPU-s vs scale {first['scale']}"], sizes),
+             f"Per million edges of the largest graph (scale {largest['scale']}): "
+             f"{largest['tables_mb'] * per_million:,.0f} MB of Parquet tables, "
+             f"{largest['store_mb'] * per_million:,.0f} MB of store, and "
+             f"{largest['build']['disk_peak_mb'] * per_million:,.0f} MB of disk at the "
+             f"build's peak (store and scratch runs, beside the tables)."]
+    parts += [provenance_line(run, source) + (f" {run['note']}." if run.get("note") else "")
+              for run in runs]
+    return "\n\n".join(parts)
+
+
 def fuzz(data: dict, source: str) -> str:
     """`make fuzz` (tests/fuzz/long_run.py): mutated inputs, stores and output folders'
     state files through the five commands."""
@@ -455,6 +507,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
     "engines": ("The whole job, engine by engine", engines),
     "api": ("Online sampling (Python API)", api),
     "store": ("Graph stores", store),
+    "store_bounded": ("Graphs larger than the machine", store_bounded),
     "install": ("Installing", install),
     "fuzz": ("Fuzzing", fuzz),
     "torch": ("Reading samples into PyTorch Geometric", torch),

@@ -44,15 +44,21 @@ def build_node_table(node_set: str, batches: Sequence[NodeBatch],
     duplicate = np.flatnonzero(ids[1:] == ids[:-1])
     if len(duplicate):
         i = duplicate[0]
-        raise TableError(
-            f"node set '{node_set}': duplicate node id {ids[i].decode(errors='replace')!r} in "
-            f"{_where(rows[i], files)} and {_where(rows[i + 1], files)}")
+        raise duplicate_id(node_set, ids[i], rows[i], rows[i + 1], files)
     features = {name: take(concat([b.features[name] for b in batches]), order)
                 for name in batches[0].features}
     timed = batches[0].timestamps is not None
     return NodeTableBucket(node_set, ids, features,
                            np.concatenate([b.timestamps for b in batches])[order] if timed
                            else None)
+
+
+def duplicate_id(node_set: str, node_id: bytes, row: int, other_row: int,
+                 files: Sequence[str] = ()) -> TableError:
+    """The error for a node id in two rows of a node table (both named)."""
+    return TableError(f"node set '{node_set}': duplicate node id "
+                      f"{bytes(node_id).decode(errors='replace')!r} in {_where(row, files)} "
+                      f"and {_where(other_row, files)}")
 
 
 def ids_only_table(node_set: str, id_arrays: Sequence[np.ndarray]) -> NodeTableBucket:

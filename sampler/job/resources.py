@@ -38,6 +38,28 @@ def release_free_memory() -> None:
         pass
 
 
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
+
+
+def give_back_freed_memory(threshold: int = 1 << 20) -> bool:
+    """For a process that must stay within a memory limit (unigraph-convert --format
+    store): glibc maps every block of `threshold` bytes or more on its own and unmaps
+    it as soon as it is freed, and Arrow allocates through glibc too. By default glibc's
+    threshold grows (up to 32 MB) as mapped blocks are freed, after which freed blocks
+    stay in its heap until trimmed, and Arrow's own pool keeps what it freed for reuse:
+    the resident size then carries every temporary of the past (the opposite trade of
+    sampler.beam.runner.reuse_freed_memory). Returns whether glibc took it."""
+    pyarrow.set_memory_pool(pyarrow.system_memory_pool())
+    if "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, threshold))
+
+
 def cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -46,7 +68,8 @@ def cores() -> int:
 
 
 def available_memory() -> int | None:
-    """Bytes this process could still use: MemAvailable, capped by a cgroup limit."""
+    """Bytes this process could still use: MemAvailable, capped by the room left under
+    each memory cgroup limit on the way from this process's own group to the root."""
     available = None
     try:
         with open("/proc/meminfo") as f:
@@ -55,20 +78,43 @@ def available_memory() -> int | None:
                     available = int(line.split()[1]) * 1024
     except OSError:
         return None
-    for limit_path, usage_path in (("/sys/fs/cgroup/memory.max",
-                                    "/sys/fs/cgroup/memory.current"),
-                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        try:
-            with open(limit_path) as f, open(usage_path) as g:
-                limit, usage = f.read().strip(), g.read().strip()
-        except OSError:
-            continue
-        if limit.isdigit() and int(limit) < (1 << 60):
-            room = int(limit) - int(usage)
-            available = room if available is None else min(available, room)
-        break
+    for room in _cgroup_rooms():
+        available = room if available is None else min(available, room)
     return available
+
+
+def _cgroup_rooms():
+    """limit - usage of each limited memory cgroup enclosing this process (v2: memory.max
+    and memory.current; v1: the memory hierarchy's limit_in_bytes and usage_in_bytes),
+    from its own group up. /proc/self/cgroup names the group; a child group's limit
+    is not visible at the hierarchy's root."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return
+    for line in lines:
+        hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if hierarchy == "0" and controllers == "":
+            root, files = "/sys/fs/cgroup", ("memory.max", "memory.current")
+        elif "memory" in controllers.split(","):
+            root, files = "/sys/fs/cgroup/memory", ("memory.limit_in_bytes",
+                                                    "memory.usage_in_bytes")
+        else:
+            continue
+        folder = os.path.normpath(os.path.join(root, path.lstrip("/")))
+        while folder.startswith(root):
+            try:
+                with open(os.path.join(folder, files[0])) as f, \
+                        open(os.path.join(folder, files[1])) as g:
+                    limit, usage = f.read().strip(), g.read().strip()
+            except OSError:
+                limit = usage = ""
+            if limit.isdigit() and usage.isdigit() and int(limit) < (1 << 60):
+                yield max(0, int(limit) - int(usage))
+            if folder == root:
+                break
+            folder = os.path.dirname(folder)
 
 
 def memory_needed(loaded: LoadedSchema, plan: Plan) -> int:

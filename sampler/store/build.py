@@ -1,23 +1,24 @@
-"""Writes a graph store from a graph's tables (files or BigQuery), one table at a time.
+"""Writes a graph store from a graph's tables (files or BigQuery), in bounded memory.
 
-    prepare_store(loaded, "mag-store/", chunk_edges=CHUNK_EDGES)
+    prepare_store(loaded, "mag-store/", chunk_edges=CHUNK_EDGES, memory_limit=4 << 30)
 
-Steps (each array is written as soon as it is built, then dropped):
-  1. each node table, alone: its rows sorted by id (core.node_table), dense features
-     streamed through a scratch file into id order, timestamps written; its ids kept
-     on disk until the names are known;
-  2. each edge table, batch by batch: the distinct ids of its two ends;
-  3. per node set, its names (sorted distinct ids of its table and of every edge set
-     that names it) and their fingerprints; the node tables' ids become codes;
-  4. each edge table again, its ids coded batch by batch, written in buckets of source
-     codes (sampler.store.edges): its canonical CSR and, when it has timestamps (or its
-     target node set has), its timed CSR, byte for byte what core.adjacency builds for
-     the whole table (as sampler.memory.graph.load_graph does).
-So memory holds one node table's ids and non-dense columns, or one bucket of edges
-(about `bucket_edges`, sorted) plus arrays of its two node sets' sizes; never an
-edge set whole, nor the graph: the bound docs/store.md states and
-pipelines/bench/store_benchmark.py measures. (Edge sets with ragged or string features are
-the exception: built whole, `_write_whole_edge_set`.)
+Steps (each array is written as it is built, in pieces):
+  1. each node table, alone: its rows sorted by id with an external sort (sorted runs
+     spilled to disk, then merged: sampler.store.external_sort), its features and
+     timestamps written in id order as the merge gives them (sampler.store.nodes); its
+     sorted ids kept as a run for the names;
+  2. each edge table, batch by batch: the distinct ids of its two ends, into sorted runs
+     per node set;
+  3. per node set, the runs merged into its names (sorted distinct ids), their
+     fingerprints, and the table's rows as codes;
+  4. each edge table again, sorted by target then by source with external sorts, laid
+     out in buckets of whole rows (sampler.store.edges): its canonical CSR and, when it
+     has timestamps (or its target node set has), its timed CSR, byte for byte what
+     core.adjacency builds for the whole table (as sampler.memory.graph.load_graph does).
+Memory holds a sort's buffer, a merge's pages, one bucket of edges and the readers'
+batch: `memory_limit` less what the interpreter and the readers take (RESERVED_BYTES)
+is shared among them (external_sort.Budget), whatever the graph's size. The scratch
+files (runs) live in the staging folder and are deleted as each step ends.
 
 The store is written into a staging folder beside the target, marked as a build in
 progress, and takes the target's name only once its manifest (written last) is
@@ -37,18 +38,15 @@ from typing import Callable
 import numpy as np
 from google.protobuf import text_format
 
-from sampler.core import rng
-from sampler.core.adjacency import build_adjacency, concat_edge_batches
-from sampler.core.arrays import unique
-from sampler.core.node_table import build_node_table
-from sampler.core.temporal import effective_times, lowest_time
-from sampler.job.resources import release_free_memory
+from sampler.core.temporal import effective_times
+from sampler.job.resources import available_memory, release_free_memory
 from sampler.job.sizing import table_rows
-from sampler.store.edges import BUCKET_EDGES, write_edge_set
-from sampler.store.layout import CANONICAL, TIMED, adjacency_arrays, feature_arrays, set_folder
+from sampler.store.edges import NodeFiles, write_edge_set
+from sampler.store.external_sort import Budget
+from sampler.store.layout import set_folder
+from sampler.store.nodes import Names, write_names, write_node_table
 from sampler.store.target import check_target, commit, make_staging
 from unigraph.storage import paths
-from unigraph.columnar.batches import EdgeBatch, NodeBatch
 from unigraph.tables.columns import set_bytes, set_columns
 from unigraph.errors import SamplerError
 from unigraph.schema import LoadedSchema, bigquery_source, has_table, is_link_readout, set_names
@@ -59,7 +57,8 @@ from unigraph.tables.layout import TimeColumn
 from unigraph.timestamps import find_timestamp_column, time_dtype
 
 PACKAGE_VERSION = "0.1.0"  # setup.py's version
-CHECKSUM_BLOCK = 16 << 20
+CHECKSUM_BLOCK = 1 << 20
+SCRATCH = ".scratch"  # the sorts' runs, inside the staging folder
 
 
 class _Writer:
@@ -77,35 +76,12 @@ class _Writer:
             np.save(f, array, allow_pickle=False)
         self.register(relative, array.dtype, array.shape)
 
-    def write_blocks(self, relative: str, dtype, shape: tuple, block, rows: int = 1 << 14
-                     ) -> None:
-        """An array written block by block (`block(lo, hi)` gives rows lo:hi), never held
-        whole: np.save's bytes, appended with plain writes (a mapping's written pages
-        would count in the process's resident memory until it is closed)."""
-        path = os.path.join(self.folder, relative)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            np.lib.format.write_array_header_1_0(f, {
-                "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-                "fortran_order": False, "shape": tuple(shape)})
-            for lo in range(0, shape[0], rows):
-                f.write(np.ascontiguousarray(block(lo, min(lo + rows, shape[0])),
-                                             dtype=dtype).tobytes())
-        self.register(relative, dtype, shape)
-
     def register(self, relative: str, dtype, shape: tuple) -> None:
         """A written file listed in the manifest (size, checksum, dtype, shape); also for
-        files sampler.store.edges writes."""
+        files sampler.store.nodes and .edges write."""
         path = os.path.join(self.folder, relative)
         self.files[relative] = {"bytes": os.path.getsize(path), "crc32": file_crc32(path),
                                 "dtype": np.dtype(dtype).str, "shape": list(shape)}
-
-    def read(self, relative: str) -> np.ndarray:
-        return np.load(os.path.join(self.folder, relative), mmap_mode="r", allow_pickle=False)
-
-    def drop(self, relative: str) -> None:
-        os.remove(os.path.join(self.folder, relative))
-        del self.files[relative]
 
 
 def file_crc32(path: str) -> int:
@@ -116,25 +92,57 @@ def file_crc32(path: str) -> int:
     return crc
 
 
+# What the interpreter, numpy, pyarrow, the sampler and a reader's batch take beside
+# the build's own arrays (measured: about 170 MB at scales 0.01 to 10; docs/store.md).
+RESERVED_BYTES = 256 << 20
+MIN_MEMORY_LIMIT = 384 << 20
+DEFAULT_MEMORY_LIMIT = 2 << 30
+
+
+def default_memory_limit() -> int:
+    """2 GiB, or half the memory available (sampler.job.resources: the machine's, within
+    a memory cgroup's limit) where that is less."""
+    available = available_memory()
+    if available is None:
+        return DEFAULT_MEMORY_LIMIT
+    return max(MIN_MEMORY_LIMIT, min(DEFAULT_MEMORY_LIMIT, available // 2))
+
+
+def budget_of(memory_limit: int) -> Budget:
+    """The working memory a build within `memory_limit` bytes may hold."""
+    if memory_limit < MIN_MEMORY_LIMIT:
+        raise SamplerError(f"--memory-limit {memory_limit >> 20} MB is too small: the "
+                           f"interpreter and the readers alone take about "
+                           f"{RESERVED_BYTES >> 20} MB; give at least "
+                           f"{MIN_MEMORY_LIMIT >> 20} MB")
+    return Budget(memory_limit - RESERVED_BYTES)
+
+
 def prepare_store(loaded: LoadedSchema, output: str, *, chunk_edges: int,
                   log: Callable[[str], None] = lambda line: None,
-                  bucket_edges: int = BUCKET_EDGES) -> dict:
+                  memory_limit: int | None = None, budget: Budget | None = None) -> dict:
     """Builds the store of `loaded`'s graph at `output` (a local folder that is absent,
     empty or an earlier store, which is replaced only once the new one is whole);
-    returns its manifest. `bucket_edges` bounds the build's memory (sampler.store.edges)
-    and changes no byte of the store."""
+    returns its manifest. `memory_limit` (bytes; default_memory_limit() when None) bounds
+    the build's memory, or `budget` its working memory directly (tests); neither changes
+    a byte of the store."""
     if paths.is_remote(output):
         raise SamplerError(f"--output {output}: a graph store is written to a local folder "
                            f"(it is memory-mapped); copy it where it is needed afterwards")
     if chunk_edges < 1:
         raise SamplerError(f"--chunk-edges must be at least 1, got {chunk_edges}")
+    if budget is None:
+        budget = budget_of(memory_limit if memory_limit is not None
+                           else default_memory_limit())
     target = os.path.abspath(output).rstrip("/")
     check_target(output, target)  # sampler.store.target: what may be replaced
     staging = make_staging(target)
     try:
         with open(os.path.join(staging, STAGING_MARK), "w") as f:
             json.dump({"building": target, "pid": os.getpid(), "host": socket.gethostname()}, f)
-        manifest = _build(loaded, _Writer(staging), chunk_edges, bucket_edges, log)
+        scratch = os.path.join(staging, SCRATCH)
+        manifest = _build(loaded, _Writer(staging), chunk_edges, budget, scratch, log)
+        shutil.rmtree(scratch, ignore_errors=True)
         with open(os.path.join(staging, MANIFEST_NAME + ".tmp"), "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1, sort_keys=True)
             f.flush()
@@ -149,8 +157,8 @@ def prepare_store(loaded: LoadedSchema, output: str, *, chunk_edges: int,
     return manifest
 
 
-def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, bucket_edges: int, log
-           ) -> dict:
+def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, budget: Budget,
+           scratch: str, log) -> dict:
     schema = loaded.schema
     node_sets = sorted(schema.node_sets)
     edge_sets = sorted(n for n in schema.edge_sets if not is_link_readout("edge set", n))
@@ -166,8 +174,11 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, bucket_edges: i
             return None
         return find_timestamp_column(loaded, kind, name, columns[f"{kind}/{name}"])
 
+    # Two sorters fill at once at most (an edge table's two ends).
+    names = {n: Names(os.path.join(scratch, f"names-{i}"), budget.part(2))
+             for i, n in enumerate(node_sets)}
     nodes_meta = {}
-    # 1. Node tables, one at a time; their sorted ids wait on disk for the names.
+    # 1. Node tables, one at a time, sorted by id; their ids go to the names as a run.
     for name in node_sets:
         meta = {"dir": node_dirs[name], "table": has_table(schema.node_sets[name].metadata),
                 "table_rows": 0, "timestamp": None, "features": {}}
@@ -176,48 +187,39 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, bucket_edges: i
             continue
         column = timestamp_of("nodes", name)
         dtype = time_dtype(loaded, [("nodes", name)]).name if column else None
-        _write_node_table(out, meta, name, read_set(
+        write_node_table(out, meta, name, read_set(
             loaded, "nodes", name, timestamp=TimeColumn(column, dtype) if column else None),
-            table_locations(loaded, "nodes", name))
+            table_locations(loaded, "nodes", name), budget, os.path.join(scratch, "table"),
+            names[name])
         if column:
             meta["timestamp"] = {"column": column, "dtype": dtype}
         log(f"node set '{name}': {meta['table_rows']} rows")
         release_free_memory()
-    # 2. Each edge table's distinct end ids, batch by batch.
-    parts = {n: [] for n in node_sets}
+    # 2. Each edge table's ends, batch by batch, into their node sets' names.
     for name in edge_sets:
         edge_set = schema.edge_sets[name]
-        ends = {"sources": [], "targets": []}
         for batch in read_set(loaded, "edges", name):
-            for end in ends:
-                ends[end].append(unique(getattr(batch, end)))
-            if sum(len(a) for a in ends["sources"]) > (1 << 22):  # keep the pieces few
-                ends = {end: [unique(np.concatenate(a))] for end, a in ends.items()}
-        for end, node_set in (("sources", edge_set.source), ("targets", edge_set.target)):
-            if ends[end]:
-                parts[node_set].append(unique(np.concatenate(ends[end])))
+            names[edge_set.source].add(batch.sources)
+            names[edge_set.target].add(batch.targets)
+        names[edge_set.source].flush()
+        names[edge_set.target].flush()
         release_free_memory()
-    # 3. Names, fingerprints; node tables' ids as codes.
+    # 3. Per node set, its names and fingerprints; its table's rows as codes.
     for name in node_sets:
-        meta = nodes_meta[name]
-        pieces = parts.pop(name)
-        if meta["table"]:
-            pieces.append(out.read(f"{meta['dir']}/table_ids.npy"))
-        names = unique(np.concatenate(pieces)) if pieces else np.zeros(0, "S1")
-        del pieces
-        out.write(f"{meta['dir']}/names.npy", names)
-        out.write(f"{meta['dir']}/fingerprints.npy", rng.fingerprint(names))
-        meta["names"] = len(names)
-        if meta["table"]:
-            ids = out.read(f"{meta['dir']}/table_ids.npy")
-            out.write(f"{meta['dir']}/table_codes.npy", np.searchsorted(names, ids))
-            del ids
-            out.drop(f"{meta['dir']}/table_ids.npy")
-        del names
+        write_names(out, nodes_meta[name], names.pop(name))
         release_free_memory()
-    # 4. Each edge set's layouts, one edge set at a time.
+
+    def files(node_set: str, times: bool) -> NodeFiles:
+        where = os.path.join(out.folder, nodes_meta[node_set]["dir"])
+        return NodeFiles(os.path.join(where, "names.npy"),
+                         os.path.join(where, "fingerprints.npy"),
+                         os.path.join(where, "table_codes.npy") if times else None,
+                         os.path.join(where, "timestamps.npy") if times else None)
+
+    # 4. Each edge set's layouts, one edge set at a time: the largest tables first, whose
+    # scratch runs are then on disk beside the smallest part of the store.
     edges_meta = {}
-    for name in edge_sets:
+    for name in sorted(edge_sets, key=lambda n: -tables[f"edges/{n}"].bytes):
         edge_set = schema.edge_sets[name]
         edge_column = timestamp_of("edges", name)
         target_column = (nodes_meta[edge_set.target]["timestamp"] or {}).get("column")
@@ -228,37 +230,18 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, bucket_edges: i
                 "timed": {"edge_column": edge_column, "target_column": target_column,
                           "dtype": dtype} if timed else None, "layouts": {}}
         edges_meta[name] = meta
-        source_names = out.read(f"{nodes_meta[edge_set.source]['dir']}/names.npy")
-        target_names = out.read(f"{nodes_meta[edge_set.target]['dir']}/names.npy")
-        source_fingerprints = out.read(f"{nodes_meta[edge_set.source]['dir']}/fingerprints.npy")
-        target_fingerprints = out.read(f"{nodes_meta[edge_set.target]['dir']}/fingerprints.npy")
-
-        def coded_batches():
-            # Ids become codes batch by batch: the table's byte-string ids are never all held.
-            for b in read_set(loaded, "edges", name,
-                              timestamp=TimeColumn(edge_column, dtype) if edge_column else None):
-                yield EdgeBatch(name, np.searchsorted(source_names, b.sources),
-                                np.searchsorted(target_names, b.targets), b.rows, b.weights,
-                                b.features, b.timestamps)
-
-        target_meta = nodes_meta[edge_set.target]
         written = write_edge_set(
-            out, meta["dir"], name, coded_batches(), n_sources=len(source_names),
-            n_targets=len(target_names), source_fingerprints=source_fingerprints,
-            target_fingerprints=target_fingerprints,
-            same_set=edge_set.target == edge_set.source,
-            target_times=(lambda: _times_by_code(out, target_meta, dtype)) if target_column
-            else None,
+            out, meta["dir"], name, read_set(
+                loaded, "edges", name,
+                timestamp=TimeColumn(edge_column, dtype) if edge_column else None),
+            sources=files(edge_set.source, False),
+            targets=files(edge_set.target, target_column is not None),
+            same_set=edge_set.target == edge_set.source, timed=timed,
             effective_times=lambda edge_times, target_times: effective_times(
                 edge_times, target_times, dtype),
-            chunk_edges=chunk_edges, bucket_edges=bucket_edges, timed=timed)
-        if written is not None:
-            meta["edges"], meta["layouts"] = written["edges"], written["layouts"]
-        else:  # ragged or string edge features, or no edges: the whole table at once
-            _write_whole_edge_set(out, meta, name, edge_set, concat_edge_batches(
-                name, list(coded_batches())), source_fingerprints, target_fingerprints,
-                target_meta if target_column else None, dtype, timed, chunk_edges)
-        del source_names, target_names, source_fingerprints, target_fingerprints
+            time_dtype=dtype, chunk_edges=chunk_edges, budget=budget,
+            scratch=os.path.join(scratch, "edges"))
+        meta["edges"], meta["layouts"] = written["edges"], written["layouts"]
         release_free_memory()
         log(f"edge set '{name}': {meta['edges']} edges"
             f"{' (canonical and timed)' if timed else ''}")
@@ -271,111 +254,6 @@ def _build(loaded: LoadedSchema, out: _Writer, chunk_edges: int, bucket_edges: i
         "tables": {key: facts_dict(f) for key, f in tables.items()},
         "nodes": nodes_meta, "edges": edges_meta, "files": out.files,
     }
-
-
-def _write_whole_edge_set(out: _Writer, meta: dict, name: str, edge_set, batch: EdgeBatch,
-                          source_fingerprints, target_fingerprints, target_meta, dtype: str,
-                          timed: bool, chunk_edges: int) -> None:
-    """An edge set's layouts built from its whole table in memory (core.adjacency on one
-    batch, as load_graph): for tables whose edge features are ragged or byte strings,
-    which sampler.store.edges cannot spill as fixed-width columns."""
-    sources, targets = batch.sources, batch.targets
-    edge_times = batch.timestamps
-    rows, weights, features = batch.rows, batch.weights, batch.features
-    meta["edges"] = len(rows)
-    del batch
-    layouts = [(CANONICAL, None)]
-    if timed:
-        target_times = None
-        if target_meta is not None:
-            target_times = _times_by_code(out, target_meta, dtype)[targets]
-        layouts.append((TIMED, effective_times(edge_times, target_times, dtype)))
-        del target_times
-    del edge_times
-    while layouts:
-        layout, times = layouts.pop(0)
-        coded = EdgeBatch(name, sources, targets, rows, weights, features, times)
-        built = build_adjacency(name, [coded], source_fingerprints.__getitem__, chunk_edges,
-                                target_fingerprints.__getitem__)
-        if edge_set.target == edge_set.source:  # as load_graph: the leakage check's
-            built.target_fingerprints = source_fingerprints[built.target_ids]
-        del coded, times
-        per_row, per_edge, description = adjacency_arrays(built)
-        del built
-        if layout == CANONICAL:
-            for key, array in per_row.items():
-                out.write(f"{meta['dir']}/{key}.npy", array)
-        for key, array in per_edge.items():
-            out.write(f"{meta['dir']}/{layout}/{key}.npy", array)
-        meta["layouts"][layout] = description
-        del per_row, per_edge
-        release_free_memory()
-
-
-def _write_node_table(out: _Writer, meta: dict, name: str, batches, locations) -> None:
-    """A node table sorted by id (core.node_table's order and duplicate check), with its
-    dense features streamed: each batch's rows go to a scratch file as they are read and
-    are gathered into id order a block at a time, so the table's features (most of a
-    graph's node data) are never held in memory. Ragged and string features, which need
-    their row lengths, are sorted in memory (core.node_table)."""
-    scratch, shapes, kept, keys = {}, {}, [], []
-    try:
-        for batch in batches:
-            dense = {}
-            for feature, values in batch.features.items():
-                if isinstance(values, np.ndarray) and values.dtype != object:
-                    if feature not in scratch:
-                        path = os.path.join(out.folder, f"{meta['dir']}.{len(scratch)}.scratch")
-                        os.makedirs(os.path.dirname(path), exist_ok=True)
-                        scratch[feature] = open(path, "w+b")
-                    shapes[feature] = (values.dtype, values.shape[1:])
-                    scratch[feature].write(np.ascontiguousarray(values).tobytes())
-                else:
-                    dense[feature] = values
-            kept.append(NodeBatch(name, batch.ids, batch.rows, dense, batch.timestamps))
-            keys.append((batch.ids, batch.rows))
-        table = build_node_table(name, kept, locations)  # ids sorted; duplicates: TableError
-        del kept
-        order = (np.lexsort((np.concatenate([r for _, r in keys]),
-                             np.concatenate([i for i, _ in keys]))) if keys
-                 else np.zeros(0, np.int64))
-        del keys
-        meta["table_rows"] = len(table.ids)
-        out.write(f"{meta['dir']}/table_ids.npy", table.ids)
-        if table.timestamps is not None:
-            out.write(f"{meta['dir']}/timestamps.npy", table.timestamps)
-        features = dict(table.features)
-        features.update({f: None for f in scratch})
-        for i, feature in enumerate(sorted(features)):
-            prefix = f"{meta['dir']}/feature{i}"
-            if features[feature] is not None:
-                description, arrays = feature_arrays(features[feature])
-                for suffix, array in arrays.items():
-                    out.write(f"{prefix}.{suffix}.npy", array)
-            else:
-                dtype, inner = shapes[feature]
-                scratch[feature].flush()
-                out.write_blocks(f"{prefix}.values.npy", dtype, (len(order),) + inner,
-                                 lambda lo, hi, path=scratch[feature].name, dtype=dtype,
-                                 shape=(len(order),) + inner:
-                                 _gather(path, dtype, shape, order[lo:hi]))
-                description = {"ragged": 0}
-            meta["features"][feature] = description | {"prefix": f"feature{i}"}
-    finally:
-        for f in scratch.values():
-            f.close()
-            os.remove(f.name)
-
-
-def _gather(path: str, dtype, shape: tuple, positions: np.ndarray) -> np.ndarray:
-    """Rows at `positions` of a scratch file of `shape`, through a mapping that lives for
-    this block only (the pages it touched leave the process's resident memory with it;
-    they stay in the page cache)."""
-    mapped = np.memmap(path, dtype, "r", shape=shape)
-    try:
-        return np.array(mapped[positions])
-    finally:
-        del mapped
 
 
 def _facts(loaded: LoadedSchema, kind: str, name: str) -> TableFacts:
@@ -402,11 +280,3 @@ def _store_schema(loaded: LoadedSchema):
             metadata.filename = source.name
             metadata.ClearField("bigquery")
     return schema
-
-
-def _times_by_code(out: _Writer, meta: dict, dtype: str) -> np.ndarray:
-    """Every node's timestamp by code (as load_graph's times_by_code); nodes absent from
-    the table add nothing."""
-    times = np.full(meta["names"], lowest_time(dtype), dtype=dtype)
-    times[out.read(f"{meta['dir']}/table_codes.npy")] = out.read(f"{meta['dir']}/timestamps.npy")
-    return times

@@ -1,297 +1,267 @@
-"""One edge set's CSR written to a store in buckets of source codes, never sorted whole.
+"""One edge set's CSR written to a store in bounded memory: two external sorts.
 
-    write_edge_set(out, meta, coded_batches, ...)
+    write_edge_set(out, folder, name, batches, ends=..., budget=..., ...)
 
-An edge set's canonical CSR (core.adjacency) orders edges by source first, so the
-CSR of a range of source codes is a contiguous slice of the whole CSR, and every
-long row lies in one range. The builder therefore:
-  A. reads the table once (ids already coded), spilling its columns to scratch files
-     in read order and counting each source's degree;
-  B. cuts the source codes into ranges ("buckets") of about `bucket_edges` edges (a
-     range ends once it holds that many; a row is never split, so a bucket holds at
-     most bucket_edges + its largest row), and copies each edge into its bucket's
-     scratch files, block by block;
-  C. per bucket, in code order: reads it, builds its CSR with core.adjacency (the very
-     function load_graph uses) in each layout, and appends the result to the store's
-     files, turning bucket-local positions and target codes into global ones.
-Memory holds one bucket and its sort, plus arrays of the two node sets' sizes (degrees,
-fingerprints, target codes and times by code): the bound docs/store.md states. Every
-file is written and read with plain reads and writes, not mapped, so the build's
-resident memory is its own arrays, not the output's pages.
-
-A table with ragged or byte-string edge features (their rows are not fixed-width) is
-built whole in memory instead (`build_whole`): docs/store.md says so.
+The CSR (core.adjacency) orders edges by source code, so its rows come out of a sort
+by source id (codes are ids' positions in the sorted names). Its per-edge target
+columns need the target's code, its position among the edge set's distinct targets,
+and (time order) the target node's timestamp: lookups by target, which come out of a
+sort by target id. So the builder:
+  A. reads the table's batches (ids as the readers give them) into an external sort
+     by target id (sampler.store.external_sort: sorted runs on disk, merged);
+  B. walks the edges in target order beside the target node set's files, read a page
+     at a time (sampler.store.npy): each target's code, its position among the set's
+     distinct targets (written as target_ids.npy as they come), its node's timestamp
+     and so each edge's effective time; the edges go on, targets as positions, into a
+     second external sort, by source id;
+  C. walks the edges in source order beside the source set's names and fingerprints,
+     and cuts them into buckets of whole rows (about budget.bucket_bytes of records; a
+     row is never split); each bucket's CSR is built by core.adjacency (the function
+     load_graph uses) in each layout and appended to the store's files, row and edge
+     positions made global.
+A bucket's CSR is a slice of the whole table's CSR (canonical order is by source first;
+time order too), long rows included, so the files are byte for byte what core.adjacency
+builds from the whole table. Memory holds a sort's buffer, a merge's pages and one
+bucket, never the table nor an array of node-set size: a row longer than a bucket
+is the one thing held whole (docs/store.md states the bound). Features of any kind
+(dense, ragged, byte strings) travel through the sorts with their edges.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Callable, Iterable
 
 import numpy as np
 
 from sampler.core.adjacency import build_adjacency
-from sampler.store.layout import CANONICAL, adjacency_arrays
+from sampler.core.arrays import argsort, run_starts
+from sampler.core.temporal import lowest_time
+from sampler.store.external_sort import Budget, ExternalSort
+from sampler.store.layout import CANONICAL, TIMED, adjacency_arrays
+from sampler.store.npy import ConcatFiles, NpyAppender, NpyPages
+from sampler.store.spill import (Block, block_concat, block_len, block_nbytes, block_slice,
+                                 block_take)
 from unigraph.columnar.batches import EdgeBatch
 
-BUCKET_EDGES = 1 << 20   # default edges per bucket: about 150 MB while it is sorted
-BLOCK_EDGES = 1 << 20    # edges per block when copying scratch columns into buckets
 
+@dataclasses.dataclass(frozen=True)
+class NodeFiles:
+    """Where one node set's arrays are (absolute paths); `timestamps`/`table_codes`
+    only when the edge set's times need its nodes' timestamps."""
 
-class _Columns:
-    """Fixed-width columns appended to scratch files under one prefix. `keep_open`:
-    one open file per column for the object's life (the table's spill); otherwise each
-    append opens and closes them (a bucket: there may be more buckets than the process
-    may hold files open)."""
-
-    def __init__(self, prefix: str, keep_open: bool = True):
-        self.prefix, self.keep_open = prefix, keep_open
-        self.paths: dict[str, str] = {}
-        self.open_files: dict[str, object] = {}
-        self.kinds: dict[str, tuple[np.dtype, tuple]] = {}
-        self.length = 0
-
-    def append(self, columns: dict[str, np.ndarray]) -> None:
-        for key, values in columns.items():
-            values = np.ascontiguousarray(values)
-            if key not in self.paths:
-                self.paths[key] = f"{self.prefix}.{len(self.paths)}"
-                self.kinds[key] = (values.dtype, values.shape[1:])
-            if self.keep_open:
-                if key not in self.open_files:
-                    self.open_files[key] = open(self.paths[key], "wb")
-                self.open_files[key].write(values.tobytes())
-            else:
-                with open(self.paths[key], "ab") as f:
-                    f.write(values.tobytes())
-        self.length += len(next(iter(columns.values()))) if columns else 0
-
-    def read(self, key: str, lo: int, hi: int) -> np.ndarray:
-        """Rows lo:hi of a column (a read into memory, not a mapping)."""
-        dtype, inner = self.kinds[key]
-        width = dtype.itemsize * int(np.prod(inner, dtype=np.int64))
-        if key in self.open_files:
-            self.open_files[key].flush()
-        with open(self.paths[key], "rb") as f:
-            f.seek(lo * width)
-            return np.frombuffer(f.read((hi - lo) * width), dtype).reshape((hi - lo,) + inner)
-
-    def close(self) -> None:
-        """Deletes the files (idempotent)."""
-        for f in self.open_files.values():
-            f.close()
-        for path in self.paths.values():
-            if os.path.exists(path):
-                os.remove(path)
-        self.open_files, self.paths = {}, {}
-
-
-def bucket_of_sources(degrees: np.ndarray, bucket_edges: int) -> np.ndarray:
-    """Each source code's bucket: a source starts a new bucket once the bucket before
-    it holds bucket_edges edges or more (so rows are never split, and codes in one
-    bucket are contiguous)."""
-    before = np.cumsum(degrees) - degrees
-    return (before // bucket_edges).astype(np.int64)
+    names: str
+    fingerprints: str
+    table_codes: str | None = None
+    timestamps: str | None = None
 
 
 def write_edge_set(out, folder: str, name: str, batches: Iterable[EdgeBatch], *,
-                   n_sources: int, n_targets: int, source_fingerprints: np.ndarray,
-                   target_fingerprints: np.ndarray, same_set: bool,
-                   target_times: Callable[[], np.ndarray] | None, effective_times,
-                   chunk_edges: int, bucket_edges: int, timed: bool) -> dict | None:
-    """Writes an edge set's layouts (`folder`/{per-row arrays} and `folder`/{layout}/...)
-    from its coded batches; returns {layout: description, "edges": count}, or None when
-    the table must be built whole (ragged or string features, or no edges): then
-    nothing has been written and the batches are untouched but consumed (the caller
-    reads the table again)."""
-    os.makedirs(os.path.join(out.folder, folder), exist_ok=True)
-    scratch = _Columns(os.path.join(out.folder, folder, "edges.scratch"))
+                   sources: NodeFiles, targets: NodeFiles, same_set: bool, timed: bool,
+                   effective_times: Callable, time_dtype: str, chunk_edges: int,
+                   budget: Budget, scratch: str) -> dict:
+    """Writes an edge set's layouts (`folder`/{per-row arrays}, `folder`/{layout}/...);
+    returns {"layouts": {layout: description}, "edges": count}."""
+    by_target = ExternalSort(scratch, "by-target", key=("targets",), budget=budget)
+    by_source = ExternalSort(scratch, "by-source", key=("sources",), budget=budget)
     try:
-        degrees = np.zeros(n_sources, np.int64)
-        target_seen = np.zeros(n_targets, bool)
-        has_weights = has_times = None
-        features = None
-        for batch in batches:
-            if not len(batch):
-                continue
-            if any(not isinstance(v, np.ndarray) or v.dtype == object
-                   for v in batch.features.values()):
-                return None
-            # As build_adjacency: weights only when every batch has them.
-            has_weights = batch.weights is not None and has_weights is not False
-            has_times = batch.timestamps is not None
-            features = sorted(batch.features)
-            columns = {"sources": batch.sources, "targets": batch.targets, "rows": batch.rows}
-            if batch.weights is not None:
-                columns["weights"] = batch.weights
-            if batch.timestamps is not None:
-                columns["timestamps"] = batch.timestamps
-            columns.update({f"feature:{f}": v for f, v in batch.features.items()})
-            scratch.append(columns)
-            # O(batch), not O(node set) per batch: a big node set read in many batches.
-            codes, counts = np.unique(batch.sources, return_counts=True)
-            degrees[codes] += counts
-            target_seen[batch.targets] = True
-        if scratch.length == 0:
-            return None
-        return _write_buckets(out, folder, name, scratch, degrees, target_seen, has_weights,
-                              has_times, features, source_fingerprints, target_fingerprints,
-                              same_set, target_times, effective_times, chunk_edges,
-                              bucket_edges, timed)
+        count, has_weights = _sort_by_target(batches, by_target)
+        if not count:
+            return _write_empty(out, folder, name, timed)
+        _walk_targets(out, folder, by_target, by_source, targets, same_set, timed,
+                      effective_times, time_dtype, budget)
+        return _walk_sources(out, folder, name, by_source, sources, targets, same_set,
+                             timed, has_weights, chunk_edges, budget)
     finally:
-        scratch.close()
+        by_target.close()
+        by_source.close()
 
 
-def _partition(scratch: _Columns, bucket_of: np.ndarray, keys: list[str], prefix: str
-               ) -> dict[int, _Columns]:
-    """Step B: every edge into its bucket's scratch files, in read order within a bucket."""
-    buckets: dict[int, _Columns] = {}
+def _sort_by_target(batches, by_target: ExternalSort) -> tuple[int, bool]:
+    """A: every edge into the sort by target; (edges, whether every batch had weights,
+    as build_adjacency keeps weights only then)."""
+    count, has_weights, has_times = 0, True, None
+    for batch in batches:
+        if not len(batch):
+            continue
+        if has_times is not None and has_times != (batch.timestamps is not None):
+            raise ValueError(f"edge set '{batch.edge_set}': batches with and without "
+                             f"timestamps")
+        has_times = batch.timestamps is not None
+        has_weights &= batch.weights is not None
+        block = {"targets": batch.targets, "sources": batch.sources, "rows": batch.rows,
+                 # a column of every block: zeros where a batch lacks weights (then none
+                 # are written)
+                 "weights": batch.weights if batch.weights is not None
+                 else np.zeros(len(batch))}
+        if has_times:
+            block["times"] = batch.timestamps
+        block.update({f"feature:{k}": v for k, v in sorted(batch.features.items())})
+        by_target.add(block)
+        count += len(batch)
+    return count, has_weights
+
+
+def _lookup_page(budget: Budget) -> int:
+    """Bytes per read of a node set's arrays: a merged block's lookups touch a page or two
+    of them, so small pages read little more than the block needs."""
+    return min(budget.page_bytes, 1 << 20)
+
+
+def _walk_targets(out, folder, by_target, by_source, targets: NodeFiles, same_set, timed,
+                  effective_times, time_dtype, budget) -> None:
+    """B: target codes, positions and times, in target order; on into the sort by source."""
+    names = NpyPages(targets.names, _lookup_page(budget))
+    fingerprints = NpyPages(targets.fingerprints, _lookup_page(budget))
+    table_codes = timestamps = None
+    if timed and targets.timestamps is not None:
+        table_codes = NpyPages(targets.table_codes, _lookup_page(budget))
+        timestamps = NpyPages(targets.timestamps, _lookup_page(budget))
+    target_ids = NpyAppender(os.path.join(out.folder, folder, "target_ids.npy"), np.int64)
+    target_fps = (NpyAppender(os.path.join(out.folder, folder, "target_fingerprints.npy"),
+                              np.uint64) if same_set else None)
+    distinct, last = 0, -1
     try:
-        for lo in range(0, scratch.length, BLOCK_EDGES):
-            hi = min(lo + BLOCK_EDGES, scratch.length)
-            which = bucket_of[scratch.read("sources", lo, hi)]
-            order = np.argsort(which, kind="stable")
-            which = which[order]
-            ids, starts = np.unique(which, return_index=True)
-            ends = np.r_[starts[1:], len(which)]
-            block = {key: scratch.read(key, lo, hi)[order] for key in keys}
-            for b, a, z in zip(ids.tolist(), starts.tolist(), ends.tolist()):
-                if b not in buckets:
-                    buckets[b] = _Columns(f"{prefix}.b{b}", keep_open=False)
-                buckets[b].append({key: values[a:z] for key, values in block.items()})
-            del block, order, which
+        for block in by_target.sorted_blocks():
+            codes = names.positions(block.pop("targets"))
+            first = run_starts(codes)
+            first[0] = codes[0] != last
+            last = int(codes[-1])
+            new = codes[first]
+            target_ids.append(new)
+            if target_fps is not None:
+                target_fps.append(fingerprints.gather(new))
+            block["positions"] = distinct + np.cumsum(first) - 1
+            distinct += len(new)
+            if timed:
+                node_times = None
+                if table_codes is not None:
+                    at = table_codes.find(codes)
+                    node_times = np.full(len(codes), lowest_time(time_dtype), time_dtype)
+                    node_times[at >= 0] = timestamps.gather(at[at >= 0])
+                block["times"] = effective_times(block.get("times"), node_times)
+            else:
+                block.pop("times", None)
+            by_source.add(block)
+        out.register(f"{folder}/target_ids.npy", np.int64, target_ids.close())
+        if target_fps is not None:
+            out.register(f"{folder}/target_fingerprints.npy", np.uint64, target_fps.close())
     except BaseException:
-        for columns in buckets.values():
-            columns.close()
+        target_ids.abandon()
+        if target_fps is not None:
+            target_fps.abandon()
         raise
-    return buckets
 
 
-class _Appender:
-    """One store array written front to back: the .npy header for its final shape,
-    then slices as they come (np.save's bytes exactly)."""
-
-    def __init__(self, out, relative: str, dtype, shape: tuple):
-        self.out, self.relative = out, relative
-        self.dtype, self.shape = np.dtype(dtype), tuple(int(s) for s in shape)
-        path = os.path.join(out.folder, relative)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        self.file = open(path, "wb")
-        np.lib.format.write_array_header_1_0(self.file, {
-            "descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
-            "shape": self.shape})
-        self.rows = 0
-
-    def append(self, values: np.ndarray) -> None:
-        values = np.ascontiguousarray(values, dtype=self.dtype)
-        if values.shape[1:] != self.shape[1:]:
-            raise AssertionError(f"{self.relative}: rows of shape {values.shape[1:]}, "
-                                 f"expected {self.shape[1:]}")
-        self.file.write(values.tobytes())
-        self.rows += len(values)
-
-    def close(self) -> None:
-        self.file.close()
-        if self.rows != self.shape[0]:
-            raise AssertionError(f"{self.relative}: {self.rows} rows written, "
-                                 f"{self.shape[0]} announced")
-        self.out.register(self.relative, self.dtype, self.shape)
-
-
-def _write_buckets(out, folder, name, scratch, degrees, target_seen, has_weights, has_times,
-                   features, source_fingerprints, target_fingerprints, same_set,
-                   target_times, effective_times, chunk_edges, bucket_edges, timed):
-    edges = int(degrees.sum())
-    n_rows = int(np.count_nonzero(degrees))
-    target_ids = np.flatnonzero(target_seen).astype(np.int64)
-    # A target code's position among the edge set's distinct targets (its target_codes).
-    target_position = np.cumsum(target_seen, dtype=np.int64) - 1
-    del target_seen
-    bucket_of = bucket_of_sources(degrees, bucket_edges)
-    del degrees
-    keys = ["sources", "targets", "rows"] + ["weights"] * bool(has_weights) \
-        + ["timestamps"] * bool(has_times) + [f"feature:{f}" for f in features]
-    buckets = _partition(scratch, bucket_of, keys, os.path.join(out.folder, folder, "bucket"))
-    del bucket_of
-    scratch.close()
-    layouts = [CANONICAL] + ["timed"] * bool(timed)
-    times_by_code = target_times() if timed and target_times is not None else None
-    writers: dict[str, _Appender] = {}
-    long_parts = {layout: [] for layout in layouts}
-    descriptions = {}
-    row_at = edge_at = 0
-
-    def write(relative, values, total):
-        if relative not in writers:
-            writers[relative] = _Appender(out, relative, values.dtype,
-                                          (total,) + values.shape[1:])
-        writers[relative].append(values)
-
+def _walk_sources(out, folder, name, by_source, sources: NodeFiles, targets: NodeFiles,
+                  same_set, timed, has_weights, chunk_edges, budget) -> dict:
+    """C: source codes in source order, cut into buckets of whole rows, each laid out."""
+    names = NpyPages(sources.names, _lookup_page(budget))
+    source_fps = NpyPages(sources.fingerprints, _lookup_page(budget))
+    target_ids = NpyPages(os.path.join(out.folder, folder, "target_ids.npy"),
+                          _lookup_page(budget))
+    target_fps = NpyPages(targets.fingerprints, _lookup_page(budget))
+    layout = _Layout(out, folder, name, [CANONICAL] + [TIMED] * bool(timed), has_weights,
+                     same_set, chunk_edges, source_fps.gather,
+                     lambda positions: target_fps.gather(target_ids.gather(positions)))
+    pending: list[Block] = []
+    held = 0
     try:
-        for b in sorted(buckets):
-            columns = buckets.pop(b)
-            try:
-                n = columns.length
-                sources = columns.read("sources", 0, n)
-                targets = columns.read("targets", 0, n)
-                rows = columns.read("rows", 0, n)
-                weights = columns.read("weights", 0, n) if has_weights else None
-                edge_times = columns.read("timestamps", 0, n) if has_times else None
-                feats = {f: columns.read(f"feature:{f}", 0, n) for f in features}
-            finally:
-                columns.close()
-            for layout in layouts:
-                times = None
-                if layout != CANONICAL:
-                    times = effective_times(edge_times, None if times_by_code is None
-                                            else times_by_code[targets])
-                built = build_adjacency(name, [EdgeBatch(name, sources, targets, rows, weights,
-                                                         feats, times)],
-                                        source_fingerprints.__getitem__, chunk_edges,
-                                        target_fingerprints.__getitem__)
-                del times
-                # Bucket-local target codes and positions become the edge set's.
-                built.target_codes = target_position[
-                    built.target_ids[built.target_codes]].astype(np.int32)
-                built.target_ids = target_ids
-                if same_set:
-                    built.target_fingerprints = np.zeros(0, np.uint64)  # written once, below
-                if built.long_rows is not None:
-                    long_parts[layout].append((built.long_rows, row_at, edge_at))
-                per_row, per_edge, description = adjacency_arrays(built)
-                descriptions[layout] = description
-                if layout == CANONICAL:
-                    write(f"{folder}/sources.npy", per_row["sources"], n_rows)
-                    write(f"{folder}/row_splits.npy", per_row["row_splits"][:-1] + edge_at,
-                          n_rows + 1)
-                    write(f"{folder}/source_fingerprints.npy",
-                          per_row["source_fingerprints"], n_rows)
-                for key, values in per_edge.items():
-                    if not key.startswith("long_rows."):
-                        write(f"{folder}/{layout}/{key}.npy", values, edges)
+        for block in by_source.sorted_blocks():
+            block["sources"] = names.positions(block["sources"])
+            one_row = bool(pending) and block["sources"][-1] == pending[0]["sources"][0]
+            pending.append(block)
+            held += block_nbytes(block)
+            if held >= budget.bucket_bytes and not one_row:  # a long row is held whole
+                pending = [layout.bucket(block_concat(pending), keep_last_row=True)]
+                held = block_nbytes(pending[0])
+        if pending:
+            layout.bucket(block_concat(pending), keep_last_row=False)
+        return layout.close()
+    except BaseException:
+        layout.abandon()
+        raise
+
+
+class _Layout:
+    """The edge set's files, appended bucket after bucket in code order."""
+
+    def __init__(self, out, folder, name, layouts, has_weights, same_set, chunk_edges,
+                 source_fingerprints, target_fingerprints):
+        self.out, self.folder, self.name, self.layouts = out, folder, name, layouts
+        self.has_weights, self.same_set, self.chunk_edges = has_weights, same_set, chunk_edges
+        self.source_fingerprints, self.target_fingerprints = (source_fingerprints,
+                                                              target_fingerprints)
+        self.rows = ConcatFiles(out.folder, f"{folder}/", out.register)
+        self.edges = {layout: ConcatFiles(out.folder, f"{folder}/{layout}/", out.register)
+                      for layout in layouts}
+        self.long_parts = {layout: [] for layout in layouts}
+        self.descriptions = {}
+        self.row_at = self.edge_at = 0
+
+    def bucket(self, block: Block, keep_last_row: bool) -> Block:
+        """Lays out the block's whole rows (all of them, or all but the last, which may
+        go on in the next block); returns what is left."""
+        n = block_len(block)
+        codes = block["sources"]
+        cut = n
+        if keep_last_row:
+            cut = int(np.searchsorted(codes, codes[-1], side="left"))
+            if cut == 0:  # one row so far: it stays whole, and grows
+                return block
+        self._lay_out(block_slice(block, 0, cut) if cut < n else block)
+        return block_slice(block, cut, n)
+
+    def _lay_out(self, block: Block) -> None:
+        n = block_len(block)
+        # In table order (the order of no consequence to the result), core.adjacency sorts
+        # integer codes in one pass instead of three.
+        block = block_take(block, argsort(block["rows"]))
+        features = {k[len("feature:"):]: v for k, v in block.items()
+                    if k.startswith("feature:")}
+        for layout in self.layouts:
+            built = build_adjacency(
+                self.name, [EdgeBatch(self.name, block["sources"], block["positions"],
+                                      block["rows"],
+                                      block["weights"] if self.has_weights else None,
+                                      features, block["times"] if layout == TIMED else None)],
+                self.source_fingerprints, self.chunk_edges, self.target_fingerprints)
+            # Bucket-local target codes become positions among the set's targets.
+            built.target_codes = built.target_ids[built.target_codes].astype(np.int32)
+            if self.same_set:
+                built.target_fingerprints = np.zeros(0, np.uint64)  # target_fingerprints.npy
+            if built.long_rows is not None:
+                self.long_parts[layout].append((built.long_rows, self.row_at, self.edge_at))
+            per_row, per_edge, self.descriptions[layout] = adjacency_arrays(built)
+            if layout == CANONICAL:
+                self.rows.append({"sources": per_row["sources"],
+                                  "row_splits": per_row["row_splits"][:-1] + self.edge_at,
+                                  "source_fingerprints": per_row["source_fingerprints"]})
                 bucket_rows = len(built.sources)
-                del built, per_row, per_edge
-            row_at += bucket_rows
-            edge_at += n
-            del sources, targets, rows, weights, edge_times, feats
-        write(f"{folder}/row_splits.npy", np.array([edge_at], np.int64), n_rows + 1)
-        for relative in list(writers):
-            writers.pop(relative).close()
-    finally:
-        for columns in buckets.values():
-            columns.close()
-        for writer in writers.values():
-            writer.file.close()
-    out.write(f"{folder}/target_ids.npy", target_ids)
-    if same_set:
-        out.write(f"{folder}/target_fingerprints.npy", source_fingerprints[target_ids])
-    for layout in layouts:
-        description = descriptions[layout]
-        description["long_rows"] = bool(long_parts[layout])
-        description["target_fingerprints"] = same_set
-        if long_parts[layout]:
-            for key, values in _long_rows(long_parts[layout]).items():
-                out.write(f"{folder}/{layout}/long_rows.{key}.npy", values)
-    return {"layouts": descriptions, "edges": edge_at}
+            self.edges[layout].append({k: v for k, v in per_edge.items()
+                                       if not k.startswith("long_rows.")})
+            del built, per_row, per_edge
+        self.row_at += bucket_rows
+        self.edge_at += n
+
+    def close(self) -> dict:
+        self.rows.append({"row_splits": np.array([self.edge_at], np.int64)})
+        self.rows.close()
+        for files in self.edges.values():
+            files.close()
+        for layout in self.layouts:
+            description = self.descriptions[layout]
+            description["long_rows"] = bool(self.long_parts[layout])
+            description["target_fingerprints"] = self.same_set
+            if self.long_parts[layout]:
+                for key, values in _long_rows(self.long_parts[layout]).items():
+                    self.out.write(f"{self.folder}/{layout}/long_rows.{key}.npy", values)
+        return {"layouts": self.descriptions, "edges": self.edge_at}
+
+    def abandon(self) -> None:
+        self.rows.abandon()
+        for files in self.edges.values():
+            files.abandon()
 
 
 def _long_rows(parts) -> dict[str, np.ndarray]:
@@ -308,3 +278,16 @@ def _long_rows(parts) -> dict[str, np.ndarray]:
     return {"rows": np.concatenate(rows), "chunk_offsets": np.concatenate(offsets),
             "chunk_starts": np.concatenate(starts), "chunk_ends": np.concatenate(ends)}
 
+
+def _write_empty(out, folder: str, name: str, timed: bool) -> dict:
+    """A table without rows: the empty CSR core.adjacency builds (as load_graph)."""
+    built = build_adjacency(name, [])
+    per_row, per_edge, description = adjacency_arrays(built)
+    for key, array in per_row.items():
+        out.write(f"{folder}/{key}.npy", array)
+    layouts = {}
+    for layout in [CANONICAL] + [TIMED] * bool(timed):
+        for key, array in per_edge.items():
+            out.write(f"{folder}/{layout}/{key}.npy", array)
+        layouts[layout] = dict(description)
+    return {"layouts": layouts, "edges": 0}

@@ -46,6 +46,13 @@ class _Column:
     spec: FeatureSpec | None  # None: an id column (bytes 'S') or the weight (float64)
 
 
+def written_features(layout: TableLayout) -> list:
+    """The layout's features in the order a table holds them: by name. (A schema's
+    features are a protobuf map, whose order differs from process to process: in that
+    order, the same graph would be written as different bytes each time.)"""
+    return sorted(layout.features, key=lambda spec: spec.name)
+
+
 def table_columns(layout: TableLayout, batch: Batch, with_weights: bool) -> list[_Column]:
     """The columns of `batch` in table order, ends as the table stores them."""
     if layout.kind == EDGES:
@@ -62,7 +69,7 @@ def table_columns(layout: TableLayout, batch: Batch, with_weights: bool) -> list
         columns = [_Column("source", batch.sources, None), _Column("target", batch.targets, None)]
     else:
         columns = [_Column("#id", batch.ids, None)]
-    for spec in layout.features:
+    for spec in written_features(layout):
         if spec.name not in batch.features:
             raise TableError(f"{layout.what}: batch lacks feature '{spec.name}'")
         columns.append(_Column(spec.name, batch.features[spec.name], spec))
@@ -335,7 +342,7 @@ _WRITERS = {"csv": CsvWriter, "parquet": ParquetWriter, "tfrecord": TfRecordWrit
 def _header_columns(layout: TableLayout, with_weights: bool) -> list[_Column]:
     names = (["#source", "#target"] if layout.kind == EDGES else ["source", "target"]
              if layout.kind == PAIRS else ["#id"])
-    declared = [spec.name for spec in layout.features]
+    declared = [spec.name for spec in written_features(layout)]
     if layout.kind == EDGES and with_weights and not set(declared) & set(WEIGHT_COLUMNS):
         names.append(WEIGHT_COLUMN)
     return [_Column(n, None, None) for n in names + declared]

@@ -49,3 +49,22 @@ def test_memory_needed_grows_with_the_tables(tmp_path):
     after = resources.memory_needed(*loaded_and_plan(str(small)))
     grown = os.path.getsize(cites) - size_before
     assert after - before == pytest.approx(resources.GROWTH["csv"] * grown, abs=8)
+
+
+def test_available_memory_sees_the_limit_of_the_processes_own_cgroup():
+    """A child group's limit (cgroup v1 shows it only under the group's own path, not at
+    the hierarchy's root): what a capped job or build may use is at most its cap."""
+    import subprocess
+    import sys
+
+    from pipelines.bench.memory_cap import MemoryCap, unavailable
+
+    if unavailable():
+        pytest.skip(unavailable())
+    with MemoryCap(300 << 20) as group:
+        run = subprocess.run(group.wrap([sys.executable, "-c",
+                                         "from sampler.job.resources import available_memory;"
+                                         "print(available_memory())"]),
+                             capture_output=True, text=True, cwd=REPO_ROOT)
+    assert run.returncode == 0, run.stderr
+    assert 0 < int(run.stdout) <= 300 << 20

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from pipelines import convert, sample
-from sampler.store import build, edges
+from sampler.store import edges
 from sampler.store.mapped import verify_store
 from unigraph.errors import SamplerError, SchemaError
 from unigraph.schema import load_schema
@@ -125,7 +125,6 @@ def test_an_interrupted_build_leaves_nothing(tmp_path, monkeypatch):
     def fail(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(build, "build_adjacency", fail)
     monkeypatch.setattr(edges, "build_adjacency", fail)  # mid-way through the buckets
     with pytest.raises(KeyboardInterrupt):
         convert.prepare(EXAMPLE, str(target), log=lambda line: None)
