@@ -224,10 +224,15 @@ class _KeyTable:
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """Each key's position, -1 for a key the table does not hold."""
-        found = np.full(len(keys), -1, dtype=np.int64)
         slots = self._slots(keys)
-        pending = np.arange(len(keys), dtype=np.int64)
         mask = len(self.keys) - 1
+        # The first probe of every key at once (most end there), then the rest.
+        codes = self.codes[slots]
+        occupied = codes >= 0
+        hit = occupied & (self.keys[slots] == keys)
+        found = np.where(hit, codes, -1)
+        pending = np.flatnonzero(occupied & ~hit)
+        slots[pending] = (slots[pending] + 1) & mask
         while len(pending):
             at = slots[pending]
             codes = self.codes[at]
