@@ -118,6 +118,29 @@ class Strings:
         self._fixed = rows.view(f"S{8 * words}").reshape(shape)
         self._spans = None
 
+    def keys_after(self, prefix: bytes) -> Optional[np.ndarray]:
+        """The values' uint64 keys after `prefix`, as sampler.core.arrays.byte_keys
+        makes them from `fixed` (the bytes after the prefix, NUL-padded, big-endian),
+        read straight from the spans; None unless the values are held as spans, one
+        dimension, each the prefix and at most 8 bytes more."""
+        if self._spans is None or self.lengths.ndim != 1:
+            return None
+        buffer, starts = self._spans
+        lengths, size = self.lengths, len(prefix)
+        if not len(lengths):
+            return np.zeros(0, dtype=np.uint64)
+        if int(lengths.min()) < size or int(lengths.max()) > size + 8:
+            return None
+        if int(starts.max()) + size + 16 > len(buffer):
+            buffer = np.concatenate([buffer, np.zeros(size + 16, dtype=np.uint8)])
+        at = windows(buffer)
+        for k in range(0, size, 8):
+            part = prefix[k:k + 8]
+            expected = np.uint64(int.from_bytes(part, "little"))
+            if not ((at[starts + k] & _KEEP_BYTES[len(part)]) == expected).all():
+                return None
+        return (at[starts + size] & _KEEP_BYTES[lengths - size]).byteswap()
+
     @classmethod
     def from_objects(cls, values: np.ndarray) -> "Strings":
         """Bytes objects (an object array of any shape), kept as they are."""

@@ -96,3 +96,19 @@ def test_a_decoded_graph_makes_its_strings_when_read_as_parse_example_gives_them
     assert merged.node_sets["paper"]["#id"].tolist() == [b"p1", b"p2"] * 3
     assert merged == expected
     assert parse_examples(schema, records) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from([b"", b"a/", b"paper/", b"field_of_study/"]),
+       st.lists(st.binary(max_size=9), min_size=1, max_size=30))
+def test_keys_read_from_spans_are_the_fixed_values_keys(prefix, tails):
+    from sampler.core.arrays import byte_keys
+
+    values = [prefix + t for t in tails]
+    keys = Strings.from_spans(*spans_of(values)).keys_after(prefix)
+    if max(len(t) for t in tails) > 8:
+        assert keys is None  # more than a key holds (the fixed values' search decides)
+        return
+    narrowest = np.array(values, dtype="S")  # numpy drops trailing NULs, as `fixed` does
+    assert keys.tolist() == byte_keys(narrowest, prefix).keys.tolist()
+    assert Strings.from_spans(*spans_of(values)).keys_after(prefix + b"\x01") is None
