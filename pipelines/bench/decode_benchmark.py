@@ -21,7 +21,8 @@ seconds beside), interleaved round by round, the median of --repeat rounds:
   parse_examples   `sampler.graph_tensor.parse_examples` on chunks of B records
   decoder          the batched decoder as the readers use it (sampler/output/batches.py:
                    16 MB decoded at a time, cut in batches of B), each batch a merged
-                   GraphTensor
+                   GraphTensor (whose string features, made bytes objects when first
+                   read, this loop does not read)
   columns          the same without the GraphTensor (the columns HeteroData and
                    sample-stats take: string values as fixed-width arrays)
   hetero           the same batches as PyG HeteroData (`batch_to_hetero_data`, a fixed

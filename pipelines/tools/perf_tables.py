@@ -328,7 +328,8 @@ def decode(data: dict, source: str) -> str:
         "tensorflow": f"TensorFlow: `tf.data` + `tfgnn.parse_example` on batches of {batch}, "
                       f"one thread",
         "parse_examples": f"`parse_examples` on chunks of {batch} records (GraphTensor)",
-        "decoder": f"batched decoder, batches of {batch} (merged GraphTensor)",
+        "decoder": f"batched decoder, batches of {batch} (merged GraphTensor; its string "
+                   f"features made bytes objects when first read, none read here)",
         "columns": f"batched decoder, batches of {batch} (columns, no GraphTensor)",
         "hetero": f"HeteroData batches of {batch} (`batch_to_hetero_data`)",
         "dataset_0": f"`SampleDataset(batch_size={batch})`, DataLoader without workers",

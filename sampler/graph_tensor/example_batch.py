@@ -9,9 +9,10 @@ records before), as plain columns, so that readers which never need a GraphTenso
   context, node_sets,  a BatchPiece each: `sizes` per component, `features` merged
   edge_sets            (numpy arrays or Ragged), edge sets `source`/`target` indices
                        into the batch's nodes
-  string values        `Strings`: one fixed-width numpy array ('S') and each value's
-                       exact length; Python bytes objects are made only when asked
-                       (`objects()`, and `graph()` asks)
+  string values        `Strings` (strings.py): where the values lie in the decoded
+                       bytes, and each one's length; a fixed-width numpy array ('S') or
+                       Python bytes objects are made only when asked (`fixed`,
+                       `objects()`; `graph()` asks when a feature is first read)
 
 `graph()` is the merged GraphTensor, `select(a, b)` the batch of records a..b-1 (views,
 edge indices moved back), `ExampleBatch.of_graphs` a batch from decoded GraphTensors
@@ -20,136 +21,16 @@ edge indices moved back), `ExampleBatch.of_graphs` a batch from decoded GraphTen
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 from typing import Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from sampler.graph_tensor.model import (Adjacency, Context, EdgeSet, GraphTensor, NodeSet,
-                                        as_sizes, trusted_features)
+from sampler.graph_tensor.model import (Adjacency, Context, Deferred, EdgeSet, GraphTensor,
+                                        NodeSet, as_sizes, trusted_features)
+from sampler.graph_tensor.strings import Strings
 from unigraph.columnar.ragged import Ragged
-from unigraph.encoding.wire import windows
-
-
-_KEEP_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
-
-
-class Strings:
-    """String values without a Python object each, as long as their lengths are alike:
-    `fixed`, an 'S' array shaped like the feature's values (numpy drops a value's
-    trailing NUL bytes there), `lengths`, each value's exact byte length (same shape),
-    and `exact`, the values that do end in NUL bytes, by flat position (so `objects()`
-    is exact). Values of very uneven lengths (one long text among short ones) are kept
-    as bytes objects instead, so that no fixed-width array is as wide as the longest
-    times their count; `fixed` is then made when asked."""
-
-    __slots__ = ("_fixed", "lengths", "exact", "_objects")
-
-    def __init__(self, fixed: Optional[np.ndarray], lengths: np.ndarray,
-                 exact: Optional[Mapping[int, bytes]] = None,
-                 objects: Optional[np.ndarray] = None):
-        self._fixed, self.lengths, self.exact = fixed, lengths, dict(exact or {})
-        self._objects = objects
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.lengths.shape
-
-    @property
-    def fixed(self) -> np.ndarray:
-        if self._fixed is None:
-            items = self._objects.reshape(-1).tolist()
-            self._fixed = (np.array(items, dtype="S") if items else np.zeros(0, "S1")
-                           ).reshape(self._objects.shape)
-        return self._fixed
-
-    @property
-    def as_objects(self) -> bool:
-        """Whether the values are held as bytes objects (uneven lengths)."""
-        return self._objects is not None
-
-    @classmethod
-    def from_spans(cls, buffer: np.ndarray, starts: np.ndarray,
-                   lengths: np.ndarray) -> "Strings":
-        """The values buffer[starts[i]:+lengths[i]] of a uint8 array, as a vector (the
-        buffer is copied when its end is too near the last start for the widest value)."""
-        n = len(starts)
-        lengths = lengths.astype(np.int64)
-        words = max(1, -(-int(lengths.max()) // 8)) if n else 1
-        if n * words * 8 > _UNEVEN * (int(lengths.sum()) + 8 * n) + (1 << 20):
-            view = memoryview(buffer)
-            objects = np.empty(n, dtype=object)
-            objects[:] = [bytes(view[s:s + k]) for s, k in zip(starts.tolist(),
-                                                                lengths.tolist())]
-            return cls(None, lengths, objects=objects)
-        if n and int(starts.max()) + 8 * words + 8 > len(buffer):
-            buffer = np.concatenate([buffer, np.zeros(8 * words + 8, dtype=np.uint8)])
-        # Each value as `words` little-endian uint64s, the bytes past its end masked to
-        # NUL: a gather and a few whole-array operations per 8 bytes, nothing per byte.
-        at = windows(buffer)
-        rows = np.empty((n, words), dtype=np.uint64)
-        for j in range(words):  # written in place: no column copied twice
-            kept = np.clip(lengths - 8 * j, 0, 8)
-            np.bitwise_and(at[starts + 8 * j], _KEEP_BYTES[kept], out=rows[:, j])
-        nul = np.flatnonzero((lengths > 0) & (buffer[np.maximum(starts + lengths - 1, 0)] == 0))
-        exact = {int(i): buffer[starts[i]:starts[i] + lengths[i]].tobytes() for i in nul}
-        return cls(rows.view(f"S{8 * words}").reshape(n), lengths, exact)
-
-    @classmethod
-    def from_objects(cls, values: np.ndarray) -> "Strings":
-        """Bytes objects (an object array of any shape), kept as they are."""
-        items = values.reshape(-1).tolist()
-        lengths = np.fromiter(map(len, items), np.int64, len(items)).reshape(values.shape)
-        return cls(None, lengths, objects=values)
-
-    def reshape(self, shape: tuple[int, ...]) -> "Strings":
-        return Strings(None if self._fixed is None else self._fixed.reshape(shape),
-                       self.lengths.reshape(shape), self.exact,
-                       None if self._objects is None else self._objects.reshape(shape))
-
-    def objects(self) -> np.ndarray:
-        """The values as an object array of bytes (the shape of `fixed`)."""
-        if self._objects is not None:
-            return self._objects
-        out = self._fixed.astype(object)
-        flat = out.reshape(-1)
-        for i, value in self.exact.items():
-            flat[i] = value
-        return out
-
-    def item(self, i: int) -> bytes:
-        """The value at flat position i, exactly."""
-        if self._objects is not None:
-            return self._objects.reshape(-1)[i]
-        return self.exact.get(i, bytes(self._fixed.reshape(-1)[i]))
-
-    def slice(self, start: int, stop: int) -> "Strings":
-        """Items start..stop-1 (along the first dimension)."""
-        if self._objects is not None:
-            return Strings(None, self.lengths[start:stop], objects=self._objects[start:stop])
-        inner = int(np.prod(self._fixed.shape[1:], dtype=np.int64))
-        low, high = start * inner, stop * inner
-        exact = {i - low: v for i, v in self.exact.items() if low <= i < high}
-        return Strings(self._fixed[start:stop], self.lengths[start:stop], exact)
-
-    @classmethod
-    def concat(cls, parts: Sequence["Strings"]) -> "Strings":
-        lengths = np.concatenate([p.lengths for p in parts])
-        if any(p.as_objects for p in parts):
-            return cls(None, lengths, objects=np.concatenate([p.objects() for p in parts]))
-        width = max(p.fixed.dtype.itemsize for p in parts)
-        exact, at = {}, 0
-        for part in parts:
-            exact.update({i + at: v for i, v in part.exact.items()})
-            at += part.fixed.size
-        return cls(np.concatenate([p.fixed.astype(f"S{width}") for p in parts]), lengths,
-                   exact)
-
-
-_UNEVEN = 8  # fixed-width values may take this many times their bytes (plus 1 MB)
 
 
 Field = Union[np.ndarray, Ragged, Strings]
@@ -194,17 +75,18 @@ class ExampleBatch:
         return segment_sums(sizes, self.components)
 
     def graph(self) -> GraphTensor:
-        """The merged GraphTensor (strings as object arrays of bytes), not validated
-        here: the decoder validated what it decoded."""
+        """The merged GraphTensor (strings as object arrays of bytes, made when a
+        string feature is first read), not validated here: the decoder validated what it
+        decoded."""
         context = Context(as_sizes(self.context.sizes, "context"),
-                          trusted_features(_objects(self.context.features)))
+                          trusted_features(_deferred_objects(self.context.features)))
         node_sets = {name: NodeSet(as_sizes(piece.sizes, "node set"),
-                                   trusted_features(_objects(piece.features)))
+                                   trusted_features(_deferred_objects(piece.features)))
                      for name, piece in self.node_sets.items()}
         edge_sets = {name: EdgeSet(as_sizes(piece.sizes, "edge set"),
                                    Adjacency.from_indices((piece.source_name, piece.source),
                                                           (piece.target_name, piece.target)),
-                                   trusted_features(_objects(piece.features)))
+                                   trusted_features(_deferred_objects(piece.features)))
                      for name, piece in self.edge_sets.items()}
         return GraphTensor(context, types.MappingProxyType(node_sets),
                            types.MappingProxyType(edge_sets))
@@ -336,8 +218,11 @@ def _object_field(field: Field):
     return field.objects() if isinstance(field, Strings) else field
 
 
-def _objects(features: dict) -> dict:
-    return {name: _object_field(field) for name, field in features.items()}
+def _deferred_objects(features: dict) -> dict:
+    """The features, those holding Strings made bytes objects when first read."""
+    return {name: Deferred(functools.partial(_object_field, field))
+            if isinstance(flat_values(field), Strings) else field
+            for name, field in features.items()}
 
 
 def _strings(field):

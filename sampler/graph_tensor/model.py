@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -148,16 +148,55 @@ def _as_features(features: Optional[Mapping], where: str) -> Features:
     return types.MappingProxyType(result)
 
 
-def trusted_features(features: Mapping[str, Field]) -> Features:
+def trusted_features(features: Mapping[str, "Field | Deferred"]) -> Features:
     """Features a codec made (numeric arrays, strings as object arrays of bytes, Ragged):
     read-only views, without `as_field`'s per-value pass over strings. For decoders whose
-    output is right by construction; anything else goes through `from_fields`."""
-    def read_only(field: Field) -> Field:
-        if isinstance(field, Ragged):
-            return Ragged(read_only(field.values), _read_only(field.row_lengths))
-        return _read_only(field)
+    output is right by construction; anything else goes through `from_fields`. A
+    `Deferred` feature is made when first read, then kept."""
+    if any(isinstance(f, Deferred) for f in features.values()):
+        return types.MappingProxyType(_DeferredFeatures(
+            {name: f if isinstance(f, Deferred) else _trusted(f)
+             for name, f in features.items()}))
+    return types.MappingProxyType({name: _trusted(f) for name, f in features.items()})
 
-    return types.MappingProxyType({name: read_only(f) for name, f in features.items()})
+
+def _trusted(field: Field) -> Field:
+    if isinstance(field, Ragged):
+        return Ragged(_trusted(field.values), _read_only(field.row_lengths))
+    return _read_only(field)
+
+
+class Deferred:
+    """A feature `trusted_features` makes when it is first read (`make()`: a decoder's
+    string values as bytes objects, which most readers of a batch never read)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Field]):
+        self.make = make
+
+
+class _DeferredFeatures(Mapping):
+    """Features some of which are Deferred: each made on first read, then kept (two
+    threads reading it first may both make it; both get equal values)."""
+
+    def __init__(self, fields: dict):
+        self._fields = fields
+
+    def __getitem__(self, name: str) -> Field:
+        field = self._fields[name]
+        if isinstance(field, Deferred):
+            field = self._fields[name] = _trusted(field.make())
+        return field
+
+    def __iter__(self):
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def copy(self) -> dict:
+        return dict(self.items())
 
 
 def field_length(field: Field) -> int:

@@ -26,7 +26,7 @@ import numpy as np
 
 from sampler.graph_tensor.batch_codec import BatchDecoder
 from sampler.graph_tensor.example_batch import ExampleBatch
-from unigraph.encoding import tfrecord
+from unigraph.encoding import tfrecord, tfrecord_map
 from unigraph.encoding.wire import WINDOW_BYTES, padded
 from unigraph.errors import GraphTensorError, one_line
 from unigraph.storage import paths
@@ -63,7 +63,11 @@ def decode_chunk(decoder: BatchDecoder, path: str, chunk: tfrecord.RecordChunk) 
 
 
 def file_chunks(path: str, chunk_bytes: int = DECODE_BYTES) -> Iterator[tfrecord.RecordChunk]:
-    """The records of one shard file, a chunk at a time (TableError names a damaged one)."""
+    """The records of one shard file, a chunk at a time (TableError names a damaged one):
+    a local file read where it lies (unigraph.encoding.tfrecord_map), others streamed."""
+    if tfrecord_map.mappable(path):
+        yield from tfrecord_map.mapped_chunks(path, chunk_bytes=chunk_bytes)
+        return
     with paths.open_binary(path) as stream:
         yield from tfrecord.read_chunks(stream, path, chunk_bytes=chunk_bytes)
 

@@ -126,14 +126,15 @@ def _copied(graph: GraphTensor, batched: bool):
 
 def of_batch(batch: ExampleBatch, batched: bool):
     """`merged` of a decoded batch: its columns as they are (each record a subgraph),
-    string `#id`s as fixed-width arrays, arrays that are not writable copied."""
+    string `#id`s as the decoder holds them (Strings, which the vocabulary reads in
+    place), arrays that are not writable copied."""
     nodes = {}
     for name, piece in batch.node_sets.items():
         per_record = batch.per_record(piece.sizes)
-        kept = {f: _writable(value.fixed if isinstance(value, Strings) else value)
+        kept = {f: value if isinstance(value, Strings) else _writable(value)
                 for f, value in piece.features.items()
                 if _dense(value) or (f == ID_FEATURE and isinstance(value, Strings)
-                                     and value.fixed.ndim == 1)}
+                                     and value.lengths.ndim == 1)}
         if batched:
             kept[BATCH] = np.repeat(np.arange(batch.records, dtype=np.int64), per_record)
         nodes[name] = Nodes(np.array(per_record), kept)

@@ -26,7 +26,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from sampler.graph_tensor.example_batch import ExampleBatch
+from sampler.graph_tensor.example_batch import ExampleBatch, Strings
 from sampler.graph_tensor.model import GraphTensor
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET, READOUT_PREFIX
 from sampler.minibatch.batch import MergedBatch
@@ -249,9 +249,12 @@ def _listed(features: dict) -> str:
     return ", ".join(names) or "no dense feature"
 
 
-def _node_codes(set_name: str, ids: np.ndarray, vocabulary: Optional[Vocabulary]):
+def _node_codes(set_name: str, ids, vocabulary: Optional[Vocabulary]):
+    """n_id of a node set's ids (an array, or a decoded batch's Strings)."""
     if vocabulary is not None:
         return vocabulary.index(set_name, ids)
+    if isinstance(ids, Strings):
+        ids = ids.fixed
     codes = integer_ids(ids)
     if codes is None:
         shown = ids[0].decode(errors="replace") if len(ids) else ""

@@ -20,6 +20,7 @@ from typing import Iterable, Mapping, Optional
 import numpy as np
 
 from sampler.core.arrays import byte_keys
+from sampler.graph_tensor.strings import Strings
 from unigraph.errors import SamplerError
 
 
@@ -124,6 +125,11 @@ class Vocabulary:
 
     def index(self, node_set: str, ids) -> np.ndarray:
         """The codes of these ids (int64); a growing vocabulary adds unseen ones."""
+        if isinstance(ids, Strings):  # a decoded batch's: keys read from where they lie
+            codes = self._by_span_keys(node_set, ids)
+            if codes is not None:
+                return codes
+            ids = ids.fixed
         ids = _as_bytes(ids)
         if node_set in self._fixed:
             known = self._fixed[node_set]
@@ -152,16 +158,32 @@ class Vocabulary:
             out[i] = code
         return out
 
+    def _key_table(self, node_set: str):
+        """(ByteKeys of the node set's ids or None, their _KeyTable), made once."""
+        if node_set not in self._keys:
+            known = self._fixed[node_set]
+            keys = byte_keys(known) if len(known) else None
+            self._keys[node_set] = keys, (_KeyTable(keys.keys) if keys is not None else None)
+        return self._keys[node_set]
+
+    def _by_span_keys(self, node_set: str, ids: Strings) -> Optional[np.ndarray]:
+        """_by_keys of ids a decoder holds as spans (Strings.keys_after), without
+        making them fixed-width first; None where that does not go."""
+        if node_set not in self._fixed:
+            return None
+        keys, table = self._key_table(node_set)
+        found = ids.keys_after(keys.prefix) if keys is not None else None
+        if found is None or not len(found):
+            return None
+        codes = table.find(found)
+        return None if (codes < 0).any() else codes
+
     def _by_keys(self, node_set: str, ids: np.ndarray) -> Optional[np.ndarray]:
         """`index` of a fixed node set through uint64 keys (sampler.core.arrays.ByteKeys:
         ids that share a prefix and differ in at most 8 bytes after it, as most do),
         which search several times faster than byte strings; None where they do not fit
         (then the strings are searched)."""
-        if node_set not in self._keys:
-            known = self._fixed[node_set]
-            keys = byte_keys(known) if len(known) else None
-            self._keys[node_set] = keys, (_KeyTable(keys.keys) if keys is not None else None)
-        keys, table = self._keys[node_set]
+        keys, table = self._key_table(node_set)
         if keys is None or not len(ids):
             return None
         found = _word_keys(ids, keys.prefix)
@@ -224,10 +246,15 @@ class _KeyTable:
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """Each key's position, -1 for a key the table does not hold."""
-        found = np.full(len(keys), -1, dtype=np.int64)
         slots = self._slots(keys)
-        pending = np.arange(len(keys), dtype=np.int64)
         mask = len(self.keys) - 1
+        # The first probe of every key at once (most end there), then the rest.
+        codes = self.codes[slots]
+        occupied = codes >= 0
+        hit = occupied & (self.keys[slots] == keys)
+        found = np.where(hit, codes, -1)
+        pending = np.flatnonzero(occupied & ~hit)
+        slots[pending] = (slots[pending] + 1) & mask
         while len(pending):
             at = slots[pending]
             codes = self.codes[at]

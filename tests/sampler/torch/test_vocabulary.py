@@ -6,6 +6,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from sampler.graph_tensor.strings import Strings  # noqa: E402
 from sampler.torch.vocabulary import Vocabulary, _KeyTable  # noqa: E402
 from unigraph.errors import SamplerError  # noqa: E402
 
@@ -24,13 +25,22 @@ def test_every_form_of_ids_finds_the_same_codes(ids):
     encoded = [c.encode() for c in chosen]
     width = 8 * (max(map(len, encoded)) // 8 + 2)  # as the decoder makes them: wider
     for form in (np.array(encoded, dtype=f"S{width}"), np.array(encoded, dtype=object),
-                 chosen):
+                 chosen, decoded(encoded)):
         assert vocabulary.index("n", form).tolist() == expected
+
+
+def decoded(values):
+    """The values as the batched decoder holds them: Strings, spans of its bytes."""
+    lengths = np.array([len(v) for v in values], dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths
+    return Strings.from_spans(np.frombuffer(b"".join(values) + bytes(8), np.uint8), starts,
+                              lengths)
 
 
 def test_an_unknown_id_is_named():
     vocabulary = Vocabulary({"n": [f"paper/{i}" for i in range(100)]})
-    for form in (np.array([b"paper/5", b"paper/500"], dtype="S24"), [b"paper/5", b"paper/x"]):
+    for form in (np.array([b"paper/5", b"paper/500"], dtype="S24"), [b"paper/5", b"paper/x"],
+                 decoded([b"paper/5", b"paper/500"])):
         with pytest.raises(SamplerError, match=r"id 'paper/(500|x)' is not in the vocabulary"):
             vocabulary.index("n", form)
 
