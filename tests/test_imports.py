@@ -135,6 +135,7 @@ LAYERS = [
     ("sampler.store",),
     ("sampler.beam", "sampler.memory"),
     ("sampler.minibatch",),
+    ("sampler.features",),
     ("sampler.run", "sampler.api"),
     ("sampler.training", "sampler.torch", "sampler.dgl"),
     # The commands, then the benchmarks that run them, then the maintainers' tools.

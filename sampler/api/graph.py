@@ -128,6 +128,14 @@ class Graph:
                                f"({', '.join(sorted(self._memory.names))})")
         return self._memory.names[name]
 
+    def feature_columns(self, set_kind: str, set_name: str) -> Iterator[dict]:
+        """The feature columns of every row of a loaded node set ("nodes") or sampled
+        edge set ("edges"), as one batch (what sampler.features.FeatureEncoder.fit
+        counts); nothing for a set the graph did not load."""
+        tables = self._memory.node_tables if set_kind == "nodes" else self._memory.adjacency
+        if set_name in tables:
+            yield tables[set_name].features
+
     def __repr__(self) -> str:
         kind = "pairs of" if self.link else "seeds of"
         return (f"Graph({kind} '{self.seed_set}', {len(self._plan.ops)} ops, "
