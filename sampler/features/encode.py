@@ -79,7 +79,7 @@ def _numeric(kind: Numeric, values: np.ndarray, feature: ResolvedFeature):
         if kind.mean is None:
             raise FeatureError(f"{feature.where}: standardize needs the graph's mean and std "
                                f"(fit the encoder on the graph) or given ones")
-        columns = values.reshape(len(values), -1) if values.ndim else values
+        columns = values.reshape(len(values), feature.columns)
         mean = np.asarray(kind.mean, np.float64)
         scale = 1.0 / np.asarray(kind.std, np.float64)
         standardized = ((columns - mean) * scale).astype(np.float32)

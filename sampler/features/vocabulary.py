@@ -52,11 +52,12 @@ def count_values(values: np.ndarray) -> Counts:
 
 def merge_counts(parts: Iterable[Counts]) -> Counts:
     """The counts of several batches as one."""
-    parts = [p for p in parts if len(p[0])]
-    if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    if len(parts) == 1:
-        return parts[0]
+    parts = list(parts)
+    filled = [p for p in parts if len(p[0])]
+    if len(filled) <= 1:
+        return filled[0] if filled else parts[0] if parts else (np.zeros(0, np.int64),
+                                                                np.zeros(0, np.int64))
+    parts = filled
     values = np.concatenate([p[0] for p in parts])
     counts = np.concatenate([p[1] for p in parts])
     distinct, inverse = unique_inverse(values)
@@ -67,7 +68,7 @@ def merge_counts(parts: Iterable[Counts]) -> Counts:
 
 def writable(tokens: np.ndarray) -> np.ndarray:
     """Which tokens a one-per-line file can hold (strings: not empty, no line break)."""
-    if tokens.dtype.kind != "S":
+    if tokens.dtype.kind != "S" or not len(tokens):
         return np.ones(len(tokens), bool)
     raw = np.ascontiguousarray(tokens).view(np.uint8).reshape(len(tokens), -1)
     breaks = ((raw == 10) | (raw == 13)).any(axis=1)
@@ -90,6 +91,14 @@ class FeatureVocabulary:
                                f"(lines {lines[0]} and {lines[1]})")
         self._index = SortedIndex(ordered)
         self._codes = (order + 1).astype(np.int64)
+
+    def __getstate__(self):
+        # The tokens alone: the index is rebuilt where it lands (a DataLoader worker),
+        # never pickled (its lookup table and sentinels belong to one process).
+        return {"tokens": self.tokens}
+
+    def __setstate__(self, state):
+        self.__init__(state["tokens"])
 
     @classmethod
     def from_counts(cls, counts: Counts, min_count: int = 1, max_tokens: int = 0,

@@ -1,0 +1,131 @@
+"""Every feature as a tensor (sampler.features through to_hetero_data and SampleDataset):
+strings as indices, ragged features as bags with offsets or padded with masks, the same
+indices from the command line's folder, the API and DataLoader workers."""
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torch_geometric")
+
+from torch_geometric.data import Batch  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
+
+from sampler import api  # noqa: E402
+from sampler.features import Categorical, FeatureEncoder, FeatureSpec  # noqa: E402
+from sampler.torch import SampleDataset, Vocabulary, to_hetero_data  # noqa: E402
+from tests.conftest import TESTDATA  # noqa: E402
+from tests.pipelines.sampled_output import MIXED_SPEC, read_graphs  # noqa: E402
+
+MIXED = os.path.join(TESTDATA, "unigraph", "mixed")
+
+
+@pytest.fixture(scope="module")
+def mixed(sampled_outputs, tmp_path_factory):
+    spec = tmp_path_factory.mktemp("features_torch") / "spec.pbtxt"
+    spec.write_text(MIXED_SPEC)
+    return sampled_outputs["mixed"], api.load_graph(MIXED, str(spec))
+
+
+def bags(values, offsets):
+    values, offsets = values.tolist(), offsets.tolist()
+    return [values[a:b] for a, b in zip(offsets, offsets[1:] + [len(values)])]
+
+
+def expected_bags(vocabulary_tokens, ragged):
+    index = {t: i + 1 for i, t in enumerate(vocabulary_tokens)}
+    return [[index.get(bytes(v), 0) for v in row] for row in ragged.to_list()]
+
+
+def test_a_record_holds_every_feature_as_a_tensor(mixed):
+    folder, _ = mixed
+    dataset = SampleDataset(folder, vocabulary=Vocabulary.from_samples(folder))
+    encoder = FeatureEncoder.load(folder)
+    words_vocabulary = encoder.vocabulary("item", "words").tokens.tolist()
+    names = {t: i + 1 for i, t in enumerate(encoder.vocabulary("item", "name").tokens.tolist())}
+    graphs = dict(read_graphs(folder))
+    for data in dataset:
+        graph = graphs[data.seed_id]
+        item, features = data["item"], graph.node_sets["item"].features
+        assert item.name.dtype == torch.int64
+        assert item.name.tolist() == [names.get(bytes(n), 0) for n in features["name"]]
+        assert bags(item.words, item.words_offsets) == expected_bags(words_vocabulary,
+                                                                     features["words"])
+        assert bags(item.tags, item.tags_offsets) == features["tags"].to_list()
+        # x: the dense numbers, as without an encoder.
+        assert item.x.shape == (graph.node_sets["item"].total_size, 5)
+        kind = data["item", "link", "item"].kind
+        assert kind.dtype == torch.int64 and len(kind) == graph.edge_sets["link"].total_size
+        assert data["item", "link", "item"].edge_attr.shape == (len(kind), 2)
+
+
+def test_records_collated_by_pyg_keep_their_bags(mixed):
+    folder, _ = mixed
+    records = list(SampleDataset(folder, vocabulary=Vocabulary.from_samples(folder)))
+    batch = Batch.from_data_list(records)
+    merged = bags(batch["item"].words, batch["item"].words_offsets)
+    assert merged == [bag for r in records for bag in bags(r["item"].words,
+                                                          r["item"].words_offsets)]
+    bag = torch.nn.EmbeddingBag(5, 3, mode="sum")
+    assert bag(batch["item"].words, batch["item"].words_offsets).shape == \
+        (batch["item"].num_nodes, 3)
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+@pytest.mark.parametrize("workers", [0, 2])
+def test_workers_give_the_same_indices(mixed, workers):
+    folder, _ = mixed
+    vocabulary = Vocabulary.from_samples(folder)
+    alone = {d.seed_id: d for d in SampleDataset(folder, vocabulary=vocabulary)}
+    loader = DataLoader(SampleDataset(folder, vocabulary=vocabulary), batch_size=None,
+                        num_workers=workers)
+    seen = 0
+    for data in loader:
+        seen += 1
+        for key in ("name", "words", "words_offsets", "tags"):
+            assert torch.equal(data["item"][key], alone[data.seed_id]["item"][key])
+    assert seen == len(alone)
+
+
+def test_the_api_gives_the_command_lines_indices(mixed):
+    folder, graph = mixed
+    encoder = FeatureEncoder.fit(graph)
+    vocabulary = Vocabulary.from_graph(graph)
+    from_files = {d.seed_id: d for d in SampleDataset(folder, vocabulary=vocabulary)}
+    for seed_id, data in from_files.items():
+        online = to_hetero_data(graph.sample([seed_id]), vocabulary=vocabulary, encoder=encoder)
+        for key in ("name", "words", "words_offsets", "tags", "tags_offsets", "x"):
+            assert torch.equal(online["item"][key], data["item"][key]), key
+        assert torch.equal(online["item", "link", "item"].kind,
+                           data["item", "link", "item"].kind)
+
+
+def test_a_batch_pads_with_a_mask_and_puts_seeds_first(mixed):
+    folder, graph = mixed
+    spec = FeatureSpec({"item": {"words": Categorical(layout="padded", max_length=3),
+                                 "name": Categorical(hash_buckets=16)}})
+    encoder = FeatureEncoder.fit(graph, spec)
+    vocabulary = Vocabulary.from_graph(graph)
+    subgraphs = graph.sample(["i3", "i1", "i2"])
+    data = to_hetero_data(subgraphs, vocabulary=vocabulary, encoder=encoder)
+    item = data["item"]
+    assert item.words.shape == (item.num_nodes, 3) and item.words_mask.dtype == torch.bool
+    assert "words_offsets" not in item
+    words = encoder.vocabulary("item", "words").tokens.tolist()
+    for i, seed in enumerate(["i3", "i1", "i2"]):  # the seeds, first, in subgraph order
+        own = [w for w, m in zip(item.words[i].tolist(), item.words_mask[i].tolist()) if m]
+        row = expected_bags(words, graph.sample([seed])[0].node_sets["item"]["words"])[0]
+        assert own == row[:3]
+        assert (item.words[i][~item.words_mask[i]] == 0).all()
+    assert item.name.max() < 16
+    names = to_hetero_data(subgraphs, vocabulary=vocabulary, encoder=encoder, features="names")
+    assert names["item"].score.dtype == torch.float32 and "x" not in names["item"]
+    assert names["item"].count.dtype == torch.int64
+
+
+def test_without_an_encoder_nothing_changes(mixed):
+    folder, graph = mixed
+    plain = next(iter(SampleDataset(folder, vocabulary=Vocabulary.from_samples(folder),
+                                    encoder=None)))
+    assert sorted(plain["item"].keys()) == ["batch_size", "input_id", "n_id", "num_nodes", "x"]
