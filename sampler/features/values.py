@@ -21,8 +21,13 @@ def as_bytes(values) -> np.ndarray:
         return array
     if array.dtype.kind in "iu":
         return array.astype("S")
-    if array.dtype.kind == "O" and all(type(i) is bytes for i in array.reshape(-1).tolist()):
-        return array.astype("S") if array.size else np.zeros(array.shape, "S1")
+    if not array.size:
+        return np.zeros(array.shape, "S1")
+    if array.dtype.kind == "O":
+        try:  # bytes (the decoder's and the readers'), ASCII str, numbers: one C-level pass
+            return array.astype("S")
+        except (UnicodeEncodeError, TypeError, ValueError):
+            pass  # other str: UTF-8 below
     out = [i.encode() if isinstance(i, str) else bytes(i) if isinstance(i, (bytes, np.bytes_))
            else str(i).encode() for i in array.reshape(-1).tolist()]
     return (np.array(out, dtype="S") if out else np.zeros(0, "S1")).reshape(array.shape)
