@@ -181,6 +181,11 @@ class FeatureEncoder:
         """The resolved features of one set (empty for a set it does not know)."""
         return dict(self._features.get((set_kind, set_name), {}))
 
+    @property
+    def vocabularies(self) -> dict[tuple[str, str, str], FeatureVocabulary]:
+        """Every vocabulary by (set kind, set name, feature)."""
+        return dict(self._vocabularies)
+
     def vocabulary(self, set_name: str, feature: str,
                    set_kind: str = "nodes") -> FeatureVocabulary:
         key = (set_kind, set_name, feature)

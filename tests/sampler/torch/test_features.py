@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
@@ -26,6 +27,12 @@ def mixed(sampled_outputs, tmp_path_factory):
     spec = tmp_path_factory.mktemp("features_torch") / "spec.pbtxt"
     spec.write_text(MIXED_SPEC)
     return sampled_outputs["mixed"], api.load_graph(MIXED, str(spec))
+
+
+@pytest.fixture(scope="module")
+def mixed_graph(mixed):
+    _, graph = mixed
+    return graph, FeatureEncoder.fit(graph), Vocabulary.from_graph(graph)
 
 
 def bags(values, offsets):
@@ -129,3 +136,27 @@ def test_without_an_encoder_nothing_changes(mixed):
     plain = next(iter(SampleDataset(folder, vocabulary=Vocabulary.from_samples(folder),
                                     encoder=None)))
     assert sorted(plain["item"].keys()) == ["batch_size", "input_id", "n_id", "num_nodes", "x"]
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(0, 2), min_size=1, max_size=6))
+def test_a_batch_holds_each_subgraphs_own_features(mixed_graph, picks):
+    """Merged (seeds first, edges moved), each subgraph's nodes keep the bags, indices and
+    numbers its own record gets alone."""
+    graph, encoder, vocabulary = mixed_graph
+    seeds = [["i1", "i2", "i3"][p] for p in picks]
+    subgraphs = graph.sample(seeds)
+    batch = to_hetero_data(subgraphs, vocabulary=vocabulary, encoder=encoder)
+    item = batch["item"]
+    owner = item.batch.numpy()
+    merged_words = bags(item.words, item.words_offsets)
+    merged_tags = bags(item.tags, item.tags_offsets)
+    for b, subgraph in enumerate(subgraphs):
+        alone = to_hetero_data(subgraph, vocabulary=vocabulary, encoder=encoder)["item"]
+        mine = np.flatnonzero(owner == b)
+        # The record's node order is kept within its subgraph (its seed first).
+        assert item.n_id[mine].tolist() == alone.n_id.tolist()
+        assert [merged_words[i] for i in mine] == bags(alone.words, alone.words_offsets)
+        assert [merged_tags[i] for i in mine] == bags(alone.tags, alone.tags_offsets)
+        assert item.name[mine].tolist() == alone.name.tolist()
+        assert torch.equal(item.x[mine], alone.x)
