@@ -122,3 +122,19 @@ def test_the_demo_writes_its_author_names(tmp_path):
                         "--quiet"]) == 0
     names = (out / "features/vocabulary/nodes/author/name.txt").read_text().splitlines()
     assert len(names) == len(set(names)) > 10
+
+
+def test_a_graph_store_gives_the_tables_vocabularies(capsys, tmp_path, sampled_outputs):
+    from pipelines import convert
+
+    store = tmp_path / "store"
+    assert convert.main(["--graph", MIXED, "--output", str(store), "--format", "store"]) == 0
+    spec = tmp_path / "spec.pbtxt"
+    spec.write_text(MIXED_SPEC)
+    out = tmp_path / "out"
+    assert sample.main(["--graph", str(store), "--spec", str(spec), "--output", f"{out}/",
+                        "--quiet"]) == 0
+    tables = os.path.join(sampled_outputs["mixed"], "features")
+    for name in listed(tables):
+        assert (out / "features" / name).read_bytes() == \
+            open(os.path.join(tables, name), "rb").read(), name
