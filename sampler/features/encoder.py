@@ -20,7 +20,7 @@ from urllib.parse import quote
 import numpy as np
 
 from sampler.features.encode import Encoded, encode_feature
-from sampler.features.fit import check_recorded, fit, graph_columns, table_columns
+from sampler.features.fit import fit, graph_columns, read_vocabulary_file, table_columns
 from sampler.features.spec import (Categorical, FeatureError, FeatureSpec, Ignore, Numeric,
                                    ResolvedFeature, SetKey, Timestamp, resolve)
 from sampler.features.spec_text import SPEC_FILE, feature_spec_text, read_feature_spec
@@ -284,14 +284,5 @@ def _read_own(features_folder: str, feature: ResolvedFeature) -> FeatureVocabula
     if kind.vocabulary_size is None or not kind.vocabulary_sha256:
         raise FeatureError(f"{features_folder}/{SPEC_FILE}: {feature.where}: the written "
                            f"vocabulary records no size and SHA-256")
-    path = paths.join(features_folder, expected)
-    where = f"{feature.where}: vocabulary {path}"
-    try:
-        with paths.open_binary(path) as f:
-            data = f.read()
-    except OSError as e:
-        raise FeatureError(f"{where}: cannot read: {e.strerror or e}") from None
-    vocabulary = FeatureVocabulary.parse(data, not feature.is_string, where)
-    check_recorded(feature, vocabulary, where)
-    return vocabulary
+    return read_vocabulary_file(feature, paths.join(features_folder, expected))
 

@@ -144,6 +144,11 @@ def read_vocabulary(feature: ResolvedFeature, base_folder: Optional[str]) -> Fea
     path = kind.vocabulary_file
     if base_folder and not paths.is_remote(path) and not path.startswith("/"):
         path = paths.join(base_folder, path)
+    return read_vocabulary_file(feature, path)
+
+
+def read_vocabulary_file(feature: ResolvedFeature, path: str) -> FeatureVocabulary:
+    """The vocabulary in `path`, checked against what the feature's spec records."""
     where = f"{feature.where}: vocabulary {path}"
     try:
         with paths.open_binary(path) as f:
