@@ -133,9 +133,9 @@ LAYERS = [
     ("sampler.output",),
     ("sampler.job",),
     ("sampler.store",),
+    ("sampler.features",),
     ("sampler.beam", "sampler.memory"),
     ("sampler.minibatch",),
-    ("sampler.features",),
     ("sampler.run", "sampler.api"),
     ("sampler.training", "sampler.torch", "sampler.dgl"),
     # The commands, then the benchmarks that run them, then the maintainers' tools.

@@ -250,13 +250,15 @@ class Graph:
 
     def sample_ego(self, seed_ids: Ids, *, seed: int = DEFAULT_SEED, epoch: int = 0,
                    cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
-                   label: Optional[str] = None, disjoint: bool = False) -> EgoGraph:
+                   label: Optional[str] = None, disjoint: bool = False,
+                   encoder=None) -> EgoGraph:
         """`sample_merged` in GraphLearn's dense EgoGraph form, for specs whose ops form a
-        chain with fixed fan-outs (docs/minibatches.md); `label`: the roots' `y`."""
+        chain with fixed fan-outs (docs/minibatches.md); `label`: the roots' `y`;
+        `encoder`: every feature by a feature spec (sampler.features.FeatureEncoder)."""
         chain_of(self._plan)
         batch = self.sample_merged(seed_ids, seed=seed, epoch=epoch, cutoffs=cutoffs,
                                    disjoint=disjoint)
-        return ego_graph(batch, self._plan, label=label)
+        return ego_graph(batch, self._plan, label=label, encoder=encoder)
 
     # --- internals -------------------------------------------------------------
 

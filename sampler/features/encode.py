@@ -11,6 +11,10 @@ become an `Encoded`:
            True where a value is real (padding holds 0)
   dense    whether it belongs in the float32 matrix `x` (fixed-shape numbers and
            seconds; indices and ragged values go by name)
+
+`named_arrays` lays a set's Encoded out as the arrays a framework wraps: `x` (or
+`edge_attr`) and each other feature by name with `<name>_offsets` or `<name>_mask`;
+every view (to_hetero_data, the mini-batch loaders, DGL's blocks) goes through it.
 """
 from __future__ import annotations
 
@@ -26,12 +30,23 @@ from sampler.features.values import first_value, flat_items, item_offsets
 from sampler.features.vocabulary import FeatureVocabulary, check_token_values
 
 
+OFFSETS, MASK = "_offsets", "_mask"  # suffixes of a ragged feature's offsets and mask
+
+
 @dataclasses.dataclass
 class Encoded:
     values: np.ndarray
     offsets: Optional[np.ndarray] = None
     mask: Optional[np.ndarray] = None
     dense: bool = False
+
+    def padded(self) -> "Encoded":
+        """A bag as padded values and a mask (to the longest list): for frameworks whose
+        node data has one row per node (DGL, the dense EgoGraph)."""
+        if self.offsets is None:
+            return self
+        lengths = np.diff(np.append(self.offsets, len(self.values)))
+        return _padded(self.values, lengths, 0)
 
 
 def encode_feature(feature: ResolvedFeature, values, *,
@@ -121,3 +136,30 @@ def _padded(values: np.ndarray, lengths: np.ndarray, max_length: int) -> Encoded
     columns = np.arange(int(kept.sum())) - np.repeat(item_offsets(kept), kept)
     out[rows, columns] = values[np.repeat(starts, kept) + columns]
     return Encoded(out, mask=mask)
+
+
+def named_arrays(encoded: dict[str, "Encoded"], mode: str, concatenated: str,
+                 where: str) -> dict[str, np.ndarray]:
+    """A set's encoded features as named arrays (module docstring): mode "x" puts the
+    dense ones, flattened per item, as one float32 matrix under `concatenated`; "names"
+    keeps each under its own name. FeatureError when a feature has the name of
+    another's offsets or mask."""
+    arrays: dict[str, np.ndarray] = {}
+    dense = []
+    for name, value in encoded.items():
+        if value.dense and mode == "x":
+            dense.append(value.values.reshape(len(value.values),
+                                              int(np.prod(value.values.shape[1:]))))
+            continue
+        arrays[name] = value.values
+        for suffix, extra in ((OFFSETS, value.offsets), (MASK, value.mask)):
+            if extra is not None:
+                if name + suffix in encoded:
+                    raise FeatureError(f"{where}: feature '{name + suffix}' has the name of "
+                                       f"feature '{name}''s {suffix[1:]}")
+                arrays[name + suffix] = extra
+    if dense:
+        arrays[concatenated] = (
+            dense[0] if len(dense) == 1 and dense[0].dtype == np.float32 else
+            np.concatenate([c.astype(np.float32, copy=False) for c in dense], axis=1))
+    return {name: np.ascontiguousarray(value) for name, value in arrays.items()}

@@ -160,3 +160,77 @@ def test_a_batch_holds_each_subgraphs_own_features(mixed_graph, picks):
         assert [merged_tags[i] for i in mine] == bags(alone.tags, alone.tags_offsets)
         assert item.name[mine].tolist() == alone.name.tolist()
         assert torch.equal(item.x[mine], alone.x)
+
+
+CHAIN = """
+seed_op { op_name: "seed" node_set_name: "item" }
+sampling_ops { op_name: "links" input_op_names: "seed" edge_set_name: "link"
+               sample_size: 2 strategy: RANDOM_UNIFORM }
+sampling_ops { op_name: "back" input_op_names: "links" edge_set_name: "linked_by"
+               sample_size: 2 strategy: RANDOM_UNIFORM }
+"""
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    spec = tmp_path_factory.mktemp("features_chain") / "spec.pbtxt"
+    spec.write_text(CHAIN)
+    graph = api.load_graph(MIXED, str(spec))
+    encoder = FeatureEncoder.fit(graph, FeatureSpec(
+        {"item": {"name": Categorical(hash_buckets=16)}}))
+    return graph, encoder
+
+
+def whole_table(graph, encoder):
+    """Every item's encoded features, in table order (what n_id indexes)."""
+    table = graph._memory.node_tables["item"]
+    return encoder.encode("nodes", "item", table.features)
+
+
+@pytest.mark.parametrize("disjoint", [False, True])
+def test_mini_batches_encode_every_feature(chain, disjoint):
+    graph, encoder = chain
+    full = whole_table(graph, encoder)
+    batch = graph.sample_merged(["i3", "i1"], disjoint=disjoint)
+    data = to_hetero_data(batch, encoder=encoder)
+    item = data["item"]
+    n_id = item.n_id.numpy()
+    assert item.name.tolist() == full["name"].values[n_id].tolist()
+    every = bags(torch.from_numpy(full["words"].values), torch.from_numpy(full["words"].offsets))
+    assert bags(item.words, item.words_offsets) == [every[i] for i in n_id]
+    assert item.x.shape == (len(n_id), 5)
+    kind = data["item", "rev_link", "item"].kind
+    assert kind.dtype == torch.int64 and len(kind) == data["item", "rev_link", "item"].num_edges
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+def test_the_neighbor_loader_encodes_alike_in_its_workers(chain):
+    from sampler.torch import NeighborLoader
+
+    graph, encoder = chain
+    batches = {}
+    for workers in (0, 2):
+        loader = NeighborLoader(graph, batch_size=2, num_workers=workers, encoder=encoder)
+        batches[workers] = [(b["item"].n_id.tolist(), b["item"].words.tolist(),
+                             b["item"].words_offsets.tolist(), b["item"].name.tolist())
+                            for b in loader]
+    assert batches[0] == batches[2] and len(batches[0]) == 2
+    full = whole_table(graph, encoder)
+    for n_id, _, _, name in batches[0]:
+        assert name == full["name"].values[n_id].tolist()
+
+
+def test_the_ego_graph_pads_lists_per_slot(chain):
+    graph, encoder = chain
+    full = whole_table(graph, encoder)
+    ego = graph.sample_ego(["i1", "i2"], encoder=encoder)
+    every = bags(torch.from_numpy(full["words"].values), torch.from_numpy(full["words"].offsets))
+    for hop in ego.hops:
+        real = np.flatnonzero(hop.mask)
+        words, mask = hop.features["words"], hop.features["words_mask"]
+        assert words.shape[0] == len(hop.mask) and mask.dtype == bool
+        for row in real:
+            assert words[row][mask[row]].tolist() == every[hop.n_id[row]]
+        assert not mask[~hop.mask].any() and (hop.features["name"][~hop.mask] == 0).all()
+        if hop.edge_set:
+            assert "kind" in hop.edge_features
