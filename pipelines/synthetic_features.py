@@ -28,6 +28,7 @@ MAX_TAGS, TOKENS_PER_PAPER = 6, (4, 24)
 INTENTS = (b"background", b"method", b"result", b"comparison")
 INTENT_WEIGHTS = (0.55, 0.25, 0.12, 0.08)
 MAX_POSITION = 8
+VENUES_PER_CLASS = 8  # the planted venue task's venues of one class
 # Stream numbers of the draws (fixed forever, so the tables stay the same).
 _STREAMS = {"venue": 101, "tag_count": 102, "tag": 103, "token_count": 104, "token": 105,
             "intent": 106, "position": 107}
@@ -84,6 +85,20 @@ def paper_features(seed: int, index: np.ndarray, venues: np.ndarray | None = Non
     return {"venue": _names(b"venue/", venues),
             "tags": Ragged(_names(b"tag/", tags), tag_counts),
             "tokens": Ragged(tokens, token_counts)}
+
+
+def planted_venues(seed: int, index: np.ndarray, colours: np.ndarray,
+                   num_classes: int) -> np.ndarray:
+    """The venue numbers of the planted venue task: a paper of colour c publishes in one of
+    VENUES_PER_CLASS venues of that colour, c + num_classes * k (k uniform), so a venue's
+    number modulo num_classes is its class and no single venue is the class."""
+    k = np.floor(uniforms(seed, "venue", index) * VENUES_PER_CLASS).astype(np.int64)
+    return np.asarray(colours, np.int64) + num_classes * k
+
+
+def venue_colours(venues: np.ndarray, num_classes: int) -> np.ndarray:
+    """The colour (class) of each planted venue number."""
+    return np.asarray(venues, np.int64) % num_classes
 
 
 def edge_features(seed: int, name: str, index: np.ndarray) -> dict:
