@@ -63,14 +63,19 @@ def encode_feature(feature: ResolvedFeature, values, *,
         raise FeatureError(f"{feature.where}: declared ragged (shape {list(feature.shape)}), "
                            f"got a dense array of shape {list(flat.shape)}")
     if isinstance(kind, Categorical):
-        tokens = check_token_values(flat, feature.dtype.kind != "O", feature.where)
-        if kind.hashed:
-            out = hash_buckets(tokens, kind.hash_buckets, kind.salt)
-        elif vocabulary is None:
-            raise FeatureError(f"{feature.where}: its vocabulary is not fitted (fit the "
-                               f"encoder on the graph, or load it from a `sample` output)")
-        else:
-            out = vocabulary.lookup(tokens)
+        out = None
+        if vocabulary is not None and not kind.hashed and feature.dtype.kind == "O":
+            out = vocabulary.lookup_bytes(flat)  # bytes objects, found as they are
+        if out is None:
+            tokens = check_token_values(flat, feature.dtype.kind != "O", feature.where)
+            if kind.hashed:
+                out = hash_buckets(tokens, kind.hash_buckets, kind.salt)
+            elif vocabulary is None:
+                raise FeatureError(f"{feature.where}: its vocabulary is not fitted (fit the "
+                                   f"encoder on the graph, or load it from a `sample` "
+                                   f"output)")
+            else:
+                out = vocabulary.lookup(tokens)
         dense = False
     else:
         if flat.dtype.kind not in "biuf":

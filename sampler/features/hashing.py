@@ -25,6 +25,19 @@ def value_hashes(values: np.ndarray) -> np.ndarray:
 
 
 def hash_buckets(values: np.ndarray, num_buckets: int, salt: int) -> np.ndarray:
-    """int64 bucket in [0, num_buckets) of each value ('S' or integer array, any shape)."""
-    salted = splitmix.step(value_hashes(values), np.uint64(salt))
-    return (salted % np.uint64(num_buckets)).astype(np.int64)
+    """int64 bucket in [0, num_buckets) of each value ('S' or integer array, any shape):
+    splitmix.step(value_hashes(values), salt) % num_buckets, computed in place in one
+    array (a batch's token ids: a third of the time of the steps' temporaries)."""
+    if values.dtype.kind == "S":
+        hashed = value_hashes(values)
+    else:  # splitmix.step(ID_HASH_START, value), in place
+        hashed = values.astype(np.int64).astype(np.uint64)
+        with np.errstate(over="ignore"):
+            hashed *= splitmix.GOLDEN
+        hashed ^= ID_HASH_START
+        splitmix.finalize_inplace(hashed)
+    with np.errstate(over="ignore"):
+        hashed ^= np.uint64(salt) * splitmix.GOLDEN
+    splitmix.finalize_inplace(hashed)
+    hashed %= np.uint64(num_buckets)
+    return hashed.view(np.int64)

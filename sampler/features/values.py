@@ -8,7 +8,10 @@ with them), the one place where two distinct byte strings read as one token.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
+import pyarrow as pa
 
 from unigraph.columnar.ragged import Ragged
 
@@ -31,6 +34,25 @@ def as_bytes(values) -> np.ndarray:
     out = [i.encode() if isinstance(i, str) else bytes(i) if isinstance(i, (bytes, np.bytes_))
            else str(i).encode() for i in array.reshape(-1).tolist()]
     return (np.array(out, dtype="S") if out else np.zeros(0, "S1")).reshape(array.shape)
+
+
+def bytes_as_arrow(values: np.ndarray) -> Optional[pa.Array]:
+    """An object array of bytes as one Arrow large_binary array over their joined bytes
+    (a join and the lengths: no 'S' array as wide as the longest value), or None when an
+    item is not bytes (str, numbers: as_bytes converts those) or ends in a NUL byte (which
+    as_bytes's 'S' array would drop, so the two would disagree)."""
+    items = values.reshape(-1).tolist()
+    try:
+        data = b"".join(items)
+    except TypeError:
+        return None
+    lengths = np.fromiter(map(len, items), np.int64, len(items))
+    offsets = np.zeros(len(items) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if len(data) and not np.frombuffer(data, np.uint8)[offsets[1:][lengths > 0] - 1].all():
+        return None
+    return pa.Array.from_buffers(pa.large_binary(), len(items),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def flat_items(values) -> tuple[np.ndarray, np.ndarray | None]:

@@ -86,3 +86,28 @@ def test_many_lookups_match_a_dictionary():
     queries = np.array([f"venue/{i}".encode() for i in rng.integers(0, 6000, 20000)], "S")
     index = {t: i + 1 for i, t in enumerate(tokens.tolist())}
     assert vocabulary.lookup(queries).tolist() == [index.get(q, 0) for q in queries.tolist()]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from([b"a", b"bb", b"a\x00", b"", b"\x00", b"tag/7",
+                                           "tag/7", "é", b"\xff\xfe", b"\n"]),
+                          st.binary(max_size=5)), max_size=40),
+       st.lists(st.binary(min_size=1, max_size=4).filter(lambda t: not t.endswith(b"\x00")
+                                                           and b"\n" not in t
+                                                           and b"\r" not in t),
+                unique=True, max_size=12))
+def test_bytes_found_as_they_are_give_the_lookup_of_their_tokens(values, tokens):
+    """lookup_bytes (an object array of bytes joined and hashed by Arrow) gives what
+    lookup of the values as an 'S' array gives, or None where it does not apply (a str,
+    a value ending in NUL), whatever the values."""
+    vocabulary = FeatureVocabulary(np.array(tokens or [b"x"], dtype="S"))
+    array = np.array(values + [b"a"], dtype=object)[:-1]  # an object array, even of one
+    found = vocabulary.lookup_bytes(array)
+    applies = all(isinstance(v, bytes) and not v.endswith(b"\x00") for v in values)
+    assert (found is not None) == applies
+    if applies:
+        expected = vocabulary.lookup(np.array(values, dtype="S").reshape(len(values)))
+        assert found.tolist() == expected.tolist()
+        assert found.reshape(-1).tolist() == vocabulary.lookup_bytes(
+            array.reshape(-1, 1)).reshape(-1).tolist()
+    assert FeatureVocabulary(np.array([3, 5])).lookup_bytes(array) is None  # integers
