@@ -36,21 +36,29 @@ def as_bytes(values) -> np.ndarray:
     return (np.array(out, dtype="S") if out else np.zeros(0, "S1")).reshape(array.shape)
 
 
-def bytes_as_arrow(values: np.ndarray) -> Optional[pa.Array]:
-    """An object array of bytes as one Arrow large_binary array over their joined bytes
-    (a join and the lengths: no 'S' array as wide as the longest value), or None when an
-    item is not bytes (str, numbers: as_bytes converts those) or ends in a NUL byte (which
-    as_bytes's 'S' array would drop, so the two would disagree)."""
+def bytes_as_lines(values: np.ndarray) -> Optional[pa.Array]:
+    """An object array of bytes as an Arrow large_binary array of lines: each value with
+    a line break after it, as a vocabulary file holds its tokens. One join makes them (no
+    'S' array as wide as the longest value, no Python call per value: the breaks are
+    found in the joined bytes). None when a value is not bytes (str, numbers: as_bytes
+    converts those), holds a line break (the lines could not be told apart; no token
+    holds one), or ends in a NUL byte (as_bytes's 'S' array drops it: the two would
+    disagree)."""
     items = values.reshape(-1).tolist()
     try:
-        data = b"".join(items)
+        data = b"\n".join(items) + b"\n" if items else b""
     except TypeError:
         return None
-    lengths = np.fromiter(map(len, items), np.int64, len(items))
-    offsets = np.zeros(len(items) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    if len(data) and not np.frombuffer(data, np.uint8)[offsets[1:][lengths > 0] - 1].all():
+    raw = np.frombuffer(data, np.uint8)
+    breaks = np.flatnonzero(raw == 10)
+    if len(breaks) != len(items):
         return None
+    before = breaks[1:] - 1  # the last byte of each value but the first
+    if len(breaks) and ((breaks[0] > 0 and raw[breaks[0] - 1] == 0)
+                        or (raw[before[breaks[1:] - breaks[:-1] > 1]] == 0).any()):
+        return None
+    offsets = np.zeros(len(items) + 1, np.int64)
+    offsets[1:] = breaks + 1
     return pa.Array.from_buffers(pa.large_binary(), len(items),
                                  [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 

@@ -22,10 +22,11 @@ import hashlib
 from typing import Iterable, Optional
 
 import numpy as np
+import pyarrow as pa
 
 from sampler.core.arrays import SortedIndex, argsort, arrow_positions, unique_inverse
 from sampler.features.spec import FeatureError
-from sampler.features.values import as_bytes, bytes_as_arrow, first_value, flat_items
+from sampler.features.values import as_bytes, bytes_as_lines, first_value, flat_items
 
 # Tokens per value kind: byte strings ('S') or int64.
 Counts = tuple[np.ndarray, np.ndarray]  # (distinct values, sorted; int64 counts)
@@ -91,7 +92,7 @@ class FeatureVocabulary:
                                f"(lines {lines[0]} and {lines[1]})")
         self._index = SortedIndex(ordered)
         self._codes = (order + 1).astype(np.int64)
-        self._arrow_tokens = None  # the string tokens in index order, made on first use
+        self._lines = None  # the file's lines (tokens in index order), made on first use
 
     def __getstate__(self):
         # The tokens alone: the index is rebuilt where it lands (a DataLoader worker),
@@ -130,19 +131,22 @@ class FeatureVocabulary:
 
     def lookup_bytes(self, values: np.ndarray) -> Optional[np.ndarray]:
         """lookup() of an object array of bytes (what the readers and the decoder give)
-        without making it an 'S' array first: its bytes joined as one Arrow array and
-        looked up in a hash table of the tokens (half the time of converting and
-        looking up). None when that does not apply (integer tokens, values that are not
-        all bytes, or end in a NUL byte): lookup(as_bytes(values)) then."""
+        without making it an 'S' array first: the values as lines (values.bytes_as_lines)
+        looked up in one Arrow hash table of the file's lines (a batch's tags: a third of
+        the time). None where that does not apply (integer tokens; values that are not
+        all bytes, hold a line break or end in a NUL byte): lookup(as_bytes(values))."""
         if self.integer or values.dtype != object:
             return None
-        query = bytes_as_arrow(values)
+        query = bytes_as_lines(values)
         if query is None:
             return None
-        if self._arrow_tokens is None:  # threads may race here: each makes the same array
-            self._arrow_tokens = bytes_as_arrow(np.array(self.tokens.tolist() or [],
-                                                         dtype=object))
-        positions = arrow_positions(query, self._arrow_tokens)
+        if self._lines is None:  # threads may race here: each makes the same array
+            data = self.file_bytes()
+            breaks = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
+            offsets = np.concatenate([[0], breaks + 1]).astype(np.int64)
+            self._lines = pa.Array.from_buffers(pa.large_binary(), self.size, [
+                None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        positions = arrow_positions(query, self._lines)
         return (positions + 1).reshape(values.shape)
 
     def file_bytes(self) -> bytes:
