@@ -4,6 +4,7 @@ from __future__ import annotations
 from sampler.features.encode import OFFSETS
 from unigraph.errors import require_extra
 
+require_extra("torch", "torch", "sampler.torch")  # torch first: the line names what is missing
 HeteroData = require_extra("torch_geometric.data", "torch", "sampler.torch").HeteroData
 
 

@@ -14,7 +14,7 @@ from torch_geometric.data import Batch  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 from sampler import api  # noqa: E402
-from sampler.features import Categorical, FeatureEncoder, FeatureSpec  # noqa: E402
+from sampler.features import Categorical, FeatureEncoder, FeatureSpec, Numeric  # noqa: E402
 from sampler.torch import SampleDataset, Vocabulary, to_hetero_data  # noqa: E402
 from tests.conftest import TESTDATA  # noqa: E402
 from tests.pipelines.sampled_output import MIXED_SPEC, read_graphs  # noqa: E402
@@ -234,3 +234,22 @@ def test_the_ego_graph_pads_lists_per_slot(chain):
         assert not mask[~hop.mask].any() and (hop.features["name"][~hop.mask] == 0).all()
         if hop.edge_set:
             assert "kind" in hop.edge_features
+
+
+def test_a_dense_feature_named_x_goes_into_x(tmp_path):
+    """A numeric feature called `x` (examples/link_tiny's users) is a column of `x` with
+    an encoder as without one; indices of that name would take PyG's own: refused."""
+    from tests.conftest import REPO_ROOT
+
+    folder = os.path.join(REPO_ROOT, "examples", "link_tiny")
+    graph = api.load_graph(folder, os.path.join(folder, "sampling_spec.pbtxt"))
+    vocabulary = Vocabulary.from_graph(graph)
+    subgraph = graph.sample_pairs(["u0000", "u0001"], ["u0002", "u0003"],
+                                  features={"label": np.array([1, 0])})
+    plain = to_hetero_data(subgraph, vocabulary=vocabulary)
+    encoded = to_hetero_data(subgraph, vocabulary=vocabulary, encoder=FeatureEncoder.fit(graph))
+    assert torch.equal(encoded["user"].x, plain["user"].x) and encoded["user"].x.shape[1] == 8
+    spec = FeatureSpec({"user": {"x": Numeric(boundaries=[0.0])}})  # indices: by name
+    with pytest.raises(Exception, match="feature 'x': PyG reserves that name"):
+        to_hetero_data(subgraph, vocabulary=vocabulary,
+                       encoder=FeatureEncoder.fit(graph, spec))
