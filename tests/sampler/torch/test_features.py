@@ -253,3 +253,38 @@ def test_a_dense_feature_named_x_goes_into_x(tmp_path):
     with pytest.raises(Exception, match="feature 'x': PyG reserves that name"):
         to_hetero_data(subgraph, vocabulary=vocabulary,
                        encoder=FeatureEncoder.fit(graph, spec))
+
+
+def _same_features(a, b, where):
+    for set_name in ("item",):
+        for key in a[set_name].keys():
+            if key in ("batch_size", "input_id", "n_id", "num_nodes", "batch"):
+                continue
+            assert torch.equal(a[set_name][key], b[set_name][key]), (where, key)
+    link = ("item", "link", "item")
+    for key in ("kind", "edge_attr", "edge_index"):
+        assert torch.equal(a[link][key], b[link][key]), (where, key)
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+@pytest.mark.parametrize("workers", [0, 2])
+def test_decoded_batches_encode_as_their_records_do(mixed, workers):
+    """SampleDataset(batch_size=...) applies the folder's encoder to the batched
+    decoder's columns at once (strings as fixed-width tokens, lists as Ragged of them);
+    each batch is what to_hetero_data makes of its records' GraphTensors with the same
+    encoder, in the main process and in DataLoader workers."""
+    folder, _ = mixed
+    vocabulary = Vocabulary.from_samples(folder)
+    encoder = FeatureEncoder.load(folder)
+    graphs = dict(read_graphs(folder))
+    dataset = SampleDataset(folder, batch_size=3, vocabulary=vocabulary)
+    loader = DataLoader(dataset, batch_size=None, num_workers=workers)
+    seen = 0
+    for batch in loader:
+        seeds = batch.seed_id
+        expected = to_hetero_data([graphs[s] for s in seeds], vocabulary=vocabulary,
+                                  encoder=encoder)
+        _same_features(batch, expected, seeds)
+        assert "words_offsets" in batch["item"] and batch["item"].name.dtype == torch.int64
+        seen += len(seeds)
+    assert seen == len(graphs)
