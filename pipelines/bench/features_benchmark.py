@@ -17,7 +17,9 @@ torch thread:
             out as tensors is the conversion's, as it is without a spec
 
 for the Python API's batches (`graph.batches`) and for the same subgraphs as decoded
-records (`parse_example` of their tf.Examples: what SampleDataset converts). The
+records (their tf.Examples decoded as one batch by the batched decoder, and converted
+by `batch_to_hetero_data`: what SampleDataset does with each batch; decoding is timed
+too, so the spec's share of a batch's whole reading is given). The
 spec's share is spec / with (issue 41 asks for at most 20%); `with / without` is what
 carrying every feature costs beside the numbers alone. Each feature's encoding is also
 timed alone, and fitting the encoder (its vocabularies over every row, once per graph).
@@ -59,8 +61,15 @@ def run(folder: str, *, batch_size: int, batches: int, repeat: int, seed: int = 
 
     from sampler import api
     from sampler.features import FeatureEncoder
-    from sampler.graph_tensor.codec import parse_example
+    from sampler.graph_tensor.batch_codec import BatchDecoder, record_buffer
+    from sampler.graph_tensor.example_batch import ExampleBatch
     from sampler.torch import Vocabulary, to_hetero_data
+    from sampler.torch.convert import batch_to_hetero_data
+
+    def convert(batch, **options):
+        if isinstance(batch, ExampleBatch):
+            return batch_to_hetero_data(batch, **options)
+        return to_hetero_data(batch, **options)
 
     torch.set_num_threads(1)
     graph = api.load_graph(folder, os.path.join(folder, "sampling_spec.pbtxt"))
@@ -71,7 +80,15 @@ def run(folder: str, *, batch_size: int, batches: int, repeat: int, seed: int = 
     online = [b for b, _ in zip(graph.batches(batch_size=batch_size, epochs=1, seed=seed),
                                 range(batches))]
     schema = graph.output_schema
-    records = [[parse_example(schema, r) for r in b.to_examples()] for b in online]
+    decoder = BatchDecoder(schema)
+    buffers = [record_buffer(b.to_examples()) for b in online]
+    records = [decoder.decode(*buffer) for buffer in buffers]
+    decode_s = []  # SampleDataset's other part of a batch: decoding its records
+    for _ in range(repeat):
+        begun = time.process_time()
+        for buffer in buffers:
+            decoder.decode(*buffer)
+        decode_s.append(time.process_time() - begun)
     spent = {"spec": 0.0}
 
     def timed(function):
@@ -91,9 +108,9 @@ def run(folder: str, *, batch_size: int, batches: int, repeat: int, seed: int = 
     encoder.encode = timed(encode)
     try:
         seconds = _rounds({"api": online, "records": records}, repeat, spent,
-                          lambda batch: to_hetero_data(batch, vocabulary=vocabulary),
-                          lambda batch: to_hetero_data(batch, vocabulary=vocabulary,
-                                                       encoder=encoder))
+                          lambda batch: convert(batch, vocabulary=vocabulary),
+                          lambda batch: convert(batch, vocabulary=vocabulary,
+                                                encoder=encoder))
     finally:
         encoder.encode = encode
     sample = to_hetero_data(online[0], vocabulary=vocabulary, encoder=encoder)
@@ -104,6 +121,11 @@ def run(folder: str, *, batch_size: int, batches: int, repeat: int, seed: int = 
         rows[path] = {f"{name}_s_per_batch": round(value / len(online), 5)
                       for name, value in medians.items()}
         rows[path]["spec_share"] = round(medians["spec"] / medians["with"], 4)
+        if path == "records":  # of what SampleDataset does per batch: decode, convert
+            decode = statistics.median(decode_s)
+            rows[path]["decode_s_per_batch"] = round(decode / len(online), 5)
+            rows[path]["spec_share_of_decode_and_convert"] = round(
+                medians["spec"] / (decode + medians["with"]), 4)
         rows[path]["with_vs_without"] = round(medians["with"] / medians["without"], 3)
         rows[path]["seconds"] = {name: [round(t, 4) for t in seconds[f"{path}/{name}"]]
                                  for name in ("without", "with", "spec")}

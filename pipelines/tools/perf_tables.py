@@ -397,13 +397,19 @@ def features(data: dict, source: str) -> str:
     converting batches to HeteroData, and each feature's encoding alone."""
     result, graph = data["result"], data["graph"]
     names = {"api": "Python API batches (`graph.batches`)",
-             "records": "decoded records (`parse_example`, as `SampleDataset` reads them)"}
+             "records": "decoded batches of records (the batched decoder's, as `SampleDataset` "
+                        "converts them)"}
     rows = [[names.get(path, path), number(row["without_s_per_batch"] * 1e3, 1),
              number(row["with_s_per_batch"] * 1e3, 1), f"{row['with_vs_without']:.2f}x",
              number(row["spec_s_per_batch"] * 1e3, 1), f"**{row['spec_share']:.0%}**"]
             for path, row in result["paths"].items()]
     values = result.get("values_per_batch", {})
     listed = ", ".join(f"{number(count)} {name}" for name, count in values.items())
+    read = result["paths"].get("records", {})
+    decoded = (f" Decoding a batch of records took {number(read['decode_s_per_batch'] * 1e3, 1)}"
+               f" ms more; of decoding and converting together (`SampleDataset`'s work per "
+               f"batch) the spec is **{read['spec_share_of_decode_and_convert']:.0%}**."
+               if "decode_s_per_batch" in read else "")
     parts = [
         f"`synthetic-graph --scale {graph['scale']:g} --extra-features`, batches of "
         f"{result['batch_size']} subgraphs of its sampling spec ({result['batches']} "
@@ -413,7 +419,7 @@ def features(data: dict, source: str) -> str:
         f"and intents through vocabularies, token ids hashed into buckets, lists as bags); "
         f"median of {data['repeat']} interleaved rounds, CPU milliseconds per batch of one "
         f"thread. *Applying the spec* is the time inside `FeatureEncoder.encode`; its share "
-        f"is of the conversion with every feature.",
+        f"is of the conversion with every feature." + decoded,
         table(["batches", "numbers only (ms)", "every feature (ms)", "every / numbers",
                "applying the spec (ms)", "spec's share"], rows)]
     per_feature = result.get("per_feature_ms")

@@ -24,20 +24,31 @@ def value_hashes(values: np.ndarray) -> np.ndarray:
         return splitmix.step(ID_HASH_START, values.astype(np.int64).view(np.uint64))
 
 
+# Values hashed per pass over a slice of this many: the dozen whole-array steps of a
+# chain stay in the CPU's cache (a batch's 321K token ids: 4.5 -> 1.9 ms here).
+CHUNK = 16384
+
+
 def hash_buckets(values: np.ndarray, num_buckets: int, salt: int) -> np.ndarray:
     """int64 bucket in [0, num_buckets) of each value ('S' or integer array, any shape):
     splitmix.step(value_hashes(values), salt) % num_buckets, computed in place in one
-    array (a batch's token ids: a third of the time of the steps' temporaries)."""
-    if values.dtype.kind == "S":
-        hashed = value_hashes(values)
-    else:  # splitmix.step(ID_HASH_START, value), in place
-        hashed = values.astype(np.int64).astype(np.uint64)
-        with np.errstate(over="ignore"):
-            hashed *= splitmix.GOLDEN
-        hashed ^= ID_HASH_START
-        splitmix.finalize_inplace(hashed)
+    array, a cache-sized slice at a time."""
+    integer = values.dtype.kind != "S"
+    hashed = values.astype(np.int64).astype(np.uint64) if integer else value_hashes(values)
+    power_of_two = num_buckets & (num_buckets - 1) == 0
     with np.errstate(over="ignore"):
-        hashed ^= np.uint64(salt) * splitmix.GOLDEN
-    splitmix.finalize_inplace(hashed)
-    hashed %= np.uint64(num_buckets)
+        salt_word = np.uint64(salt) * splitmix.GOLDEN
+        flat = hashed.reshape(-1)
+        for start in range(0, len(flat), CHUNK):
+            part = flat[start:start + CHUNK]
+            if integer:  # splitmix.step(ID_HASH_START, value)
+                part *= splitmix.GOLDEN
+                part ^= ID_HASH_START
+                splitmix.finalize_inplace(part)
+            part ^= salt_word
+            splitmix.finalize_inplace(part)
+            if power_of_two:
+                part &= np.uint64(num_buckets - 1)
+            else:
+                part %= np.uint64(num_buckets)
     return hashed.view(np.int64)

@@ -123,9 +123,21 @@ class FeatureVocabulary:
     def lookup(self, values: np.ndarray) -> np.ndarray:
         """int64 index of each value (same shape): its token's line + 1, else 0."""
         shape = values.shape
-        positions = self._index.positions(values.reshape(-1))
+        flat = values.reshape(-1)
+        too_long = None
+        width = self.tokens.dtype.itemsize if self.tokens.dtype.kind == "S" else 0
+        if flat.dtype.kind == "S" and width and flat.dtype.itemsize > width and len(flat):
+            # Wider than any token (the decoder rounds widths up to 8 bytes): a value
+            # with a byte past the widest token is none of them; the rest, cut to that
+            # width, are hashed like the tokens instead of binary-searched.
+            raw = np.ascontiguousarray(flat).view(np.uint8).reshape(len(flat), -1)
+            too_long = raw[:, width:].any(axis=1)
+            flat = flat.astype(self.tokens.dtype)
+        positions = self._index.positions(flat)
         codes = np.zeros(len(positions), np.int64)
         found = positions >= 0
+        if too_long is not None:
+            found &= ~too_long
         codes[found] = self._codes[positions[found]]
         return codes.reshape(shape)
 

@@ -112,3 +112,22 @@ def test_bytes_found_as_they_are_give_the_lookup_of_their_tokens(values, tokens)
         assert found.reshape(-1).tolist() == vocabulary.lookup_bytes(
             array.reshape(-1, 1)).reshape(-1).tolist()
     assert FeatureVocabulary(np.array([3, 5])).lookup_bytes(array) is None  # integers
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=12), max_size=30),
+       st.lists(st.binary(min_size=1, max_size=5).filter(
+           lambda t: not t.endswith(b"\x00") and b"\n" not in t and b"\r" not in t),
+           unique=True, min_size=1, max_size=8),
+       st.integers(0, 8))
+def test_values_wider_than_the_tokens_find_the_same_tokens(values, tokens, extra_width):
+    """'S' values wider than every token (a decoded batch's widths are rounded up) give
+    what each value's own lookup gives: a value with bytes past the widest token is
+    none of them, even when cutting it would leave a token."""
+    vocabulary = FeatureVocabulary(np.array(tokens, dtype="S"))
+    width = max(len(v) for v in values + tokens) + extra_width
+    wide = np.array(values, dtype=f"S{width}")
+    expected = [vocabulary.lookup(np.array([v])).item() if v.rstrip(b"\x00") else
+                vocabulary.lookup(np.array([b""])).item() for v in values]
+    assert vocabulary.lookup(wide).tolist() == expected
+    assert vocabulary.lookup(np.array([tokens[0] + b"z"], dtype=f"S{width + 1}")).item() == 0
