@@ -119,8 +119,13 @@ class FeatureEncoder:
             return None
         if schema is None:
             schema = _read_schema(paths.join(samples, SCHEMA_FILE))
-        spec = read_feature_spec(paths.join(features_folder, SPEC_FILE))
-        resolved = resolve(spec, schema)
+        spec_path = paths.join(features_folder, SPEC_FILE)
+        spec = read_feature_spec(spec_path)
+        try:
+            resolved = resolve(spec, schema)
+        except FeatureError as e:  # the folder's spec and schema disagree: name the file
+            raise FeatureError(f"{spec_path}: {str(e).removeprefix('feature spec: ')} "
+                               f"(of the samples' schema)") from None
         vocabularies = {}
         for features in resolved.values():
             for feature in features.values():

@@ -113,6 +113,19 @@ def test_a_vocabulary_file_that_does_not_match_is_one_line(sampled_outputs, tmp_
     assert "SHA-256 differs" in str(error.value)
 
 
+def test_a_spec_the_samples_schema_lacks_names_the_file(sampled_outputs, tmp_path):
+    """A folder whose graph_schema.pbtxt lost the spec's sets (the fuzzer truncated it):
+    one line naming features/feature_spec.pbtxt, for every reader of the folder."""
+    def edit(folder):
+        (folder / "graph_schema.pbtxt").write_text("")
+    folder = tampered(sampled_outputs, tmp_path, edit)
+    with pytest.raises(FeatureError) as error:
+        FeatureEncoder.load(folder)
+    message = str(error.value)
+    assert message.startswith(os.path.join(folder, "features", "feature_spec.pbtxt") + ": ")
+    assert "node set 'item' is not in the graph schema" in message and "\n" not in message
+
+
 def test_a_written_spec_names_only_its_own_files(sampled_outputs, tmp_path):
     def edit(folder):
         spec = folder / "features" / "feature_spec.pbtxt"
