@@ -18,6 +18,10 @@ The folder's records are read with `sampler.torch.SampleDataset` (one HeteroData
 record, reverse edges added so messages reach the seed), batched by PyG's DataLoader
 (`Batch`: each record's seed is its node 0, at `ptr[:-1]`), and trained with a
 heterogeneous GraphSAGE (`to_hetero`), or `--baseline mlp` on the seed's own features.
+Every feature reaches the model: the folder's feature spec (features/, docs/features.md)
+turns categories into indices, which the model embeds (`nn.Embedding`, and
+`nn.EmbeddingBag` for lists of them) beside the numbers; `--numeric-only` reads the
+numbers alone.
 A share of the seeds (a pair's two ids for link samples) is held out by a hash of their
 ids; node samples report held-out accuracy against the majority class, link samples
 held-out ROC AUC against 0.5. Needs the [torch] extra. docs/torch.md walks through it.
@@ -36,6 +40,7 @@ from torch_geometric.loader import DataLoader
 from torch_geometric.nn import HeteroConv, SAGEConv, to_hetero
 from torch_geometric.utils import trim_to_layer
 
+from sampler.features import Categorical
 from sampler.output.names import LINK_READOUT_EDGE_SETS
 from sampler.torch import SampleDataset, Vocabulary
 
@@ -47,15 +52,48 @@ def held_out(keys: list[str], fraction: float) -> np.ndarray:
     return np.array(buckets) < round(fraction * 10_000)
 
 
-def load(folder: str, label: str):
+def load(folder: str, label: str, numeric_only: bool = False):
     """(records as HeteroData with reverse edges, whether they are link samples, the
-    key of each record for the held-out split)."""
-    dataset = SampleDataset(folder, label=label, vocabulary=Vocabulary())
+    key of each record for the held-out split, the feature encoder or None)."""
+    dataset = SampleDataset(folder, label=label, vocabulary=Vocabulary(),
+                            **({"encoder": None} if numeric_only else {}))
     link = all(name in dataset.schema.edge_sets for name in LINK_READOUT_EDGE_SETS)
     add_reverse = T.ToUndirected()
     records = [add_reverse(data) for data in dataset]
     keys = [f"{d.source_id}\x1f{d.target_id}" if link else d.seed_id for d in records]
-    return records, link, keys
+    return records, link, keys, dataset.encoder
+
+
+class FeatureInputs(torch.nn.Module):
+    """Each node type's input: its numbers (`x`) beside an embedding of each categorical
+    feature (`nn.Embedding`; a list of categories, as indices and offsets, through
+    `nn.EmbeddingBag`'s mean). Sizes come from the encoder (vocabulary + 1, or buckets)."""
+
+    def __init__(self, encoder, node_types, dim: int = 8):
+        super().__init__()
+        self.features = {}
+        self.tables = torch.nn.ModuleDict()
+        for node_type in node_types:
+            for name, feature in (encoder.features(node_type) if encoder else {}).items():
+                if not isinstance(feature.kind, Categorical) or feature.kind.layout != "bag":
+                    continue
+                rows = encoder.num_embeddings(node_type, name)
+                key = f"{node_type}__{name}"
+                self.tables[key] = (torch.nn.EmbeddingBag(rows, dim, mode="mean")
+                                    if feature.ragged else torch.nn.Embedding(rows, dim))
+                self.features.setdefault(node_type, []).append((name, key, feature.ragged))
+
+    def forward(self, batch) -> dict:
+        inputs = {}
+        for node_type in batch.node_types:
+            store = batch[node_type]
+            parts = [store.x] if "x" in store else []
+            for name, key, bag in self.features.get(node_type, ()):
+                table = self.tables[key]
+                parts.append(table(store[name], store[name + "_offsets"]) if bag
+                             else table(store[name].reshape(store.num_nodes, -1)).flatten(1))
+            inputs[node_type] = torch.cat(parts, -1)
+        return inputs
 
 
 def standardize(records, train_mask: np.ndarray) -> None:
@@ -119,9 +157,9 @@ def roc_auc(scores: np.ndarray, labels: np.ndarray) -> float:
 def train(folder: str, label: str, *, baseline: str | None = None, epochs: int = 10,
           hidden: int = 32, batch_size: int = 32, learning_rate: float = 0.01,
           weight_decay: float = 0.0, validation_fraction: float = 0.25, seed: int = 0,
-          log=print) -> dict:
+          numeric_only: bool = False, log=print) -> dict:
     torch.manual_seed(seed)
-    records, link, keys = load(folder, label)
+    records, link, keys, encoder = load(folder, label, numeric_only)
     test = held_out(keys, validation_fraction)
     standardize(records, ~test)
     seed_set = seed_set_of(records[0], link)
@@ -146,13 +184,18 @@ def train(folder: str, label: str, *, baseline: str | None = None, epochs: int =
         edge_types = [t for t in edge_types if "edge_index" in records[0][t]]
         model = to_hetero(SAGE(hidden, out_dim), (node_types, edge_types), aggr="mean")
     project = torch.nn.Linear(hidden, hidden) if link else None
+    inputs = FeatureInputs(encoder, records[0].node_types)
+    if inputs.features:
+        log("embedded: " + ", ".join(f"{t}.{n}" for t, names in inputs.features.items()
+                                     for n, _, _ in names))
 
     def forward(batch):
         """Logits per subgraph (link: one score per pair)."""
+        x_dict = inputs(batch)
         if baseline == "mlp":
-            states = model(batch[seed_set].x)
+            states = model(x_dict[seed_set])
         else:
-            states = model(batch.x_dict, batch.edge_index_dict)[seed_set]
+            states = model(x_dict, batch.edge_index_dict)[seed_set]
         if link:
             ends = batch[link_type].edge_label_index
             source, target = project(states[ends[0]]), project(states[ends[1]])
@@ -169,7 +212,8 @@ def train(folder: str, label: str, *, baseline: str | None = None, epochs: int =
                         generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():  # lazy layers take their shapes from a first batch
         forward(next(iter(loader)))
-    parameters = list(model.parameters()) + (list(project.parameters()) if project else [])
+    parameters = (list(model.parameters()) + list(inputs.parameters())
+                  + (list(project.parameters()) if project else []))
     optimizer = torch.optim.AdamW(parameters, lr=learning_rate, weight_decay=weight_decay)
     for epoch in range(epochs):
         model.train()
@@ -328,6 +372,8 @@ def main(argv=None) -> int:
     parser.add_argument("--weight-decay", type=float, default=0.0, help="AdamW's")
     parser.add_argument("--validation-fraction", type=float, default=0.25)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--numeric-only", action="store_true",
+                        help="the numeric features alone (no categories embedded)")
     args = parser.parse_args(argv)
     if args.graph:
         if not args.spec:
@@ -343,7 +389,8 @@ def main(argv=None) -> int:
     train(args.samples, args.label, baseline=args.baseline, epochs=args.epochs,
           hidden=args.hidden, batch_size=args.batch_size, learning_rate=args.learning_rate,
           weight_decay=args.weight_decay,
-          validation_fraction=args.validation_fraction, seed=args.seed)
+          validation_fraction=args.validation_fraction, seed=args.seed,
+          numeric_only=args.numeric_only)
     return 0
 
 

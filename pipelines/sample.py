@@ -18,6 +18,8 @@ import argparse
 import sys
 
 from sampler.core.long_rows import CHUNK_EDGES
+from sampler.features.spec import resolve
+from sampler.features.spec_text import spec_for_graph
 from sampler.output.report import format_report
 from sampler.plan.describe import describe_plan
 from sampler.job.job import DEFAULT_SEED
@@ -26,7 +28,7 @@ from sampler.plan.plan import DEGREE, UNIFORM, Plan, plan_warnings, with_edge_ag
 from unigraph.errors import SamplerError, message_line, one_line, printable
 from unigraph.interrupts import EXIT_INTERRUPTED, interruptible
 from unigraph.schema import LoadedSchema
-from unigraph.storage import bigquery
+from unigraph.storage import bigquery, paths
 
 EXIT_NOTHING_SAMPLED, EXIT_ERROR = 1, 2  # EXIT_INTERRUPTED: 130 (unigraph.interrupts)
 
@@ -137,6 +139,12 @@ def make_parser() -> argparse.ArgumentParser:
                       help="how negatives' targets are drawn: uniform over the paired node "
                            "set, or degree (in proportion to degree**0.75, as word2vec and "
                            "PinSage do)")
+    parser.add_argument("--features", metavar="SPEC",
+                        help="a feature spec (feature_spec.pbtxt, docs/features.md): how each "
+                             "feature becomes model input; its vocabularies and statistics "
+                             "are computed from the graph and written to OUT/features/. "
+                             "Default: feature_spec.pbtxt beside the graph schema if there is "
+                             "one, else every feature's default; 'none' writes no features/")
     parser.add_argument("--dry-run", action="store_true",
                         help="run every check, print the plan and exit without sampling")
     parser.add_argument("--quiet", action="store_true",
@@ -190,6 +198,9 @@ def _sample(args: argparse.Namespace, beam_args: list[str]) -> int:
         print(f"sample: warning: {warning}", file=sys.stderr)
     if args.verify_store:
         _verify_store(loaded, args.graph, say=(lambda line: None) if args.quiet else print)
+    features, features_given = spec_for_graph(args.features, paths.dirname(loaded.path))
+    if features is not None:
+        resolve(features, loaded.schema)  # checked before anything runs
     if args.dry_run:
         print(printable(describe_plan(loaded, plan, seeds=args.seeds), keep="\n"))
         return 0
@@ -208,7 +219,8 @@ def _sample(args: argparse.Namespace, beam_args: list[str]) -> int:
                      node_buckets=args.node_buckets,
                      chunk_edges=args.chunk_edges,
                      beam_args=beam_args, engine=args.engine, workers=args.workers,
-                     overwrite=args.overwrite, verbose=not args.quiet)
+                     overwrite=args.overwrite, verbose=not args.quiet,
+                     features=features, features_given=features_given)
     except NothingSampled as e:
         if not args.quiet:
             print(printable(format_report(e.report), keep="\n"))

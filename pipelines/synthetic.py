@@ -88,6 +88,20 @@ the generator never produces (it refuses a scale so small that there are fewer
 cites than papers). The rule is `planted_labels()` below, a pure function for tests
 and training.
 
+Planted on venues (--planted venue): the same task with the colour carried by a
+categorical feature alone. `feat` stays pure noise; a paper of colour c publishes in one
+of 8 venues of that colour ("venue/<c + num_classes * k>", k uniform; synthetic_features.
+planted_venues), so the label is the colour of the venues of the papers a paper cites: a
+model that embeds its neighbours' venues learns it, one on the numbers alone is at chance.
+It implies --extra-features.
+
+Extra features (--extra-features; pipelines/synthetic_features.py): every kind a
+feature spec turns into tensors (docs/features.md): paper `venue` (a string), `tags` (a
+list of strings), `tokens` (a ragged list of int64 ids); cites `intent` (a string);
+writes/written `position` (int64). Each value is a pure function of (seed, its row's
+index), so these columns change nothing else in the graph and are written a batch at a
+time like the rest.
+
 Timestamps (--timestamps). Every table gains an int64 scalar feature `timestamp`
 (the default timestamp column, unigraph/timestamps.py), in years: a paper's is its
 `year`; a cites edge's the later of its two papers' years (a citation exists once both
@@ -117,6 +131,8 @@ from unigraph.schema import load_schema
 from unigraph.tables.layout import FeatureSpec, seeds_layout, table_layout
 from unigraph.tables.writers import write_sharded, write_table
 
+from pipelines import synthetic_features as extra
+
 FEAT_DIM = 128
 OGBN_MAG_CLASSES = 349
 PLANTED_DEFAULT_CLASSES = 8
@@ -125,6 +141,7 @@ BATCH_ROWS = 65536
 HUB_ID = b"author/hub"
 FORMATS = {"csv": ".csv", "parquet": ".parquet", "tfrecord": ".tfrecord"}
 DEDUP_ROUNDS = 50
+PLANTED_FEATURES = ("feat", "venue")  # where --planted puts each paper's colour
 
 # OGBN-MAG at scale 1.0.
 NODE_COUNTS = {"paper": 736_389, "author": 1_134_649, "field_of_study": 59_965,
@@ -399,10 +416,14 @@ class Recipe:
     hub_edges: int
     planted: bool
     num_classes: int
+    planted_feature: str = "feat"  # where the planted colour is: "feat" or "venue"
 
 
 def recipe(scale: float, seed: int, *, hub_edges: int = 0, planted: bool = False,
-           num_classes: int | None = None) -> Recipe:
+           num_classes: int | None = None, planted_feature: str = "feat") -> Recipe:
+    if planted_feature not in PLANTED_FEATURES:
+        raise ValueError(f"the planted feature must be one of {', '.join(PLANTED_FEATURES)}, "
+                         f"got {planted_feature!r}")
     if num_classes is None:
         num_classes = PLANTED_DEFAULT_CLASSES if planted else OGBN_MAG_CLASSES
     if num_classes < 1 or (planted and num_classes > FEAT_DIM):
@@ -415,7 +436,8 @@ def recipe(scale: float, seed: int, *, hub_edges: int = 0, planted: bool = False
         raise ValueError(f"--planted needs every paper to cite one, but scale {scale} gives "
                          f"{counts['cites']} cites for {nodes['paper']} papers; use a larger "
                          f"scale")
-    return Recipe(scale, seed, nodes, counts, hub_edges, planted, num_classes)
+    return Recipe(scale, seed, nodes, counts, hub_edges, planted, num_classes,
+                  planted_feature if planted else "feat")
 
 
 # Column draws. numpy's generators draw element after element, so `count` rows drawn in
@@ -499,6 +521,8 @@ class SyntheticGraph:
     planted: bool
     hub_papers: np.ndarray  # int64 paper indices the hub wrote (empty without a hub)
     duplicates_left: dict[str, int]
+    planted_feature: str = "feat"  # where the planted colour is: "feat" or "venue"
+    venues: np.ndarray | None = None  # int64 venue number per paper (planted on venue)
 
     def edge_times(self, name: str) -> np.ndarray:
         """int64 year of every edge of `name` (see "Timestamps" in the module docstring)."""
@@ -512,11 +536,13 @@ class SyntheticGraph:
 
 
 def generate(scale: float, seed: int, *, hub_edges: int = 0, planted: bool = False,
-             num_classes: int | None = None) -> SyntheticGraph:
-    """The whole graph as arrays; deterministic in (scale, seed, hub_edges, planted, classes).
-    For small graphs (tests, examples): `write_streamed` writes the same tables at any
-    scale without holding them."""
-    r = recipe(scale, seed, hub_edges=hub_edges, planted=planted, num_classes=num_classes)
+             num_classes: int | None = None, planted_feature: str = "feat") -> SyntheticGraph:
+    """The whole graph as arrays; deterministic in (scale, seed, hub_edges, planted, classes,
+    planted_feature). For small graphs (tests, examples): `write_streamed` writes the
+    same tables at any scale without holding them. `planted_feature` "venue": the colours
+    are in the papers' venues, not in `feat` (written by write_graph's extra features)."""
+    r = recipe(scale, seed, hub_edges=hub_edges, planted=planted, num_classes=num_classes,
+               planted_feature=planted_feature)
     nodes, n_papers = r.nodes, r.nodes["paper"]
     feat = feat_rows(_rng(seed, "feat"), n_papers)
     year = year_rows(_rng(seed, "year"), n_papers)
@@ -530,18 +556,24 @@ def generate(scale: float, seed: int, *, hub_edges: int = 0, planted: bool = Fal
         edges["writes"] = (
             np.concatenate([sources, np.full(hub_edges, nodes["author"], dtype=np.int64)]),
             np.concatenate([targets, hub_papers]), np.concatenate([weights, hub_weights]))
+    venues = None
     if planted:
         sources, targets, weights = edges["cites"]
         own, targets, duplicates["cites"] = plant_colours(_rng(seed, "planted"), n_papers,
                                                           sources, targets, r.num_classes)
-        feat[np.arange(n_papers), own] += PLANTED_SIGNAL
         edges["cites"] = (sources, targets, weights)
-        labels = planted_labels(n_papers, sources, targets, feat, r.num_classes)
+        if r.planted_feature == "venue":  # feat stays noise; a venue's number tells its colour
+            venues = extra.planted_venues(seed, np.arange(n_papers), own, r.num_classes)
+            colour = extra.venue_colours(venues, r.num_classes)
+        else:
+            feat[np.arange(n_papers), own] += PLANTED_SIGNAL
+            colour = colours(feat, r.num_classes)
+        labels = labels_from_colours(n_papers, sources, targets, colour, r.num_classes)
         assert (labels >= 0).all(), "every paper cites a paper"
     else:
         labels = label_rows(_rng(seed, "labels"), n_papers, r.num_classes)
     return SyntheticGraph(scale, seed, nodes, edges, feat, labels, year, r.num_classes,
-                          planted, hub_papers, duplicates)
+                          planted, hub_papers, duplicates, r.planted_feature, venues)
 
 
 # ---- files ----------------------------------------------------------------------------
@@ -561,12 +593,15 @@ def table_name(name: str, fmt: str, shards: int) -> str:
     return f"{name}@{shards}{ext}" if shards > 1 else f"{name}{ext}"
 
 
-def schema_text(fmt: str, shards: int, note: str = "", timestamps: bool = False) -> str:
+def schema_text(fmt: str, shards: int, note: str = "", timestamps: bool = False,
+                extra_features: bool = False) -> str:
     """graph_schema.pbtxt of a generated graph."""
     t = {name: table_name(name, fmt, shards) for name in ("paper", *EDGE_COUNTS)}
     header = f"# OGBN-MAG-shaped synthetic graph (pipelines/synthetic.py). {note}".rstrip()
     time = (f'features {{ key: "{TIME_FEATURE}" value {{ dtype: DT_INT64 }} }} '
             if timestamps else "")
+    more = {name: extra.schema_lines(name) + " " if extra_features else ""
+            for name in ("paper", "cites", "writes", "written")}
     text = f"""{header}
 node_sets {{
   key: "paper"
@@ -574,7 +609,7 @@ node_sets {{
     features {{ key: "feat"   value {{ dtype: DT_FLOAT shape {{ dim {{ size: {FEAT_DIM} }} }} }} }}
     features {{ key: "labels" value {{ dtype: DT_INT64 shape {{ dim {{ size: 1 }} }} }} }}
     features {{ key: "year"   value {{ dtype: DT_INT64 shape {{ dim {{ size: 1 }} }} }} }}
-    {time}metadata {{ filename: "{t['paper']}" }}
+    {time}{more['paper']}metadata {{ filename: "{t['paper']}" }}
   }}
 }}
 # Featureless node sets without tables: their nodes are the ids the edges name.
@@ -584,17 +619,17 @@ node_sets {{ key: "institution" value {{}} }}
 # Every edge table has a float '#weight' column (used by TOP_K and RANDOM_WEIGHTED).
 edge_sets {{
   key: "cites"
-  value {{ source: "paper" target: "paper" {time}metadata {{ filename: "{t['cites']}" }} }}
+  value {{ source: "paper" target: "paper" {time}{more['cites']}metadata {{ filename: "{t['cites']}" }} }}
 }}
 edge_sets {{
   key: "writes"
-  value {{ source: "author" target: "paper" {time}metadata {{ filename: "{t['writes']}" }} }}
+  value {{ source: "author" target: "paper" {time}{more['writes']}metadata {{ filename: "{t['writes']}" }} }}
 }}
 edge_sets {{
   key: "written"
   value {{
     source: "paper" target: "author"
-    {time}metadata {{ filename: "{t['writes']}" extra {{ key: "edge_type" value: "reversed" }} }}
+    {time}{more['written']}metadata {{ filename: "{t['writes']}" extra {{ key: "edge_type" value: "reversed" }} }}
   }}
 }}
 edge_sets {{
@@ -639,25 +674,30 @@ def _shard_paths(folder: str, name: str, fmt: str, shards: int) -> list[str]:
 class _Folder:
     """The output folder of one graph: its schema and spec, then its tables one at a
     time, each written batch by batch from `chunk(lo, hi)` functions that are called in
-    row order (so a function may draw its rows from a random stream as it goes)."""
+    row order (so a function may draw its rows from a random stream as it goes).
+    `extra_seed`: the graph's seed, to write the extra features (synthetic_features: pure
+    functions of the seed and the rows), or None."""
 
-    def __init__(self, output: str, fmt: str, shards: int, note: str, timestamps: bool):
+    def __init__(self, output: str, fmt: str, shards: int, note: str, timestamps: bool,
+                 extra_seed: int | None = None):
         if fmt not in FORMATS:
             raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
         if shards < 1:
             raise ValueError(f"shards must be >= 1, got {shards}")
         self.output, self.fmt, self.shards, self.timestamps = output, fmt, shards, timestamps
+        self.extra_seed = extra_seed
         os.makedirs(output, exist_ok=True)
         schema_path = os.path.join(output, "graph_schema.pbtxt")
         with open(schema_path, "w") as f:
-            f.write(schema_text(fmt, shards, note, timestamps))
+            f.write(schema_text(fmt, shards, note, timestamps, extra_seed is not None))
         with open(os.path.join(output, "sampling_spec.pbtxt"), "w") as f:
             f.write(spec_text())
         self.loaded = load_schema(schema_path)
         self.timings: dict[str, float] = {}
 
-    def papers(self, n_papers: int, feat, labels, year: np.ndarray) -> None:
-        """The paper table; `feat(lo, hi)` and `labels(lo, hi)` give rows lo:hi."""
+    def papers(self, n_papers: int, feat, labels, year: np.ndarray, venues=None) -> None:
+        """The paper table; `feat(lo, hi)`, `labels(lo, hi)` and `venues(lo, hi)` (the
+        planted venue numbers, or None) give rows lo:hi."""
         started = time.perf_counter()
 
         def batches():
@@ -667,6 +707,9 @@ class _Folder:
                             "year": year[lo:hi, None]}
                 if self.timestamps:
                     features[TIME_FEATURE] = year[lo:hi]
+                if self.extra_seed is not None:
+                    features.update(extra.paper_features(
+                        self.extra_seed, index, None if venues is None else venues(lo, hi)))
                 yield NodeBatch("paper", node_ids("paper", index), index, features)
 
         write_sharded(_shard_paths(self.output, "paper", self.fmt, self.shards),
@@ -682,10 +725,13 @@ class _Folder:
 
         def batches():
             for lo, hi in _chunks(len(sources)):
+                index = np.arange(lo, hi, dtype=np.int64)
+                features = {} if times is None else {TIME_FEATURE: times(lo, hi)}
+                if self.extra_seed is not None:
+                    features.update(extra.edge_features(self.extra_seed, name, index))
                 yield EdgeBatch(name, node_ids(src_set, sources[lo:hi], hub),
-                                node_ids(tgt_set, targets[lo:hi]),
-                                np.arange(lo, hi, dtype=np.int64), weights(lo, hi),
-                                {} if times is None else {TIME_FEATURE: times(lo, hi)})
+                                node_ids(tgt_set, targets[lo:hi]), index, weights(lo, hi),
+                                features)
 
         write_sharded(_shard_paths(self.output, name, self.fmt, self.shards),
                       table_layout(self.loaded, "edges", name), batches())
@@ -737,6 +783,8 @@ def _manifest(r: Recipe, folder: _Folder, edges: dict, duplicates: dict, degrees
     return {
         "scale": r.scale, "seed": r.seed, "format": folder.fmt, "shards": folder.shards,
         "planted": r.planted, "num_classes": r.num_classes, "timestamps": folder.timestamps,
+        "extra_features": folder.extra_seed is not None,
+        **({"planted_feature": r.planted_feature} if r.planted else {}),
         "hub_edges": r.hub_edges, "nodes": r.nodes, "edges": edges,
         "duplicates_left": duplicates, "degrees": degrees, "seeds": seeds,
         "write_seconds": folder.timings, "bytes": _folder_bytes(folder.output),
@@ -744,18 +792,23 @@ def _manifest(r: Recipe, folder: _Folder, edges: dict, duplicates: dict, degrees
 
 
 def write_graph(graph: SyntheticGraph, output: str, fmt: str, shards: int = 1, *,
-                timestamps: bool = False) -> dict:
+                timestamps: bool = False, extra_features: bool = False) -> dict:
     """Writes schema, spec, tables, seeds and manifest.json's content into `output` from a
     graph in memory; returns the manifest. `timestamps`: the `timestamp` columns and
-    timed_seeds (module docstring)."""
+    timed_seeds (module docstring); `extra_features`: the venue, tags, tokens, intent and
+    position columns (pipelines/synthetic_features.py; always with a graph planted on
+    venues)."""
     hub_edges = len(graph.hub_papers)
+    extra_features = extra_features or graph.venues is not None
     r = Recipe(graph.scale, graph.seed, graph.num_nodes, {}, hub_edges, graph.planted,
-               graph.num_classes)
+               graph.num_classes, graph.planted_feature)
     folder = _Folder(output, fmt, shards, _note(graph.scale, graph.seed, graph.planted,
-                                                graph.num_classes, hub_edges), timestamps)
+                                                graph.num_classes, hub_edges), timestamps,
+                     graph.seed if extra_features else None)
     n_papers = graph.num_nodes["paper"]
     folder.papers(n_papers, lambda lo, hi: graph.feat[lo:hi],
-                  lambda lo, hi: graph.labels[lo:hi], graph.year)
+                  lambda lo, hi: graph.labels[lo:hi], graph.year,
+                  None if graph.venues is None else lambda lo, hi: graph.venues[lo:hi])
     for name in EDGE_ENDS:
         sources, targets, weights = graph.edges[name]
         times = graph.edge_times(name) if timestamps else None
@@ -787,16 +840,20 @@ class _Rows:
 
 def write_streamed(output: str, fmt: str, shards: int = 1, *, scale: float, seed: int,
                    hub_edges: int = 0, planted: bool = False, num_classes: int | None = None,
-                   timestamps: bool = False) -> dict:
+                   timestamps: bool = False, planted_feature: str = "feat",
+                   extra_features: bool = False) -> dict:
     """The tables of write_graph(generate(...)), byte for byte, without holding the graph:
     paper rows are drawn a batch at a time as they are written, and each edge set is drawn
     (its index arrays: draw_edges shuffles and deduplicates a set whole), written and
     dropped before the next. Memory: arrays of node-set size plus one edge set's draw,
     about 40 bytes per edge of the largest set (the features, ids, weights and times are
-    never all held). Returns the manifest."""
-    r = recipe(scale, seed, hub_edges=hub_edges, planted=planted, num_classes=num_classes)
+    never all held; the extra features are made a batch at a time). Returns the manifest."""
+    r = recipe(scale, seed, hub_edges=hub_edges, planted=planted, num_classes=num_classes,
+               planted_feature=planted_feature)
+    on_venues = r.planted_feature == "venue"
     folder = _Folder(output, fmt, shards, _note(scale, seed, planted, r.num_classes,
-                                                hub_edges), timestamps)
+                                                hub_edges), timestamps,
+                     seed if extra_features or on_venues else None)
     n_papers = r.nodes["paper"]
     year = year_rows(_rng(seed, "year"), n_papers)
     hub_papers, hub_weights = draw_hub(r)
@@ -830,7 +887,18 @@ def write_streamed(output: str, fmt: str, shards: int = 1, *, scale: float, seed
         folder.edges(name, sources, targets, weights, times,
                      r.nodes["author"] if name == "writes" else None)
         del sources, targets, weights, times
-    if planted:
+    if planted and on_venues:  # feat stays noise; the colours are the venues' (generate())
+        cites_sources, cites_targets, own = planted_cites
+        del planted_cites
+        all_labels = labels_from_colours(n_papers, cites_sources, cites_targets, own,
+                                         r.num_classes)
+        assert (all_labels >= 0).all(), "every paper cites a paper"
+        del cites_sources, cites_targets
+        folder.papers(n_papers, _Rows(_rng(seed, "feat"), feat_rows),
+                      lambda lo, hi: all_labels[lo:hi], year,
+                      lambda lo, hi: extra.planted_venues(seed, np.arange(lo, hi), own[lo:hi],
+                                                          r.num_classes))
+    elif planted:
         cites_sources, cites_targets, own = planted_cites
         del planted_cites
         colour = np.zeros(n_papers, np.int64)
@@ -873,6 +941,8 @@ examples:
   synthetic-graph --scale 0.01 --planted --num-classes 8 --output /tmp/mag_planted
   synthetic-graph --scale 0.01 --hub-edges 100000 --output /tmp/mag_hub
   synthetic-graph --scale 0.01 --timestamps --output /tmp/mag_timed
+  synthetic-graph --scale 0.01 --extra-features --output /tmp/mag_features
+  synthetic-graph --scale 0.01 --planted venue --output /tmp/mag_planted_venue
 """
 
 
@@ -893,9 +963,12 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--hub-edges", type=int, default=0, metavar="N",
                         help="add author 'author/hub' with N writes edges, and hub_seeds.<ext> "
                              "listing its papers (default 0: no hub)")
-    parser.add_argument("--planted", action="store_true",
+    parser.add_argument("--planted", nargs="?", const="feat", choices=PLANTED_FEATURES,
+                        metavar="FEATURE",
                         help="paper labels from the features of the cited papers (see the "
-                             "module docstring); own features carry no signal")
+                             "module docstring); own features carry no signal. FEATURE "
+                             "`feat` (the default) plants the colour in `feat`, `venue` in "
+                             "the venue strings only (implies --extra-features)")
     parser.add_argument("--num-classes", type=int, metavar="C",
                         help=f"label classes (default {OGBN_MAG_CLASSES}, or "
                              f"{PLANTED_DEFAULT_CLASSES} with --planted, at most {FEAT_DIM})")
@@ -903,6 +976,10 @@ def make_parser() -> argparse.ArgumentParser:
                         help="a `timestamp` column (years) in every table and "
                              "timed_seeds.<ext> with every paper's year as its cut-off (see "
                              "the module docstring)")
+    parser.add_argument("--extra-features", action="store_true",
+                        help="every kind of feature: a venue string and lists of tags and "
+                             "token ids per paper, a citation's intent, an author's "
+                             "position (pipelines/synthetic_features.py)")
     parser.add_argument("--quiet", action="store_true", help="print only the output folder")
     return parser
 
@@ -914,8 +991,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         manifest = write_streamed(args.output, args.format, args.shards, scale=args.scale,
                                   seed=args.seed, hub_edges=args.hub_edges,
-                                  planted=args.planted, num_classes=args.num_classes,
-                                  timestamps=args.timestamps)
+                                  planted=args.planted is not None,
+                                  num_classes=args.num_classes, timestamps=args.timestamps,
+                                  planted_feature=args.planted or "feat",
+                                  extra_features=args.extra_features)
     except ValueError as e:
         print(f"synthetic-graph: error: {e}", file=sys.stderr)
         return 2

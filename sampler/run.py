@@ -10,6 +10,11 @@
    schema and the report.
 4. `output.commit.commit` moves them into place. Any failure, Ctrl-C or kill before
    that leaves the previous output as it was (`abort` drops the staging folder).
+
+Features (sampler.features, docs/features.md): what the run's feature spec needs from
+the graph (vocabularies, statistics) is computed once, from the loaded graph (memory
+engine) or the tables (Beam), and written to features/ with the records, committed
+with them.
 """
 from __future__ import annotations
 
@@ -21,6 +26,10 @@ from typing import Callable
 
 from sampler.core.stats import RunStats
 from sampler.core.long_rows import CHUNK_EDGES
+from sampler.features.encoder import FEATURES_FOLDER, FeatureEncoder
+from sampler.features.fit import needs_fitting
+from sampler.features.spec import FeatureSpec, resolve
+from sampler.features.spec_text import SPEC_FILE as FEATURE_SPEC_FILE
 from sampler.job.job import SamplingJob, choose_node_buckets, epoch_seed
 from sampler.job.sizing import numbering_keys, output_shards
 from sampler.job.preflight import (check_bigquery_seeds, check_output_location,
@@ -85,10 +94,13 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                  epoch: int = 0,
                  chunk_edges: int = CHUNK_EDGES,
                  engine: str = "auto", workers: int | None = None, overwrite: bool = False,
-                 verbose: bool = True, say: Callable[[str], None] = print) -> dict:
+                 verbose: bool = True, say: Callable[[str], None] = print,
+                 features: FeatureSpec | None = None, features_given: bool = False) -> dict:
     """Samples, writes and commits; returns the report. SamplerError (one line) for every
     problem of input or environment; NothingSampled if no seed was found. `epoch` > 0
-    draws that epoch's subgraphs (job.epoch_seed), as sampler.api does."""
+    draws that epoch's subgraphs (job.epoch_seed), as sampler.api does. `features`: the
+    feature spec whose fitted form goes to features/ (None: none), written when the
+    user gave it (`features_given`) or it needs anything from the graph."""
     started = time.time()
     draws_seed = epoch_seed(seed, epoch)
     engine, why = choose_engine(engine, beam_args, loaded, plan)
@@ -96,8 +108,10 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
     final = parse_output(output)
     seeds_in_bigquery = bool(seeds) and bigquery.is_uri(seeds)
     seeds_list = seed_files(seeds) if seeds and not seeds_in_bigquery else []
-    check_output_location(output, final, loaded, input_paths(loaded, plan, spec_path,
-                                                              seeds_list))
+    inputs = input_paths(loaded, plan, spec_path, seeds_list)
+    if features_given and features is not None and features.source:
+        inputs.append(("the feature spec", features.source))
+    check_output_location(output, final, loaded, inputs)
     layout = pairs_table_layout(plan, loaded.schema) if plan.link else None
     if plan.link and not seeds:
         raise SamplerError(f"the spec seeds with pairs (symmetric_link_seed_op '{plan.seed_op}'): "
@@ -131,8 +145,19 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                           stats_path=stats_path, time=timing, chunk_edges=chunk_edges,
                           numbering_keys=(numbering_keys(loaded, plan, seeds_list, buckets)
                                           if engine == "beam" else 0))
+        output_schema = sampled_schema(loaded.schema, plan, job.seed_timestamp_dtype)
+        resolved = (resolve(features, output_schema, strict=False) if features is not None
+                    else None)
+        write_features = resolved is not None and (features_given or needs_fitting(resolved))
+        fitted: list[FeatureEncoder] = []
+
+        def fit_loaded(graph) -> None:
+            if write_features:
+                fitted.append(FeatureEncoder.fit_loaded(resolved, graph.node_tables,
+                                                        graph.adjacency, features))
+
         if engine == "memory":
-            stats, graph_bytes = _run_memory(job, workers or cores(), verbose, say)
+            stats, graph_bytes = _run_memory(job, workers or cores(), verbose, say, fit_loaded)
             stats = stats.as_dict()
         else:
             if verbose:
@@ -142,6 +167,8 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
             with paths.open_binary(stats_path) as f:
                 stats = json.loads(f.read().decode("utf-8"))
             paths.delete(stats_path)
+            if write_features:  # the sets that need it read once more, here
+                fitted.append(FeatureEncoder.from_tables(loaded, resolved, features))
         report = _in_plan_order(stats, plan)
         report["dangling_edge_examples"] = _name_rows(report["dangling_edge_examples"],
                                                       loaded)
@@ -174,10 +201,14 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
                 f"none of the {report['seeds_read']} seeds is a node of node set "
                 f"'{plan.seed_set}' (first missing: "
                 f"{', '.join(report['missing_seed_ids'][:3])}); nothing written", report)
-        write_text(staging.staged.beside(SCHEMA_FILE),
-                   schema_text(sampled_schema(loaded.schema, plan, job.seed_timestamp_dtype)))
+        feature_files = []
+        if fitted:
+            feature_files = [f"{FEATURES_FOLDER}/{name}" for name in
+                             fitted[0].save(paths.join(staging.folder, FEATURES_FOLDER))]
+            report["feature_files"] = feature_files
+        write_text(staging.staged.beside(SCHEMA_FILE), schema_text(output_schema))
         write_text(staging.staged.beside(REPORT_FILE), json.dumps(report, indent=2))
-        commit(staging, shard_names)
+        commit(staging, shard_names, feature_files)
     except OSError as e:
         abort(staging)
         if e.errno in _FULL:
@@ -191,12 +222,16 @@ def run_sampling(loaded: LoadedSchema, plan: Plan, *, spec_path: str, seeds: str
         say(printable(format_report(report), keep="\n"))
         say(f"output: {num_shards} shard(s) {final.shard_path(0, num_shards)} ...")
         say(f"schema: {final.beside(SCHEMA_FILE)}")
+        if report.get("feature_files"):
+            say(f"features: {final.beside(FEATURES_FOLDER + '/' + FEATURE_SPEC_FILE)} "
+                f"({_vocabularies(len(report['feature_files']) - 1)})")
     say(f"report: {final.beside(REPORT_FILE)}")
     return report
 
 
 def _run_memory(job: SamplingJob, workers: int, verbose: bool,
-                say: Callable[[str], None]) -> tuple[RunStats, int]:
+                say: Callable[[str], None],
+                on_loaded: Callable = lambda graph: None) -> tuple[RunStats, int]:
     """The merged counts and the bytes of the loaded graph's arrays."""
     bar = SeedBar(verbose)
     graph_bytes = 0
@@ -213,7 +248,7 @@ def _run_memory(job: SamplingJob, workers: int, verbose: bool,
         bar.start(seeds)
 
     try:
-        return run_in_memory(job, workers=workers, on_start=start,
+        return run_in_memory(job, workers=workers, on_start=start, on_loaded=on_loaded,
                              on_progress=bar.advance), graph_bytes
     finally:
         bar.close()
@@ -301,3 +336,7 @@ def _in_plan_order(report: dict, plan: Plan) -> dict:
         report["induced_edges"] = {name: counts.get(name, 0)
                                    for name in sorted(plan.induced_edge_sets)}
     return report
+
+
+def _vocabularies(count: int) -> str:
+    return f"{count} vocabular{'y' if count == 1 else 'ies'}"

@@ -133,6 +133,7 @@ LAYERS = [
     ("sampler.output",),
     ("sampler.job",),
     ("sampler.store",),
+    ("sampler.features",),
     ("sampler.beam", "sampler.memory"),
     ("sampler.minibatch",),
     ("sampler.run", "sampler.api"),

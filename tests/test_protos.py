@@ -6,6 +6,7 @@ import pytest
 from google.protobuf import descriptor_pb2, text_format
 
 from pipelines.tools.gen_protos import PROTO_MODULES, compile_protos
+from sampler.features import feature_spec_pb2
 from sampler.plan import sampling_spec_pb2
 from tests.conftest import TESTDATA
 from unigraph.protos import example_pb2, graph_schema_pb2
@@ -14,6 +15,7 @@ MODULES = {
     "proto/graph_schema.proto": graph_schema_pb2,
     "proto/example.proto": example_pb2,
     "proto/sampling_spec.proto": sampling_spec_pb2,
+    "proto/feature_spec.proto": feature_spec_pb2,
 }
 
 

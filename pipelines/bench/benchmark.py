@@ -78,23 +78,26 @@ SHUFFLE_METRICS = ("shuffled_bytes", "shuffled_bytes_per_subgraph")
 
 
 def graph_key(scale: float, seed: int, fmt: str, shards: int, hub_edges: int,
-              timestamps: bool = False) -> str:
+              timestamps: bool = False, extra_features: bool = False) -> str:
     return (f"mag_scale{scale:g}_seed{seed}_{fmt}_shards{shards}_hub{hub_edges}"
-            + ("_timed" if timestamps else ""))
+            + ("_timed" if timestamps else "") + ("_features" if extra_features else ""))
 
 
 def ensure_graph(cache_dir: str, *, scale: float, seed: int, fmt: str, shards: int,
-                 hub_edges: int, timestamps: bool = False, log=print) -> tuple[str, dict]:
-    """The folder of a generated graph, generating it unless complete; (folder, manifest)."""
+                 hub_edges: int, timestamps: bool = False, extra_features: bool = False,
+                 log=print) -> tuple[str, dict]:
+    """The folder of a generated graph, generating it unless complete; (folder, manifest).
+    `extra_features`: synthetic-graph --extra-features (strings, lists, edge features)."""
     folder = os.path.join(cache_dir, graph_key(scale, seed, fmt, shards, hub_edges,
-                                               timestamps))
+                                               timestamps, extra_features))
     marker = os.path.join(folder, COMPLETE)
     if not os.path.exists(marker):
         if os.path.exists(folder):
             shutil.rmtree(folder)
         started = time.perf_counter()
         manifest = synthetic.write_streamed(folder, fmt, shards, scale=scale, seed=seed,
-                                            hub_edges=hub_edges, timestamps=timestamps)
+                                            hub_edges=hub_edges, timestamps=timestamps,
+                                            extra_features=extra_features)
         manifest["total_seconds"] = round(time.perf_counter() - started, 3)
         with open(os.path.join(folder, "manifest.json"), "w") as f:
             json.dump(manifest, f, indent=2)

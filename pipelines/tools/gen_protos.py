@@ -17,6 +17,7 @@ PROTO_MODULES = {
     "proto/graph_schema.proto": "unigraph/protos/graph_schema_pb2.py",
     "proto/example.proto": "unigraph/protos/example_pb2.py",
     "proto/sampling_spec.proto": "sampler/plan/sampling_spec_pb2.py",
+    "proto/feature_spec.proto": "sampler/features/feature_spec_pb2.py",
 }
 
 

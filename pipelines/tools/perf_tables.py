@@ -392,6 +392,48 @@ def _worker_costs(two: dict, idle: Optional[float]) -> str:
             f"for the main process)")
 
 
+def features(data: dict, source: str) -> str:
+    """`python -m pipelines.bench.features_benchmark --json`: a feature spec's share of
+    converting batches to HeteroData, and each feature's encoding alone."""
+    result, graph = data["result"], data["graph"]
+    names = {"api": "Python API batches (`graph.batches`)",
+             "records": "decoded batches of records (the batched decoder's, as `SampleDataset` "
+                        "converts them)"}
+    rows = [[names.get(path, path), number(row["without_s_per_batch"] * 1e3, 1),
+             number(row["with_s_per_batch"] * 1e3, 1), f"{row['with_vs_without']:.2f}x",
+             number(row["spec_s_per_batch"] * 1e3, 1), f"**{row['spec_share']:.0%}**"]
+            for path, row in result["paths"].items()]
+    values = result.get("values_per_batch", {})
+    listed = ", ".join(f"{number(count)} {name}" for name, count in values.items())
+    read = result["paths"].get("records", {})
+    decoded = (f" Decoding a batch of records took {number(read['decode_s_per_batch'] * 1e3, 1)}"
+               f" ms more; of decoding and converting together (`SampleDataset`'s work per "
+               f"batch) the spec is **{read['spec_share_of_decode_and_convert']:.0%}**."
+               if "decode_s_per_batch" in read else "")
+    parts = [
+        f"`synthetic-graph --scale {graph['scale']:g} --extra-features`, batches of "
+        f"{result['batch_size']} subgraphs of its sampling spec ({result['batches']} "
+        f"batches, {number(result['papers_per_batch'])} papers in the first"
+        + (f": {listed} values" if listed else "") + "), converted by `to_hetero_data` "
+        f"with the numbers only and with every feature by the benchmark spec (venues, tags "
+        f"and intents through vocabularies, token ids hashed into buckets, lists as bags); "
+        f"median of {data['repeat']} interleaved rounds, CPU milliseconds per batch of one "
+        f"thread. *Applying the spec* is the time inside `FeatureEncoder.encode`; its share "
+        f"is of the conversion with every feature." + decoded,
+        table(["batches", "numbers only (ms)", "every feature (ms)", "every / numbers",
+               "applying the spec (ms)", "spec's share"], rows)]
+    per_feature = result.get("per_feature_ms")
+    if per_feature:
+        parts.append("Each feature's encoding alone (ms per batch of the API's; fitting the "
+                     f"encoder, its {len(result['vocabularies'])} vocabularies over every row "
+                     f"of the graph, took {number(result['fit_s'], 2)} s once):")
+        parts.append(table(["feature (kind)", "ms per batch"],
+                           [[f"`{name.split(' ')[0]}` {' '.join(name.split(' ')[1:])}",
+                             number(ms, 2)] for name, ms in per_feature.items()]))
+    parts.append(provenance_line(data, source))
+    return "\n\n".join(parts)
+
+
 # ---- what a Dataflow run costs, estimated from the Beam engine's measured CPU ---------
 
 # Dataflow batch prices, us-central1: per vCPU-hour, per GB-hour of memory, per GB
@@ -515,6 +557,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
     "import": ("Importing a graph (`unigraph-import`)", import_graph),
     "minibatch": ("Mini-batches (merged, PyG and DGL)", minibatch),
     "decode": ("Reading samples back: the batched decoder", decode),
+    "features": ("Applying a feature spec", features),
 }
 # Sections computed from other kinds' files: (title, after which kind they go).
 DERIVED = {"cost": ("What a Dataflow run costs", "engines")}

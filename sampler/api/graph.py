@@ -128,6 +128,14 @@ class Graph:
                                f"({', '.join(sorted(self._memory.names))})")
         return self._memory.names[name]
 
+    def feature_columns(self, set_kind: str, set_name: str) -> Iterator[dict]:
+        """The feature columns of every row of a loaded node set ("nodes") or sampled
+        edge set ("edges"), as one batch (what sampler.features.FeatureEncoder.fit
+        counts); nothing for a set the graph did not load."""
+        tables = self._memory.node_tables if set_kind == "nodes" else self._memory.adjacency
+        if set_name in tables:
+            yield tables[set_name].features
+
     def __repr__(self) -> str:
         kind = "pairs of" if self.link else "seeds of"
         return (f"Graph({kind} '{self.seed_set}', {len(self._plan.ops)} ops, "
@@ -242,13 +250,15 @@ class Graph:
 
     def sample_ego(self, seed_ids: Ids, *, seed: int = DEFAULT_SEED, epoch: int = 0,
                    cutoffs: Optional[Sequence[Any] | np.ndarray] = None,
-                   label: Optional[str] = None, disjoint: bool = False) -> EgoGraph:
+                   label: Optional[str] = None, disjoint: bool = False,
+                   encoder=None) -> EgoGraph:
         """`sample_merged` in GraphLearn's dense EgoGraph form, for specs whose ops form a
-        chain with fixed fan-outs (docs/minibatches.md); `label`: the roots' `y`."""
+        chain with fixed fan-outs (docs/minibatches.md); `label`: the roots' `y`;
+        `encoder`: every feature by a feature spec (sampler.features.FeatureEncoder)."""
         chain_of(self._plan)
         batch = self.sample_merged(seed_ids, seed=seed, epoch=epoch, cutoffs=cutoffs,
                                    disjoint=disjoint)
-        return ego_graph(batch, self._plan, label=label)
+        return ego_graph(batch, self._plan, label=label, encoder=encoder)
 
     # --- internals -------------------------------------------------------------
 

@@ -245,7 +245,13 @@ HASH_LOOKUP_FACTOR = 8
 
 def _hashed_positions(ordered: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Each value's index in `ordered` (distinct), -1 where absent, by a hash table."""
-    found = pc.index_in(_arrow(values), value_set=_arrow(ordered))  # null where absent
+    return arrow_positions(_arrow(values), _arrow(ordered))
+
+
+def arrow_positions(values: pa.Array, value_set: pa.Array) -> np.ndarray:
+    """int64 index of each value in `value_set` (distinct, of the same Arrow type), -1
+    where absent: one Arrow hash table."""
+    found = pc.index_in(values, value_set=value_set)  # null where absent
     positions = _int32s(found).astype(np.int64)
     if found.null_count:
         bits = np.unpackbits(np.frombuffer(found.buffers()[0], np.uint8), bitorder="little")

@@ -10,7 +10,10 @@
   `Graph.node_ids(node_set)`; `dgl.EID` on its edges: each edge's row in its table;
 - the dense numeric node features, each by its name, on the first block's source
   nodes; the label (`label=`) on the last block's destination nodes; edge features on
-  every block's edges.
+  every block's edges. With an `encoder` (sampler.features.FeatureEncoder) every
+  feature by its spec: categories as int64 indices, and lists padded with a
+  `<name>_mask` (a block's node data has one row per node, so a bag's flat values and
+  offsets cannot be node data: DGL gets them padded).
 
 `block_items` makes the numpy arrays (in a DataLoader worker), `blocks_of` the blocks
 (in the main process): blocks share nothing but the arrays, each a prefix of them.
@@ -21,8 +24,9 @@ from typing import Optional
 
 import numpy as np
 
+from sampler.features import FeatureEncoder
 from sampler.minibatch.batch import MergedBatch
-from sampler.minibatch.features import pop_label, tensor_arrays
+from sampler.minibatch.features import item_cutoffs, pop_label, tensor_arrays
 from unigraph.errors import SamplerError
 
 import dgl  # noqa: E402  (sampler.dgl/__init__ said what to install without it)
@@ -33,7 +37,7 @@ _META = "meta"
 
 
 def block_items(batch: MergedBatch, *, label: Optional[str] = None,
-                reverse: bool = True) -> list:
+                reverse: bool = True, encoder: Optional[FeatureEncoder] = None) -> list:
     """The arrays (and small values) the blocks of a batch are made of."""
     source = batch.source
     if source is None:
@@ -45,12 +49,15 @@ def block_items(batch: MergedBatch, *, label: Optional[str] = None,
              (_META, "batch_size", batch.batch_size), (_META, "label", label)]
     for name, nodes in batch.nodes.items():
         items.append((("node", name), "n_id", source.node_ids(name, nodes.codes)))
-        values = source.node_features(name, nodes.codes)
+        values = source.node_features(name, nodes.codes, every=encoder is not None)
         if name == batch.seed_set and label is not None:
             items.append((("node", name), "label",
                           np.ascontiguousarray(pop_label(values, label, name))))
-        items += [(("feature", name), key, array)
-                  for key, array in tensor_arrays(values, "names", "x").items()]
+        cutoffs = item_cutoffs(encoder, "nodes", name, batch.seed_time, nodes.slots,
+                               len(nodes))
+        items += [(("feature", name), key, array) for key, array in tensor_arrays(
+            values, "names", "x", encoder=encoder, set_name=name, cutoffs=cutoffs,
+            padded=True).items()]
     for name, edges in batch.edges.items():
         kind = ((edges.target_set, REVERSED + name, edges.source_set) if reverse
                 else (edges.source_set, name, edges.target_set))
@@ -58,8 +65,13 @@ def block_items(batch: MergedBatch, *, label: Optional[str] = None,
         items += [(("edge", name), "type", kind), (("edge", name), "src", ends[0]),
                   (("edge", name), "dst", ends[1]),
                   (("edge", name), "e_id", source.edge_ids(name, edges.positions))]
+        slots = batch.nodes[edges.source_set].slots
+        cutoffs = item_cutoffs(encoder, "edges", name, batch.seed_time,
+                               None if slots is None else slots[edges.sources], len(edges))
         items += [(("edge_feature", name), key, array) for key, array in tensor_arrays(
-            source.edge_features(name, edges.positions), "names", "x").items()]
+            source.edge_features(name, edges.positions, every=encoder is not None), "names",
+            "x", encoder=encoder, set_kind="edges", set_name=name, cutoffs=cutoffs,
+            padded=True).items()]
     if batch.link:
         items += [(_META, "edge_label_index", batch.edge_label_index.astype(np.int64)),
                   (_META, "input_id", np.asarray(batch.input_id, np.int64))]
@@ -140,6 +152,6 @@ def _pair_graphs(meta: dict, nodes: dict, seed_set: str) -> tuple:
 
 
 def to_blocks(batch: MergedBatch, *, label: Optional[str] = None,
-              reverse: bool = True) -> list:
+              reverse: bool = True, encoder: Optional[FeatureEncoder] = None) -> list:
     """The blocks of a batch, input layer first (module docstring)."""
-    return blocks_of(block_items(batch, label=label, reverse=reverse))[-1]
+    return blocks_of(block_items(batch, label=label, reverse=reverse, encoder=encoder))[-1]

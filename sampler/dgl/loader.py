@@ -16,6 +16,7 @@ from sampler.api.graph import Graph
 from sampler.api.loader import NodeBatches, PairBatches, pair_input
 from sampler.api.torch_loader import MinibatchLoader, View
 from sampler.dgl.blocks import block_items, blocks_of
+from sampler.features import FeatureEncoder
 from sampler.job.job import DEFAULT_SEED
 
 
@@ -26,15 +27,18 @@ class DataLoader(MinibatchLoader):
     sampler.torch.NeighborLoader's `input_nodes` (None: every node of the seed set);
     for link specs the pairs, as LinkNeighborLoader's `edge_label_index` (a pairs table,
     or (sources, targets) ids). label: a dense feature of the seed set, put on the last
-    block's destination nodes under its name. Others as NeighborLoader's."""
+    block's destination nodes under its name. encoder: every feature by a feature spec
+    (lists padded, sampler.dgl.blocks). Others as NeighborLoader's."""
 
     def __init__(self, graph: Graph, indices=None, *, batch_size: int = 1,
                  shuffle: bool = False, num_workers: int = 0, disjoint: bool = False,
                  seed: int = DEFAULT_SEED, epoch: int = 0, drop_last: bool = False,
                  label: Optional[str] = None, reverse: bool = True, input_time=None,
                  edge_label=None, transform: Optional[Callable] = None,
-                 multiprocessing_context=None, **kwargs):
-        view = View(functools.partial(block_items, label=label, reverse=reverse), blocks_of,
+                 encoder: Optional[FeatureEncoder] = None, multiprocessing_context=None,
+                 **kwargs):
+        view = View(functools.partial(block_items, label=label, reverse=reverse,
+                                      encoder=encoder), blocks_of,
                     transform, packed=num_workers > 0)
         if graph.link:
             make = PairBatches(graph, pair_input(graph, indices, edge_label, input_time),

@@ -55,12 +55,16 @@ def fork_is_safe() -> bool:
 
 def run_in_memory(job: SamplingJob, *, workers: int = 1,
                   on_start: Callable[[int, int, int], None] = lambda *started: None,
-                  on_progress: Callable[[int], None] = lambda seeds: None) -> RunStats:
+                  on_progress: Callable[[int], None] = lambda seeds: None,
+                  on_loaded: Callable[[GraphInMemory], None] = lambda graph: None
+                  ) -> RunStats:
     """Samples the job and writes every shard; the merged counts. `on_start(n, b, p)` is
     called once the n samples are known, with the bytes b of the loaded graph's arrays
     and the number p of processes that will write shards; `on_progress(n)` (in this
-    process) as n more are written."""
+    process) as n more are written; `on_loaded(graph)` once the graph is loaded, before
+    any worker starts (the driver computes the features' vocabularies from it)."""
     graph = load_graph(job)  # its temporaries already handed back: workers share less
+    on_loaded(graph)
     # Decided after loading: reading BigQuery tables loads gRPC.
     processes = max(1, min(workers, job.num_shards)) if fork_is_safe() else 1
     samples = _samples(graph, job)

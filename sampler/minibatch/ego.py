@@ -8,7 +8,8 @@ hop is sampled once per batch (once per seed for a disjoint batch), so a node th
 fills several slots has the same children in each: the dense form of the same draws
 as the batch's other views. Where an op drew fewer than k edges from a node (it has
 fewer, or the node is padding), the rest of its slots are padding (mask False, id -1,
-features zero).
+features zero). With an `encoder` (sampler.features.FeatureEncoder) every feature by its
+spec, each by name: categories as indices, lists padded with a `<name>_mask`.
 """
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from typing import Optional
 
 import numpy as np
 
+from sampler.features import FeatureEncoder
 from sampler.minibatch.batch import MergedBatch
-from sampler.minibatch.features import pop_label
+from sampler.minibatch.features import item_cutoffs, pop_label, tensor_arrays
 from sampler.plan.plan import Plan
 from unigraph.errors import SamplerError
 
@@ -65,8 +67,10 @@ def chain_of(plan: Plan) -> list:
     return list(plan.ops)
 
 
-def ego_graph(batch: MergedBatch, plan: Plan, *, label: Optional[str] = None) -> EgoGraph:
-    """The EgoGraph of a batch sampled for `plan` (a chain; see chain_of)."""
+def ego_graph(batch: MergedBatch, plan: Plan, *, label: Optional[str] = None,
+              encoder: Optional[FeatureEncoder] = None) -> EgoGraph:
+    """The EgoGraph of a batch sampled for `plan` (a chain; see chain_of); `encoder`:
+    every feature by a feature spec."""
     ops = chain_of(plan)
     source = batch.source
     if source is None:
@@ -79,8 +83,10 @@ def ego_graph(batch: MergedBatch, plan: Plan, *, label: Optional[str] = None) ->
     if batch.disjoint:
         keys = roots.slots[:count] * n_codes[batch.seed_set] + keys
     mask = np.ones(count, bool)
-    root_features = _features(source, batch.seed_set, keys, mask, n_codes, batch.disjoint)
-    y = pop_label(root_features, label, batch.seed_set) if label is not None else None
+    roots = np.arange(count)  # the root each row descends from (its seed's cut-off)
+    encoding = _Encoding(encoder, batch.seed_time, batch.disjoint)
+    root_features, y = _features(source, batch.seed_set, keys, mask, n_codes, batch.disjoint,
+                                 encoding, roots, label)
     hops = [EgoHop(batch.seed_set, _n_id(source, batch.seed_set, keys, mask, n_codes,
                                          batch.disjoint), mask, root_features)]
     for op in ops:
@@ -99,6 +105,7 @@ def ego_graph(batch: MergedBatch, plan: Plan, *, label: Optional[str] = None) ->
         edge = np.where(child_mask, (starts[at] if len(distinct) else 0)[:, None] + slot, 0)
         child_mask = child_mask.reshape(-1)
         edge = edge.reshape(-1)
+        roots = np.repeat(roots, k)
         keys = np.where(child_mask, targets[edge] if len(targets) else 0, 0)
         present = _present(source, op.target_set, keys, child_mask, n_codes, batch.disjoint)
         mask = child_mask & present
@@ -106,16 +113,45 @@ def ego_graph(batch: MergedBatch, plan: Plan, *, label: Optional[str] = None) ->
         e_id = np.full(len(mask), -1, np.int64)
         if mask.any():
             e_id[mask] = source.edge_ids(op.edge_set, hop_positions[mask])
-        edge_features = {}
-        for name, values in source.edge_features(op.edge_set, hop_positions[mask]).items():
-            full = np.zeros((len(mask),) + values.shape[1:], values.dtype)
-            full[mask] = values
-            edge_features[name] = full
+        gathered = source.edge_features(op.edge_set, hop_positions[mask],
+                                        every=encoder is not None)
+        edge_features = _spread(encoding.apply(gathered, "edges", op.edge_set, roots[mask]),
+                                mask)
         hops.append(EgoHop(op.target_set, _n_id(source, op.target_set, keys, mask, n_codes,
                                                 batch.disjoint), mask,
                            _features(source, op.target_set, keys, mask, n_codes,
-                                     batch.disjoint), op.edge_set, k, e_id, edge_features))
+                                     batch.disjoint, encoding, roots)[0], op.edge_set, k,
+                           e_id, edge_features))
     return EgoGraph(hops, y)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Encoding:
+    """How a hop's gathered features become its arrays: as they are, or by an encoder
+    (each feature by name, bags padded: a hop has one row per slot)."""
+
+    encoder: Optional[FeatureEncoder]
+    seed_time: Optional[np.ndarray]
+    disjoint: bool
+
+    def apply(self, features: dict, set_kind: str, set_name: str, roots: np.ndarray) -> dict:
+        if self.encoder is None:
+            return features
+        cutoffs = item_cutoffs(self.encoder, set_kind, set_name, self.seed_time,
+                               roots if self.disjoint else None, len(roots))
+        return tensor_arrays(features, "names", "x", encoder=self.encoder,
+                             set_kind=set_kind, set_name=set_name, cutoffs=cutoffs,
+                             padded=True)
+
+
+def _spread(values: dict, mask: np.ndarray) -> dict:
+    """Arrays of the mask's rows as arrays of every row (zeros where the mask is False)."""
+    result = {}
+    for name, array in values.items():
+        full = np.zeros((len(mask),) + array.shape[1:], array.dtype)
+        full[mask] = array
+        result[name] = full
+    return result
 
 
 def _key_range(batch: MergedBatch) -> dict:
@@ -134,14 +170,15 @@ def _n_id(source, node_set, keys, mask, n_codes, disjoint) -> np.ndarray:
     return n_id
 
 
-def _features(source, node_set, keys, mask, n_codes, disjoint) -> dict:
-    gathered = source.node_features(node_set, _codes(keys[mask], node_set, n_codes, disjoint))
-    result = {}
-    for name, values in gathered.items():
-        full = np.zeros((len(keys),) + values.shape[1:], values.dtype)
-        full[mask] = values
-        result[name] = full
-    return result
+def _features(source, node_set, keys, mask, n_codes, disjoint, encoding: _Encoding,
+              roots: np.ndarray, label: Optional[str] = None) -> tuple[dict, Optional[np.ndarray]]:
+    """(a hop's node features over every row, the label of its rows when asked for)."""
+    gathered = source.node_features(node_set, _codes(keys[mask], node_set, n_codes, disjoint),
+                                    every=encoding.encoder is not None)
+    y = None
+    if label is not None:
+        y = _spread({label: pop_label(gathered, label, node_set)}, mask)[label]
+    return _spread(encoding.apply(gathered, "nodes", node_set, roots[mask]), mask), y
 
 
 def _present(source, node_set, keys, mask, n_codes, disjoint) -> np.ndarray:

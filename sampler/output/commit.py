@@ -30,7 +30,7 @@ a final name appears only once its object is complete.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Callable, Sequence
 
 from sampler.output import lock as output_lock
 from sampler.output import ownership
@@ -91,16 +91,21 @@ def begin(final: OutputSpec, *, overwrite: bool = False,
         raise
 
 
-def commit(staging: Staging, shard_names: list[str]) -> None:
-    """Moves the staged shards, schema and report onto their final names (the report
-    last: a report in OUT means a complete output) and deletes the previous output's
-    files the new one does not replace.
+def commit(staging: Staging, shard_names: list[str], extra_files: Sequence[str] = ()) -> None:
+    """Moves the staged shards, `extra_files` (the features/ files, names relative to the
+    folder), schema and report onto their final names (the report last: a report in OUT
+    means a complete output) and deletes the previous output's files the new one does
+    not replace.
 
     Once the journal is written the commit only rolls forward: if a move fails (a full
     disk, an object store that stays down), the staged files and the journal stay,
     readers refuse the folder, and the next run into it completes the moves first."""
     folder = staging.final.folder
-    new = list(shard_names) + [SCHEMA_FILE, REPORT_FILE]
+    new = list(shard_names) + list(extra_files) + [SCHEMA_FILE, REPORT_FILE]
+    for name in extra_files:
+        problem = ownership.output_name_problem(name)
+        if problem is not None:
+            raise SamplerError(f"--output {folder}: cannot commit {problem}")
     journal = Journal(staging.run_id, tuple(new),
                       tuple(name for name in staging.previous_files if name not in new))
     write_text(paths.join(folder, JOURNAL_FILE), journal.document(),
@@ -150,6 +155,7 @@ def _apply(folder: str, journal: Journal) -> None:
             paths.rename(staged, paths.join(folder, name))
     for name in journal.deletes:
         paths.delete_if_exists(paths.join(folder, name))
+    ownership.remove_empty_feature_folders(folder)
 
 
 def _finish_interrupted_commit(folder: str, journal: Journal, log) -> None:

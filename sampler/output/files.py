@@ -120,10 +120,17 @@ def write_records(path: str, records: Iterable[bytes]) -> int:
 
 def write_text(path: str, text: str, temp: str | None = None) -> None:
     """Writes a text file atomically (through `temp`, default a fresh name beside it)."""
+    write_bytes(path, text.encode("utf-8"), temp)
+
+
+def write_bytes(path: str, data: bytes, temp: str | None = None) -> None:
+    """Writes a file atomically (through `temp`, default a fresh name beside it; its
+    folder made first, on a local disk)."""
+    paths.make_folder(paths.dirname(path))
     temp = temp or temp_name(path)
     try:
         with paths.open_binary(temp, "wb") as f:
-            f.write(text.encode("utf-8"))
+            f.write(data)
         paths.rename(temp, path)
     except BaseException:
         paths.delete_if_exists(temp)

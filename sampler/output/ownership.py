@@ -21,8 +21,12 @@ state files it finds there as data, never as instructions:
   a staging folder without its marker) refuses the folder in one line and nothing is
   touched; names are joined to OUT here, never taken as paths.
 - **The previous output** is what its report lists: bare shard file names in OUT
-  (a name that is not one refuses the folder the same way), and the statistics
-  `sample-stats` wrote about it (`stats/`), its own files only.
+  (a name that is not one refuses the folder the same way), the files of its feature
+  spec (`feature_files`: `features/<name>/.../<name>`, each part a bare name, written
+  by sampler.features), and the statistics `sample-stats` wrote about it (`stats/`),
+  its own files only.
+- **features/** is written and replaced through real folders only: a `features` (or
+  a folder inside it) that is a link refuses OUT, so no move or delete goes through it.
 
 Works alike for local folders and gs:// prefixes (paths.join, list_folder, exists).
 """
@@ -53,6 +57,8 @@ _JOURNAL_TEMP = re.compile(r"^" + re.escape(JOURNAL_FILE) + r"\.tmp-(?P<run>.+)$
 STATS_FOLDER, STATS_FILES, STATS_COMPARISON_PREFIX = "stats", ("stats.json", "index.html"), "vs-"
 _MAX_NAME = 255
 _REPORT_KEYS = ("output_shards", "subgraphs_written")
+FEATURES_FOLDER, FEATURE_FILES_KEY = "features", "feature_files"  # sampler.features'
+_FEATURE_DEPTH = 6  # features/vocabulary/<kind>/<set>/<feature>.txt and a margin
 
 
 def new_run_id() -> str:
@@ -85,6 +91,61 @@ def bare_name_problem(name) -> str | None:
             or _JOURNAL_TEMP.match(name):
         return f"'{name}' is the name of one of `sample`'s own state files"
     return None
+
+
+def output_name_problem(name) -> str | None:
+    """Why `name` is not a file a run writes into OUT: a bare file name, or a file of
+    its features folder, `features/` and bare names (None: it is one)."""
+    if isinstance(name, str) and name.startswith(FEATURES_FOLDER + "/"):
+        return feature_name_problem(name)
+    return bare_name_problem(name)
+
+
+def feature_name_problem(name) -> str | None:
+    """Why `name` is not a file of OUT's features folder (None: it is one)."""
+    if not isinstance(name, str) or not name.startswith(FEATURES_FOLDER + "/"):
+        return f"{name!r} is not a file of {FEATURES_FOLDER}/"
+    parts = name.split("/")
+    if len(parts) > _FEATURE_DEPTH:
+        return f"'{name[:80]}' lies deeper than {FEATURES_FOLDER}/ is written"
+    for part in parts[1:]:
+        problem = bare_name_problem(part)
+        if problem is not None:
+            return problem
+    return None
+
+
+def features_through_links(folder: str) -> str | None:
+    """The first folder of OUT/features/ (or itself) that is a link, not a folder: a
+    move or delete there would reach outside OUT. None: all real (or none there)."""
+    root = paths.join(folder, FEATURES_FOLDER)
+    if paths.is_remote(root):
+        return None  # prefixes: no links
+    pending = [root]
+    while pending:
+        path = pending.pop()
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(mode):
+            return path
+        if stat.S_ISDIR(mode):
+            pending += [os.path.join(path, name) for name in os.listdir(path)
+                        if os.path.isdir(os.path.join(path, name))
+                        or os.path.islink(os.path.join(path, name))]
+    return None
+
+
+def remove_empty_feature_folders(folder: str) -> None:
+    """OUT/features/ and the folders in it that replacing its files left empty (a
+    local disk; prefixes have no folders). Only empty real folders go."""
+    root = paths.join(folder, FEATURES_FOLDER)
+    if paths.is_remote(root) or not _real_folder(root):
+        return
+    for path, names, _ in sorted(os.walk(root, topdown=False), key=lambda x: -len(x[0])):
+        if _real_folder(path):
+            _remove_if_empty(path)
 
 
 # ---- staging folders -------------------------------------------------------------------
@@ -146,8 +207,8 @@ def marked_staging_run(folder: str, name: str) -> str | None:
 @dataclasses.dataclass(frozen=True)
 class Journal:
     run: str
-    moves: tuple[str, ...]     # file names: staging folder -> OUT
-    deletes: tuple[str, ...]   # file names in OUT: the previous output's shards
+    moves: tuple[str, ...]     # file names (features/...): staging folder -> OUT
+    deletes: tuple[str, ...]   # file names in OUT: the previous output's shards, features
 
     def document(self) -> str:
         return json.dumps({"format": JOURNAL_FORMAT, "version": JOURNAL_VERSION,
@@ -195,8 +256,9 @@ def read_journal(folder: str) -> Journal | None:
         if not isinstance(names, list):
             raise refuse(f"'{key}' is not a list of file names")
         for name in names:
-            problem = bare_name_problem(name)
-            if problem is None and key == "deletes" and not is_shard_name(name):
+            problem = output_name_problem(name)
+            if problem is None and key == "deletes" and not is_shard_name(name) \
+                    and not name.startswith(FEATURES_FOLDER + "/"):
                 problem = f"'{name}' is not the name of a shard file"
             if problem is not None:
                 raise refuse(f"{key}: {message_line(problem, 200)}")
@@ -244,6 +306,11 @@ def check_ours(folder: str, state: FolderState, overwrite: bool) -> None:
     files in it, a report `sample` wrote, or a commit in progress (its journal checked
     by `survey`); `--overwrite` lets a run write beside other files (it still removes
     only its own)."""
+    linked = features_through_links(folder)
+    if linked is not None:
+        raise SamplerError(f"--output {folder}: {linked} is a link, not a folder `sample` "
+                           f"wrote; its features are written only into real folders, so "
+                           f"nothing was touched. Remove it, or choose another folder")
     foreign = list(state.others) + list(state.unmarked)
     if state.journal is not None or not foreign or overwrite:
         return
@@ -288,6 +355,13 @@ def report_problem(folder: str) -> str | None:
             problem = f"'{name}' is not the name of a shard file"
         if problem is not None:
             return f"output_shards: {message_line(problem, 120)}"
+    features = report.get(FEATURE_FILES_KEY, [])
+    if not isinstance(features, list):
+        return f"'{FEATURE_FILES_KEY}' is not a list"
+    for name in features:
+        problem = feature_name_problem(name)
+        if problem is not None:
+            return f"{FEATURE_FILES_KEY}: {message_line(problem, 120)}"
     return None
 
 
@@ -296,7 +370,9 @@ def previous_files(folder: str, state: FolderState) -> list[str]:
     may differ in number and naming from the new run's); [] without a report of ours."""
     if REPORT_FILE not in state.others or report_problem(folder) is not None:
         return []
-    return list(_read_report(folder)["output_shards"]) + [SCHEMA_FILE, REPORT_FILE]
+    report = _read_report(folder)
+    return (list(report["output_shards"]) + list(report.get(FEATURE_FILES_KEY, []))
+            + [SCHEMA_FILE, REPORT_FILE])
 
 
 def delete_statistics(folder: str) -> None:

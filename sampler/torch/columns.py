@@ -10,8 +10,10 @@ and context as numpy arrays, merged into one disjoint graph, before PyG's layout
   context  name -> values per subgraph (strings as str)
 
 Only what has a tensor form is kept, in arrays torch may share (fresh, or writable
-views of a decoded batch). A transform of features (issue 41's vocabularies, say) takes
-these columns and gives columns back, before convert.py lays them out.
+views of a decoded batch); `keep_all` keeps every feature, for a feature encoder
+(sampler.features), which convert.py applies to these columns before it lays them out:
+ragged ones as Ragged, strings as tokens (a decoded batch's Strings as their 'S' array,
+or their bytes objects when their lengths are uneven).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import numpy as np
 from sampler.graph_tensor.example_batch import ExampleBatch, Strings
 from sampler.graph_tensor.model import GraphTensor
 from sampler.output.names import ID_FEATURE
-from unigraph.columnar.ragged import Ragged
+from unigraph.columnar.ragged import Ragged, concat
 from unigraph.errors import SamplerError
 
 BATCH = "\0batch"  # the merge's subgraph index per node, beside the features
@@ -66,19 +68,21 @@ def _dense(value) -> bool:
     return not isinstance(value, (Ragged, Strings)) and value.dtype.kind in "biuf"
 
 
-def merged(graphs: list[GraphTensor], batched: bool = True):
+def merged(graphs: list[GraphTensor], batched: bool = True, keep_all: bool = False):
     """The subgraphs as one graph: node sets and edge sets concatenated, edge indices
-    moved past the nodes of the subgraphs before them. Only what has a tensor form, in
-    fresh arrays (the tensors share them). `batched`: note each node's subgraph."""
+    moved past the nodes of the subgraphs before them. Only what has a tensor form
+    (`keep_all`: every feature), in fresh arrays (the tensors share them). `batched`:
+    note each node's subgraph."""
     if len(graphs) == 1:
-        return _copied(graphs[0], batched)
+        return _copied(graphs[0], batched, keep_all)
     first = graphs[0]
     try:
         nodes = {}
         for name, node_set in first.node_sets.items():
             sizes = np.array([g.node_sets[name].total_size for g in graphs], np.int64)
-            kept = {f: np.concatenate([g.node_sets[name].features[f] for g in graphs])
-                    for f, value in node_set.features.items() if _kept(f, value)}
+            kept = {f: concat([g.node_sets[name].features[f] for g in graphs])
+                    for f, value in node_set.features.items()
+                    if keep_all or _kept(f, value)}
             kept[BATCH] = np.repeat(np.arange(len(graphs), dtype=np.int64), sizes)
             nodes[name] = Nodes(sizes, kept)
         starts = {name: np.cumsum(n.sizes) - n.sizes for name, n in nodes.items()}
@@ -93,8 +97,8 @@ def merged(graphs: list[GraphTensor], batched: bool = True):
                 + np.repeat(starts[source], counts),
                 np.concatenate([p.adjacency.target for p in parts])
                 + np.repeat(starts[target], counts),
-                {f: np.concatenate([p.features[f] for p in parts])
-                 for f, value in edge_set.features.items() if _dense(value)})
+                {f: concat([p.features[f] for p in parts])
+                 for f, value in edge_set.features.items() if keep_all or _dense(value)})
         context = {name: np.concatenate([g.context.features[name] for g in graphs])
                    for name, value in first.context.features.items()
                    if not isinstance(value, Ragged)}
@@ -104,49 +108,68 @@ def merged(graphs: list[GraphTensor], batched: bool = True):
     return nodes, edges, _context(context)
 
 
-def _copied(graph: GraphTensor, batched: bool):
+def _copied(graph: GraphTensor, batched: bool, keep_all: bool = False):
     """`merged` of one subgraph: copies, nothing to move (a record's common case)."""
     nodes = {}
     for name, node_set in graph.node_sets.items():
-        kept = {f: np.array(value) for f, value in node_set.features.items()
-                if _kept(f, value)}
+        kept = {f: _copy(value) for f, value in node_set.features.items()
+                if keep_all or _kept(f, value)}
         if batched:
             kept[BATCH] = np.zeros(node_set.total_size, np.int64)
         nodes[name] = Nodes(np.array(node_set.sizes), kept)
     edges = {name: Edges(edge_set.adjacency.source_name, edge_set.adjacency.target_name,
                           np.array(edge_set.adjacency.source),
                           np.array(edge_set.adjacency.target),
-                          {f: np.array(value) for f, value in edge_set.features.items()
-                           if _dense(value)})
+                          {f: _copy(value) for f, value in edge_set.features.items()
+                           if keep_all or _dense(value)})
              for name, edge_set in graph.edge_sets.items()}
     context = {name: np.array(value) for name, value in graph.context.features.items()
                if not isinstance(value, Ragged)}
     return nodes, edges, _context(context)
 
 
-def of_batch(batch: ExampleBatch, batched: bool):
+def of_batch(batch: ExampleBatch, batched: bool, keep_all: bool = False):
     """`merged` of a decoded batch: its columns as they are (each record a subgraph),
     string `#id`s as the decoder holds them (Strings, which the vocabulary reads in
-    place), arrays that are not writable copied."""
+    place), arrays that are not writable copied (`keep_all`: every feature, other
+    strings as tokens)."""
     nodes = {}
     for name, piece in batch.node_sets.items():
         per_record = batch.per_record(piece.sizes)
-        kept = {f: value if isinstance(value, Strings) else _writable(value)
+        kept = {f: value if isinstance(value, Strings) and f == ID_FEATURE else _tokens(value)
                 for f, value in piece.features.items()
-                if _dense(value) or (f == ID_FEATURE and isinstance(value, Strings)
-                                     and value.lengths.ndim == 1)}
+                if keep_all or _dense(value) or (f == ID_FEATURE and isinstance(value, Strings)
+                                                 and value.lengths.ndim == 1)}
         if batched:
             kept[BATCH] = np.repeat(np.arange(batch.records, dtype=np.int64), per_record)
         nodes[name] = Nodes(np.array(per_record), kept)
     edges = {name: Edges(piece.source_name, piece.target_name, _writable(piece.source),
                           _writable(piece.target),
-                          {f: _writable(value) for f, value in piece.features.items()
-                           if _dense(value)})
+                          {f: _tokens(value) for f, value in piece.features.items()
+                           if keep_all or _dense(value)})
              for name, piece in batch.edge_sets.items()}
     context = {name: value.objects() if isinstance(value, Strings) else _writable(value)
                for name, value in batch.context.features.items()
                if not isinstance(value, Ragged)}
     return nodes, edges, _context(context)
+
+
+def _tokens(value):
+    """A decoded column as a feature encoder takes it: Strings as their 'S' array (which
+    reads a value without its trailing NUL bytes, as a vocabulary's tokens do), or as
+    bytes objects when their lengths are uneven; within Ragged too; arrays writable."""
+    if isinstance(value, Strings):
+        return value.objects() if value.as_objects else value.fixed
+    if isinstance(value, Ragged):
+        return Ragged(_tokens(value.values), value.row_lengths)
+    return _writable(value)
+
+
+def _copy(value):
+    """Fresh arrays (the tensors share them), Ragged ones too."""
+    if isinstance(value, Ragged):
+        return Ragged(_copy(value.values), value.row_lengths)
+    return np.array(value)
 
 
 def _writable(array: np.ndarray) -> np.ndarray:

@@ -17,8 +17,12 @@ loaders lay out theirs (docs/torch.md):
                other `_readout` features too.
 
 The `_readout` node set and edge sets are TF-GNN's way to say what the above says; they
-are not copied. Strings other than `#id` and ragged features have no tensor form and
-are left out (the GraphTensor keeps them).
+are not copied. Without an `encoder`, strings other than `#id` and ragged features have
+no tensor form and are left out (the GraphTensor keeps them); with one
+(sampler.features.FeatureEncoder, docs/features.md) every feature becomes a tensor by
+its spec: categories as int64 indices by name, ragged ones as flat values with
+`<name>_offsets` (torch.nn.EmbeddingBag's input) or padded with `<name>_mask`. The
+spec is applied once per call, to the merged columns of the whole batch (columns.py).
 """
 from __future__ import annotations
 
@@ -26,14 +30,19 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from sampler.features import Encoded, FeatureEncoder
+from sampler.features.encode import named_arrays
 from sampler.graph_tensor.example_batch import ExampleBatch, Strings
 from sampler.graph_tensor.model import GraphTensor
 from sampler.graph_tensor.readout_structure import READOUT_NODE_SET, READOUT_PREFIX
 from sampler.minibatch.batch import MergedBatch
-from sampler.output.names import ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET
+from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET,
+                                  SEED_TIMESTAMP_FEATURE)
 from sampler.torch.columns import BATCH, Edges, graphs_of, merged, of_batch
+from sampler.torch.data import SampledHeteroData
 from sampler.torch.minibatch import merged_to_hetero_data
 from sampler.torch.vocabulary import Vocabulary, integer_ids
+from unigraph.columnar.ragged import take
 from unigraph.errors import SamplerError, require_extra
 
 torch = require_extra("torch", "torch", "sampler.torch")
@@ -53,8 +62,8 @@ _NID = "\0n_id"     # and the nodes' n_id
 def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
                    features: str = "x", label: Optional[str] = None,
                    link_edge_type: Optional[EdgeType] = None,
-                   input_id: Optional[Union[int, Sequence[int], np.ndarray]] = None
-                   ) -> "HeteroData":
+                   input_id: Optional[Union[int, Sequence[int], np.ndarray]] = None,
+                   encoder: Optional[FeatureEncoder] = None) -> "HeteroData":
     """A `HeteroData` of one subgraph (a numpy GraphTensor of one component:
     `parse_example` of a record, an item of `Graph.sample`) or of a batch: a list of
     them, a `Subgraphs` of the Python API, or a GraphTensor of several components
@@ -74,40 +83,45 @@ def to_hetero_data(subgraphs, *, vocabulary: Optional[Vocabulary] = None,
         (S, "link", S) for the paired node set S).
     input_id: each subgraph's index in the input (default: a `Subgraphs`' row
         positions, else 0 .. n-1).
+    encoder: a sampler.features.FeatureEncoder: every node and edge feature becomes a
+        tensor by its spec (strings and ragged ones included; module docstring).
     """
     if isinstance(subgraphs, MergedBatch):  # a mini-batch sampled at once: its own layout
         return merged_to_hetero_data(subgraphs, features=features, label=label,
-                                     link_edge_type=link_edge_type)
+                                     link_edge_type=link_edge_type, encoder=encoder)
     _check_mode(features)
     if isinstance(subgraphs, GraphTensor) and subgraphs.num_components > 1:
         batch = ExampleBatch.of_graph(subgraphs, np.ones(subgraphs.num_components, np.int64))
         return batch_to_hetero_data(batch, input_id=input_id, vocabulary=vocabulary,
                                     features=features, label=label,
-                                    link_edge_type=link_edge_type)
+                                    link_edge_type=link_edge_type, encoder=encoder)
     graphs, default_ids, batched = graphs_of(subgraphs)
     if not graphs:
         raise SamplerError("to_hetero_data: no subgraph to convert")
     input_ids = _input_ids(input_id, default_ids)
-    return _hetero_data(merged(graphs, batched), input_ids, batched, vocabulary=vocabulary,
-                        features=features, label=label, link_edge_type=link_edge_type)
+    return _hetero_data(merged(graphs, batched, keep_all=encoder is not None), input_ids,
+                        batched, vocabulary=vocabulary, features=features, label=label,
+                        link_edge_type=link_edge_type, encoder=encoder)
 
 
 def batch_to_hetero_data(batch: ExampleBatch, *, input_id=None,
                          vocabulary: Optional[Vocabulary] = None, features: str = "x",
                          label: Optional[str] = None,
                          link_edge_type: Optional[EdgeType] = None,
-                         batched: bool = True) -> "HeteroData":
+                         batched: bool = True,
+                         encoder: Optional[FeatureEncoder] = None) -> "HeteroData":
     """`to_hetero_data` of the records of a decoded batch (`sampler.graph_tensor`'s
     ExampleBatch: what SampleDataset reads), each record a subgraph, without a
     GraphTensor: the columns go to PyG as they are (string `#id`s looked up as fixed-width
-    arrays). `batched=False`: a batch of one record laid out as one subgraph."""
+    arrays). `batched=False`: a batch of one record laid out as one subgraph. `encoder`:
+    as to_hetero_data's, applied once to the batch's columns."""
     _check_mode(features)
     if not batch.records:
         raise SamplerError("to_hetero_data: no subgraph to convert")
     input_ids = _input_ids(input_id, np.arange(batch.records, dtype=np.int64))
-    return _hetero_data(of_batch(batch, batched), input_ids, batched,
-                        vocabulary=vocabulary, features=features, label=label,
-                        link_edge_type=link_edge_type)
+    return _hetero_data(of_batch(batch, batched, keep_all=encoder is not None), input_ids,
+                        batched, vocabulary=vocabulary, features=features, label=label,
+                        link_edge_type=link_edge_type, encoder=encoder)
 
 
 def _check_mode(features: str) -> None:
@@ -126,11 +140,13 @@ def _input_ids(input_id, default_ids: np.ndarray) -> np.ndarray:
 
 def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
                  vocabulary: Optional[Vocabulary], features: str, label: Optional[str],
-                 link_edge_type: Optional[EdgeType]) -> "HeteroData":
+                 link_edge_type: Optional[EdgeType],
+                 encoder: Optional[FeatureEncoder] = None) -> "HeteroData":
     """PyG's layout of merged columns (nodes, edges, context): seeds first, readouts as
-    PyG's attributes, features as `x`/`edge_attr` or by name, then tensors."""
+    PyG's attributes, features as `x`/`edge_attr` or by name (through the encoder when
+    there is one), then tensors."""
     nodes, edges, context = columns
-    data = HeteroData()
+    data = SampledHeteroData()
     graph_level: dict = {}
     readout = nodes.pop(READOUT_NODE_SET, None)
     readout_features = readout.features if readout is not None else {}
@@ -178,21 +194,39 @@ def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
     for name, values in readout_features.items():
         graph_level[name] = values
 
+    subgraphs_of: dict = {}  # node set -> each node's subgraph (None: one subgraph)
     for set_name, node_set in nodes.items():
         store = data[set_name]
         store.num_nodes = node_set.count
         codes = node_set.features.pop(_NID, None)
         if codes is not None:
             store.n_id = torch.from_numpy(codes)
-        _put_features(store, node_set.features, features, "x", f"node set '{set_name}'")
+        subgraph = node_set.features.pop(BATCH, None)
+        if encoder is not None:
+            cutoffs = _cutoffs(encoder, "nodes", set_name, context, subgraph,
+                               node_set.count)
+            _put_encoded(store, encoder.encode("nodes", set_name, node_set.features,
+                                               cutoffs=cutoffs), features, "x",
+                         f"node set '{set_name}'")
+        else:
+            _put_features(store, node_set.features, features, "x", f"node set '{set_name}'")
         if batched:
-            store.batch = torch.from_numpy(node_set.features.pop(BATCH))
-        node_set.features.pop(BATCH, None)
+            store.batch = torch.from_numpy(subgraph)
+        subgraphs_of[set_name] = subgraph
     for set_name, edge_set in edges.items():
         store = data[edge_set.source_set, set_name, edge_set.target_set]
         store.edge_index = torch.from_numpy(np.stack([edge_set.source, edge_set.target]))
-        _put_features(store, edge_set.features, features, "edge_attr",
-                      f"edge set '{set_name}'")
+        if encoder is not None:
+            subgraph = subgraphs_of.get(edge_set.source_set)
+            cutoffs = _cutoffs(encoder, "edges", set_name, context,
+                               None if subgraph is None else subgraph[edge_set.source],
+                               len(edge_set.source))
+            _put_encoded(store, encoder.encode("edges", set_name, edge_set.features,
+                                               cutoffs=cutoffs), features, "edge_attr",
+                         f"edge set '{set_name}'")
+        else:
+            _put_features(store, edge_set.features, features, "edge_attr",
+                          f"edge set '{set_name}'")
     for name, values in list(context.items()) + list(graph_level.items()):
         data[name] = _graph_value(values, batched)
     return data
@@ -214,9 +248,8 @@ def _seeds_first(seed_set: str, seeds: np.ndarray, nodes: dict, edges: dict) -> 
         return  # one subgraph: its seed is node 0 already
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
-    # np.take: faster than fancy indexing for these gathers (unigraph.columnar.ragged.take)
-    node_set.features = {name: np.take(value, order, axis=0)
-                         for name, value in node_set.features.items()}
+    # np.take (through ragged.take, which takes Ragged too): faster than fancy indexing
+    node_set.features = {name: take(value, order) for name, value in node_set.features.items()}
     for edge_set in edges.values():
         if edge_set.source_set == seed_set:
             edge_set.source = np.take(position, edge_set.source)
@@ -292,3 +325,26 @@ def _graph_value(values, batched: bool):
     if isinstance(values, list):
         return values if batched else values[0]
     return torch.from_numpy(np.ascontiguousarray(values))
+
+
+def _cutoffs(encoder: FeatureEncoder, set_kind: str, set_name: str, context: dict,
+             subgraph: Optional[np.ndarray], count: int) -> Optional[np.ndarray]:
+    """Each item's sample cut-off (the context's `seed_timestamp` of its subgraph), for
+    timestamps encoded as ages; None when the spec has none or the samples no cut-off."""
+    times = context.get(SEED_TIMESTAMP_FEATURE)
+    if not encoder.needs_cutoffs(set_kind, set_name) or times is None:
+        return None
+    times = np.asarray(times).reshape(-1)
+    return times[subgraph] if subgraph is not None else np.repeat(times[:1], count)
+
+
+def _put_encoded(store, encoded: dict[str, Encoded], mode: str, concatenated: str,
+                 where: str) -> None:
+    """An encoder's output on a store (sampler.features.encode.named_arrays)."""
+    for name, value in encoded.items():  # in mode "x" the dense ones go into `x`
+        if (mode == "names" or not value.dense) and name in RESERVED \
+                and not (mode == "names" and name == concatenated):
+            raise SamplerError(f"{where} feature '{name}': PyG reserves that name; use "
+                               f"features='x'")
+    for name, value in named_arrays(encoded, mode, concatenated, where).items():
+        store[name] = torch.from_numpy(value)

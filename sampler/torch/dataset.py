@@ -10,10 +10,12 @@ yields nothing). Shards are files, local or gs://.
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional
+import logging
+from typing import Iterator, Optional, Union
 
 import numpy as np
 
+from sampler.features import FeatureEncoder
 from sampler.graph_tensor.batch_codec import BatchDecoder
 from sampler.output.batches import SHARD_STRIDE, read_batches
 from sampler.output.folder import open_samples
@@ -23,6 +25,8 @@ from sampler.torch.vocabulary import Vocabulary
 from unigraph.errors import SamplerError
 
 __all__ = ["SHARD_STRIDE", "SampleDataset"]  # SHARD_STRIDE: a record's input_id, see below
+AUTO = "auto"
+log = logging.getLogger("sampler")
 
 
 class SampleDataset(torch.utils.data.IterableDataset):
@@ -36,6 +40,11 @@ class SampleDataset(torch.utils.data.IterableDataset):
 
     `vocabulary`, `features`, `label`, `link_edge_type`: as `to_hetero_data`; a growing
     Vocabulary only without DataLoader workers (workers could not agree on its codes).
+    `encoder`: how features become tensors (sampler.features, docs/features.md), applied
+    to each batch's decoded columns at once; "auto" the folder's own (`sample` writes
+    features/ beside the records: its vocabularies, the same in every worker), or
+    without one every feature's default but strings (left out, as they need a
+    vocabulary); None: dense numbers only, as `to_hetero_data` without an encoder.
     `shuffle`: shard order and records within a buffer of `shuffle_buffer`, anew for
     each epoch (`set_epoch`), from `seed`. `input_id` of a record: its shard's index
     times 2**32 plus its position in the shard.
@@ -45,14 +54,24 @@ class SampleDataset(torch.utils.data.IterableDataset):
                  vocabulary: Optional[Vocabulary] = None, features: str = "x",
                  label: Optional[str] = None, link_edge_type: Optional[EdgeType] = None,
                  shuffle: bool = False, shuffle_buffer: int = 1024, seed: int = 0,
-                 drop_last: bool = False):
+                 drop_last: bool = False,
+                 encoder: Union[FeatureEncoder, None, str] = AUTO):
         if batch_size is not None and batch_size < 1:
             raise SamplerError(f"batch_size {batch_size}: give at least 1, or None")
         self.samples = open_samples(folder)
         self.batch_size = batch_size
         self.vocabulary = vocabulary
+        if isinstance(encoder, str):
+            if encoder != AUTO:
+                raise SamplerError(f"encoder={encoder!r}: give a FeatureEncoder, None or "
+                                   f"{AUTO!r}")
+            encoder, left_out = FeatureEncoder.for_samples(folder, self.samples.schema)
+            if left_out:
+                log.warning("%s has no features/ folder (vocabularies), so these are left "
+                            "out: %s", folder, ", ".join(left_out))
+        self.encoder = encoder
         self.options = dict(vocabulary=vocabulary, features=features, label=label,
-                            link_edge_type=link_edge_type)
+                            link_edge_type=link_edge_type, encoder=encoder)
         self.shuffle, self.shuffle_buffer, self.seed = shuffle, max(1, shuffle_buffer), seed
         self.drop_last = drop_last
         self.epoch = 0

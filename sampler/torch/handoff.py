@@ -21,6 +21,10 @@ The flag is cleared only when the main process holds no view of the block (the n
 array is freed after the last tensor's storage), so a batch never changes under its
 user. A block whose batch never arrives (a loader stopped midway) stays in use until
 the worker exits; the memory goes with the processes, as torch's own segments do.
+
+The HeteroData keeps its class on both sides (SampledHeteroData, whose rule moves a
+ragged feature's offsets when PyG's Batch collates, sampler.torch.data): in the worker
+it is a Sent subclass of it, in the main process that class again.
 """
 from __future__ import annotations
 
@@ -90,19 +94,20 @@ def sent(data, blocks: Blocks):
         view.copy_(tensor)
         store[key] = view
         placed[entry[:2]] = (view, entry)
-    object.__setattr__(data, "__class__", Sent)
-    object.__setattr__(data, "_handoff", (block, placed))
+    original = type(data)
+    object.__setattr__(data, "__class__", _sent_class(original))
+    object.__setattr__(data, "_handoff", (block, placed, original))
     return data
 
 
 class Sent(HeteroData):
     """A HeteroData whose tensors sit in one block of shared memory (`sent`). Pickled
-    (by the DataLoader's queue), it is a plain HeteroData again in the main process, its
-    tensors views of the block."""
+    (by the DataLoader's queue), it is a HeteroData of its class before again in the main
+    process, its tensors views of the block."""
 
     def __reduce__(self):
-        block, placed = self.__dict__["_handoff"]
-        rest, layout = HeteroData(), []
+        block, placed, original = self.__dict__["_handoff"]
+        rest, layout = original(), []
         for store in self.stores:
             key = _store_key(store)
             target = rest if key is None else rest[key]  # the stores in their order
@@ -113,6 +118,17 @@ class Sent(HeteroData):
                 else:  # not a tensor, or one set after `sent` (a collate_fn's): as it is
                     setattr(target, name, value)
         return _received, (block, rest, layout)
+
+
+_SENT_CLASSES: dict = {HeteroData: Sent}
+
+
+def _sent_class(original: type) -> type:
+    """Sent for a HeteroData, and a Sent subclass of any subclass of it (made once)."""
+    if original not in _SENT_CLASSES:
+        _SENT_CLASSES[original] = type(f"Sent{original.__name__}", (Sent, original),
+                                       {"__module__": __name__})
+    return _SENT_CLASSES[original]
 
 
 def _store_key(store) -> Optional[object]:

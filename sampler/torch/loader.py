@@ -21,15 +21,18 @@ from typing import Callable, Optional
 from sampler.api.graph import Graph
 from sampler.api.loader import NodeBatches, PairBatches, pair_input
 from sampler.api.torch_loader import MinibatchLoader, View
+from sampler.features import FeatureEncoder
 from sampler.job.job import DEFAULT_SEED
 from sampler.torch.minibatch import hetero_data, hetero_items
 from unigraph.errors import SamplerError
 
 
 def _view(features: str, label: Optional[str], reverse: bool, link_edge_type,
-          transform: Optional[Callable], packed: bool) -> View:
+          transform: Optional[Callable], packed: bool,
+          encoder: Optional[FeatureEncoder]) -> View:
     return View(functools.partial(hetero_items, features=features, label=label,
-                                  reverse=reverse, link_edge_type=link_edge_type),
+                                  reverse=reverse, link_edge_type=link_edge_type,
+                                  encoder=encoder),
                 hetero_data, transform, packed)
 
 
@@ -44,6 +47,9 @@ class NeighborLoader(MinibatchLoader):
     disjoint: each seed's own subgraph (the draws of `Graph.sample`), with `batch`.
     seed, epoch: the draws' seed and the first pass's epoch.
     features, label, reverse: as `merged_to_hetero_data` takes them.
+    encoder: every feature by a feature spec (sampler.features.FeatureEncoder, e.g.
+        `FeatureEncoder.fit(graph)`: the same indices as `sample`'s files); applied in
+        the workers, which get it with the dataset.
     transform: a function of each HeteroData, called in the main process (workers hand
         it the batch's arrays in one buffer of shared memory, which it makes into the
         HeteroData without a copy)."""
@@ -53,12 +59,13 @@ class NeighborLoader(MinibatchLoader):
                  disjoint: bool = False, seed: int = DEFAULT_SEED, epoch: int = 0,
                  drop_last: bool = False, features: str = "x", label: Optional[str] = None,
                  reverse: bool = True, transform: Optional[Callable] = None,
-                 multiprocessing_context=None, **kwargs):
+                 encoder: Optional[FeatureEncoder] = None, multiprocessing_context=None,
+                 **kwargs):
         if getattr(graph, "link", False):
             raise SamplerError("the spec seeds with pairs: use LinkNeighborLoader")
         make = NodeBatches(graph, input_nodes, input_time, seed=seed, disjoint=disjoint,
                            view=_view(features, label, reverse, None, transform,
-                                      packed=num_workers > 0))
+                                      packed=num_workers > 0, encoder=encoder))
         super().__init__(graph, make, batch_size=batch_size, shuffle=shuffle,
                          drop_last=drop_last, num_workers=num_workers, seed=seed, epoch=epoch,
                          multiprocessing_context=multiprocessing_context, **kwargs)
@@ -80,14 +87,15 @@ class LinkNeighborLoader(MinibatchLoader):
                  num_workers: int = 0, disjoint: bool = False, seed: int = DEFAULT_SEED,
                  epoch: int = 0, drop_last: bool = False, features: str = "x",
                  reverse: bool = True, link_edge_type=None,
-                 transform: Optional[Callable] = None, multiprocessing_context=None,
+                 transform: Optional[Callable] = None,
+                 encoder: Optional[FeatureEncoder] = None, multiprocessing_context=None,
                  **kwargs):
         if not getattr(graph, "link", True):
             raise SamplerError("the spec seeds nodes: use NeighborLoader")
         pairs = pair_input(graph, edge_label_index, edge_label, edge_label_time)
         make = PairBatches(graph, pairs, seed=seed, disjoint=disjoint,
                            view=_view(features, None, reverse, link_edge_type, transform,
-                                      packed=num_workers > 0))
+                                      packed=num_workers > 0, encoder=encoder))
         super().__init__(graph, make, batch_size=batch_size, shuffle=shuffle,
                          drop_last=drop_last, num_workers=num_workers, seed=seed, epoch=epoch,
                          multiprocessing_context=multiprocessing_context, **kwargs)

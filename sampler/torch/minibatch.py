@@ -17,6 +17,8 @@ out as PyG's NeighborLoader / LinkNeighborLoader lay out theirs (docs/minibatche
               `edge_label`, `input_id`, `edge_label_time`.
 
 Nodes and edges are ordered by hop, so PyG's `trim_to_layer` trims each layer's.
+With an `encoder` (sampler.features.FeatureEncoder) every feature becomes a tensor by
+its spec, as `to_hetero_data` makes them (docs/features.md).
 """
 from __future__ import annotations
 
@@ -24,12 +26,13 @@ from typing import Optional
 
 import numpy as np
 
+from sampler.features import FeatureEncoder
 from sampler.minibatch.batch import MergedBatch
-from sampler.minibatch.features import pop_label, tensor_arrays
+from sampler.minibatch.features import item_cutoffs, pop_label, tensor_arrays
+from sampler.torch.data import SampledHeteroData
 from unigraph.errors import SamplerError, require_extra
 
 torch = require_extra("torch", "torch", "sampler.torch")
-HeteroData = require_extra("torch_geometric.data", "torch", "sampler.torch").HeteroData
 
 LINK_LABEL = "label"
 REVERSED = "rev_"
@@ -45,20 +48,22 @@ def edge_type(batch: MergedBatch, edge_set: str, reverse: bool = True) -> tuple[
 
 def merged_to_hetero_data(batch: MergedBatch, *, features: str = "x",
                           label: Optional[str] = None, reverse: bool = True,
-                          link_edge_type: Optional[tuple[str, str, str]] = None
-                          ) -> "HeteroData":
+                          link_edge_type: Optional[tuple[str, str, str]] = None,
+                          encoder: Optional[FeatureEncoder] = None) -> "SampledHeteroData":
     """`HeteroData` of a mini-batch (module docstring). `features`: "x" or "names";
     `label`: a dense feature of the seed set, as `y` (left out of `x`); link batches
-    take `edge_label` from the negatives' labels or the pairs' `label` column."""
+    take `edge_label` from the negatives' labels or the pairs' `label` column;
+    `encoder`: every feature by a feature spec."""
     return hetero_data(hetero_items(batch, features=features, label=label, reverse=reverse,
-                                    link_edge_type=link_edge_type))
+                                    link_edge_type=link_edge_type, encoder=encoder))
 
 
 Item = tuple  # (store key: a node type, an edge type or None, attribute, value)
 
 
 def hetero_items(batch: MergedBatch, *, features: str = "x", label: Optional[str] = None,
-                 reverse: bool = True, link_edge_type=None) -> list[Item]:
+                 reverse: bool = True, link_edge_type=None,
+                 encoder: Optional[FeatureEncoder] = None) -> list[Item]:
     """What the HeteroData of a batch holds, as numpy arrays and Python values (no torch:
     a loader's worker makes them, sampler.torch.loader packs them)."""
     source = batch.source
@@ -68,11 +73,13 @@ def hetero_items(batch: MergedBatch, *, features: str = "x", label: Optional[str
     items: list[Item] = []
     for name, nodes in batch.nodes.items():
         items.append((name, "n_id", source.node_ids(name, nodes.codes)))
-        values = source.node_features(name, nodes.codes)
+        values = source.node_features(name, nodes.codes, every=encoder is not None)
         if name == batch.seed_set and label is not None:
             items.append((name, "y", np.ascontiguousarray(pop_label(values, label, name))))
-        items += [(name, key, array) for key, array in
-                  tensor_arrays(values, features, "x").items()]
+        cutoffs = item_cutoffs(encoder, "nodes", name, batch.seed_time, nodes.slots,
+                               len(nodes))
+        items += [(name, key, array) for key, array in tensor_arrays(
+            values, features, "x", encoder=encoder, set_name=name, cutoffs=cutoffs).items()]
         items += [(name, "num_nodes", len(nodes)),
                   (name, "num_sampled_nodes", list(nodes.num_sampled_nodes))]
         if nodes.slots is not None:
@@ -82,8 +89,13 @@ def hetero_items(batch: MergedBatch, *, features: str = "x", label: Optional[str
         ends = (edges.targets, edges.sources) if reverse else (edges.sources, edges.targets)
         items += [(kind, "edge_index", np.stack(ends)),
                   (kind, "e_id", source.edge_ids(name, edges.positions))]
+        slots = batch.nodes[edges.source_set].slots
+        cutoffs = item_cutoffs(encoder, "edges", name, batch.seed_time,
+                               None if slots is None else slots[edges.sources], len(edges))
         items += [(kind, key, array) for key, array in tensor_arrays(
-            source.edge_features(name, edges.positions), features, "edge_attr").items()]
+            source.edge_features(name, edges.positions, every=encoder is not None), features,
+            "edge_attr", encoder=encoder, set_kind="edges", set_name=name,
+            cutoffs=cutoffs).items()]
         items.append((kind, "num_sampled_edges", list(edges.num_sampled_edges)))
     if batch.link:
         items += _link_items(batch, link_edge_type)
@@ -96,9 +108,9 @@ def hetero_items(batch: MergedBatch, *, features: str = "x", label: Optional[str
     return items
 
 
-def hetero_data(items: list[Item]) -> "HeteroData":
+def hetero_data(items: list[Item]) -> "SampledHeteroData":
     """The HeteroData of `hetero_items` (arrays become tensors without a copy)."""
-    data = HeteroData()
+    data = SampledHeteroData()
     for key, attribute, value in items:
         store = data if key is None else data[key]
         store[attribute] = torch.from_numpy(value) if isinstance(value, np.ndarray) else value

@@ -20,22 +20,9 @@ from typing import Iterable, Mapping, Optional
 import numpy as np
 
 from sampler.core.arrays import byte_keys
+from sampler.features.values import as_bytes as _as_bytes
 from sampler.graph_tensor.strings import Strings
 from unigraph.errors import SamplerError
-
-
-def _as_bytes(ids) -> np.ndarray:
-    """Ids (bytes, str or integers) as an 'S' array, each as the records hold it."""
-    array = np.asarray(ids)
-    if array.dtype.kind == "S":
-        return array
-    if array.dtype.kind in "iu":
-        return array.astype("S")
-    if array.dtype.kind == "O" and all(type(i) is bytes for i in array.reshape(-1).tolist()):
-        return array.astype("S")  # the decoder's ids: one C-level conversion
-    out = [i.encode() if isinstance(i, str) else bytes(i) if isinstance(i, (bytes, np.bytes_))
-           else str(i).encode() for i in array.reshape(-1).tolist()]
-    return np.array(out, dtype="S") if out else np.zeros(0, "S1")
 
 
 def _narrowest(ids: np.ndarray) -> np.ndarray:

@@ -117,3 +117,36 @@ def test_link_batches_give_pair_graphs():
     source, _ = pairs.edges()
     negative_source, _ = negatives.edges()
     assert sorted(negative_source.tolist()) == sorted(source.tolist() * 2)
+
+
+MIXED = os.path.join(ROOT, "tests", "testdata", "unigraph", "mixed")
+CHAIN = """
+seed_op { op_name: "seed" node_set_name: "item" }
+sampling_ops { op_name: "links" input_op_names: "seed" edge_set_name: "link"
+               sample_size: 2 strategy: RANDOM_UNIFORM }
+"""
+
+
+def test_a_feature_spec_gives_every_feature_lists_padded(tmp_path):
+    """Categories as indices, lists padded with a mask (node data has a row per node)."""
+    from sampler.features import FeatureEncoder
+
+    (tmp_path / "spec.pbtxt").write_text(CHAIN)
+    graph = api.load_graph(MIXED, str(tmp_path / "spec.pbtxt"))
+    encoder = FeatureEncoder.fit(graph)
+    batch = graph.sample_merged(["i1", "i3"])
+    blocks = to_blocks(batch, encoder=encoder)
+    table = graph._memory.node_tables["item"]
+    full = encoder.encode("nodes", "item", table.features)
+    lengths = np.diff(np.append(full["words"].offsets, len(full["words"].values)))
+    data = blocks[0].srcnodes["item"].data
+    n_id = data[dgl.NID].numpy()
+    words, mask = data["words"].numpy(), data["words_mask"].numpy()
+    assert words.shape[0] == len(n_id) and mask.sum(axis=1).tolist() == lengths[n_id].tolist()
+    for row, node in enumerate(n_id):
+        start = full["words"].offsets[node]
+        assert words[row][mask[row]].tolist() == \
+            full["words"].values[start:start + lengths[node]].tolist()
+    assert data["name"].tolist() == full["name"].values[n_id].tolist()
+    kind = ("item", "rev_link", "item")
+    assert blocks[0].edges[kind].data["kind"].dtype == torch.int64

@@ -1,7 +1,8 @@
 """examples/train_pyg.py: a PyG heterogeneous GraphSAGE learns the planted task from
 `sample`'s records (held-out accuracy >= 0.95; the seed-only MLP near chance), online
 from merged mini-batches with trim_to_layer as well as from disjoint ones, and the
-planted links of examples/link_tiny (held-out ROC AUC >= 0.9; endpoints alone near 0.5).
+planted links of examples/link_tiny (held-out ROC AUC >= 0.9; endpoints alone near 0.5),
+and the task planted on venues, which only a model given the categorical features learns.
 
 Small and single-threaded (torch's threads contend on a shared 2-core machine): about
 15 s per node model and 30 s per link model here. The planted graph is sampled with a
@@ -64,6 +65,43 @@ def test_merged_batches_learn_it_as_well_as_disjoint_ones(example, planted):
     assert merged["accuracy"] >= disjoint["accuracy"] >= 0.95, (merged, disjoint)
     assert merged["held_out_count"] == disjoint["held_out_count"] == 350
     assert len(merged["epoch_seconds"]) == 3 and min(merged["epoch_seconds"]) > 0
+
+
+CITES_ONLY = """
+seed_op { op_name: "seed" node_set_name: "paper" }
+sampling_ops { op_name: "cites" input_op_names: "seed" edge_set_name: "cites"
+               sample_size: 8 strategy: RANDOM_UNIFORM }
+"""
+
+
+@pytest.fixture(scope="module")
+def planted_venue(tmp_path_factory):
+    """The task planted on venues (`synthetic-graph --planted venue`): the label is the
+    class of the venues of the papers a paper cites; `feat` is noise."""
+    graph = tmp_path_factory.mktemp("planted_venue") / "graph"
+    assert synthetic.main(["--scale", "0.002", "--planted", "venue", "--quiet",
+                           "--output", str(graph)]) == 0
+    (graph.parent / "spec.pbtxt").write_text(CITES_ONLY)
+    out = graph.parent / "out"
+    assert sample.main(["--graph", str(graph), "--spec", str(graph.parent / "spec.pbtxt"),
+                        "--output", f"{out}/", "--quiet"]) == 0
+    return str(out)
+
+
+def test_gnn_learns_from_the_neighbours_venues(example, planted_venue):
+    """Only a categorical neighbour feature carries the label: the model that embeds
+    every feature (features/ of the output: the venues through their vocabulary) learns
+    it; the same GNN on the numbers alone does much worse. Measured 0.917 and 0.751 on
+    these 350 held-out seeds (chance 0.146): the numbers' model is above chance only
+    because the cited side is skewed, so held-out papers cite popular papers whose 128
+    noise values the training seeds made recognizable (it memorizes them; the venues
+    generalize)."""
+    options = dict(epochs=3, log=lambda _: None)
+    every = example.train(planted_venue, "labels", **options)
+    numbers = example.train(planted_venue, "labels", numeric_only=True, **options)
+    assert every["held_out_count"] == numbers["held_out_count"] == 350
+    assert every["accuracy"] >= 0.85, every
+    assert every["accuracy"] >= numbers["accuracy"] + 0.1, (every, numbers)
 
 
 @pytest.fixture(scope="module")

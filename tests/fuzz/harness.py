@@ -151,7 +151,8 @@ def build_bases(root: str) -> dict[str, Base]:
     assert outcome.code == 0, outcome
     bases["output"] = Base("output", previous, "graph_schema.pbtxt", "", "",
                            tuple(sorted(n for n in os.listdir(previous)
-                                        if not n.startswith("."))))
+                                        if not n.startswith(".")
+                                        and os.path.isfile(os.path.join(previous, n)))))
     # What a run finds rather than reads (tests/fuzz/owned_files.py): a graph store, and
     # an output folder's state files.
     store = owned_files.build_store_base(root, bases["csv"])

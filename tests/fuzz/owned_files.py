@@ -53,8 +53,9 @@ def build_state_base(root: str, previous: str) -> str:
     folder = os.path.join(root, "state")
     shutil.copytree(previous, folder)
     staging = ownership.make_staging(folder, STATE_RUN)
-    moved = sorted(n for n in os.listdir(previous) if not n.startswith("."))
-    for name in moved:  # the new output: here the same bytes
+    moved = sorted(n for n in relative_files(previous) if not n.startswith("."))
+    for name in moved:  # the new output (features/ included): here the same bytes
+        os.makedirs(os.path.dirname(os.path.join(staging, name)), exist_ok=True)
         shutil.copy(os.path.join(previous, name), os.path.join(staging, name))
     old = "old-00000-of-00001.tfrecord"  # the output before, which the commit deletes
     with open(os.path.join(folder, old), "wb") as f:

@@ -21,25 +21,29 @@ def _files(folder):
     return out
 
 
-CASES = [  # (scale, seed, format, shards, hub edges, planted, timestamps)
-    (0.002, 0, "parquet", 1, 0, False, False),
-    (0.002, 3, "csv", 1, 57, True, True),
-    (0.003, 7, "tfrecord", 3, 2000, False, True),
-    (0.001, 1, "csv", 2, 5, True, False),
+CASES = [  # (scale, seed, format, shards, hub edges, planted, timestamps, extra features)
+    (0.002, 0, "parquet", 1, 0, False, False, True),
+    (0.002, 3, "csv", 1, 57, True, True, False),
+    (0.003, 7, "tfrecord", 3, 2000, False, True, True),
+    (0.001, 1, "csv", 2, 5, True, False, False),
+    (0.001, 2, "parquet", 1, 0, "venue", False, False),  # planted on venues
 ]
 
 
-@pytest.mark.parametrize("scale,seed,fmt,shards,hub,planted,timestamps", CASES)
+@pytest.mark.parametrize("scale,seed,fmt,shards,hub,planted,timestamps,extra", CASES)
 def test_streamed_tables_are_the_whole_graphs_bytes(tmp_path, monkeypatch, scale, seed, fmt,
-                                                    shards, hub, planted, timestamps):
+                                                    shards, hub, planted, timestamps, extra):
     monkeypatch.setattr(synthetic, "BATCH_ROWS", 50)
     monkeypatch.setattr(synthetic, "_BLOCK", 64)
+    on = planted if isinstance(planted, str) else "feat"
     whole = synthetic.write_graph(
-        synthetic.generate(scale, seed, hub_edges=hub, planted=planted),
-        str(tmp_path / "whole"), fmt, shards, timestamps=timestamps)
+        synthetic.generate(scale, seed, hub_edges=hub, planted=bool(planted),
+                           planted_feature=on),
+        str(tmp_path / "whole"), fmt, shards, timestamps=timestamps, extra_features=extra)
     streamed = synthetic.write_streamed(str(tmp_path / "streamed"), fmt, shards, scale=scale,
-                                        seed=seed, hub_edges=hub, planted=planted,
-                                        timestamps=timestamps)
+                                        seed=seed, hub_edges=hub, planted=bool(planted),
+                                        timestamps=timestamps, planted_feature=on,
+                                        extra_features=extra)
     assert _files(tmp_path / "streamed") == _files(tmp_path / "whole")
     for manifest in (whole, streamed):
         del manifest["write_seconds"]

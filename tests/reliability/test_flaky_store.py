@@ -66,10 +66,14 @@ def _objects(bucket, prefix) -> dict:
 
 
 def _local(folder) -> dict:
+    """relative name ('/'-separated, as object names are) -> bytes, every file below."""
     found = {}
-    for name in os.listdir(folder):
-        with open(os.path.join(folder, name), "rb") as f:
-            found[name] = _comparable(name, f.read())
+    for root, _, files in os.walk(folder):
+        for file in files:
+            path = os.path.join(root, file)
+            name = os.path.relpath(path, folder).replace(os.sep, "/")
+            with open(path, "rb") as f:
+                found[name] = _comparable(name, f.read())
     return found
 
 

@@ -33,6 +33,7 @@ from unigraph.encoding import splitmix
 from unigraph.columnar.ragged import Ragged
 
 _START = np.uint64(0x9E6C63D0676A9A99)
+ID_HASH_START = _START  # where id_hashes' chain starts (for implementations elsewhere)
 _step = splitmix.step
 _words = splitmix.words
 
@@ -58,6 +59,12 @@ def _ids(ids: np.ndarray) -> np.ndarray:
             break
         state = np.where(live[:, j], _step(state, words[:, j]), state)
     return state
+
+
+def id_hashes(ids: np.ndarray) -> np.ndarray:
+    """One uint64 per 'S' value, as an id column folds into a RowId (trailing NULs do
+    not count); sampler.features hashes categorical strings with it."""
+    return _ids(ids)
 
 
 def _sequences(item_hashes: np.ndarray, lengths: np.ndarray) -> np.ndarray:

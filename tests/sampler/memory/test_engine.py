@@ -14,8 +14,10 @@ from tests.sampler.memory.test_graph import GRAPHS, make_job
 
 
 def written(folder) -> dict[str, bytes]:
-    return {name: open(os.path.join(folder, name), "rb").read()
-            for name in sorted(os.listdir(folder))}
+    """Every file below `folder` (features/ included) by relative name."""
+    return {os.path.relpath(os.path.join(root, name), folder):
+            open(os.path.join(root, name), "rb").read()
+            for root, _, names in os.walk(folder) for name in sorted(names)}
 
 
 def run(name, tmp_path, **kwargs):

@@ -44,6 +44,30 @@ def test_commit_drops_statistics_of_the_previous_output(tmp_path):
     assert not (tmp_path / "stats").exists()
 
 
+def test_extra_files_in_subfolders_are_committed_and_replaced(tmp_path):
+    spec = parse_output(f"{tmp_path}/out/")
+    staging = stage_run(spec, 1, "old")
+    extra = ["features/a/x.txt", "features/spec.pbtxt"]
+    for name in extra:
+        write_text(os.path.join(staging.folder, name), "old " + name)
+    report = {"output_shards": spec.shard_names(1), "subgraphs_written": 1,
+              "feature_files": extra}
+    write_text(staging.staged.beside(REPORT_FILE), json.dumps(report))
+    (tmp_path / "victim.txt").write_text("a file outside the output")
+    commit.commit(staging, spec.shard_names(1), extra)
+    assert (tmp_path / "out" / "features" / "a" / "x.txt").read_text() == "old features/a/x.txt"
+    staging = stage_run(spec, 1, "new")
+    write_text(os.path.join(staging.folder, "features/spec.pbtxt"), "new")
+    # The report changed after the run began (begin refuses one that lists such names).
+    report["feature_files"] = extra + ["../victim.txt"]
+    (tmp_path / "out" / REPORT_FILE).write_text(json.dumps(report))
+    commit.commit(staging, spec.shard_names(1), ["features/spec.pbtxt"])
+    assert not (tmp_path / "out" / "features" / "a" / "x.txt").exists()
+    assert (tmp_path / "out" / "features" / "spec.pbtxt").read_text() == "new"
+    # A report is data: a name it lists outside the folder is never deleted.
+    assert (tmp_path / "victim.txt").exists()
+
+
 def test_abort_leaves_the_previous_output(tmp_path):
     spec = parse_output(f"{tmp_path}/")
     commit.commit(stage_run(spec, 2, "old"), spec.shard_names(2))

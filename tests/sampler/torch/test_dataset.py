@@ -7,12 +7,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 
 from torch.utils.data import DataLoader  # noqa: E402
-from torch_geometric.data import HeteroData  # noqa: E402
 from torch_geometric.loader import DataLoader as PygLoader  # noqa: E402
 
 from sampler.graph_tensor import parse_example  # noqa: E402
 from sampler.output.folder import iter_records, open_samples  # noqa: E402
 from sampler.torch import SampleDataset, Vocabulary  # noqa: E402
+from sampler.torch.data import SampledHeteroData  # noqa: E402
 from sampler.torch.dataset import SHARD_STRIDE  # noqa: E402
 from tests.gcs_emulator import BUCKET, gcs  # noqa: E402,F401  (a fixture)
 from unigraph.errors import SamplerError  # noqa: E402
@@ -254,7 +254,7 @@ def test_workers_hand_over_the_same_tensors(demo, batch_size):
                                           batch_size=batch_size),
                             batch_size=None, num_workers=workers)
         for data in loader:
-            assert type(data) is HeteroData
+            assert type(data) is SampledHeteroData  # the offsets' rule kept, workers or not
             out[int(data["paper"].input_id[0])] = (_tensors(data), data.seed_id)
         return out
 
@@ -283,7 +283,8 @@ def test_a_block_is_reused_only_when_no_tensor_of_its_batch_is_left(demo):
     expected_x = first["paper"].x.clone()
     blocks = handoff.Blocks()
     received = pickle.loads(ForkingPickler.dumps(handoff.sent(first, blocks)))
-    assert type(received) is HeteroData and torch.equal(received["paper"].x, expected_x)
+    assert type(received) is SampledHeteroData
+    assert torch.equal(received["paper"].x, expected_x)
     kept = received["paper"].x[1:]  # a view of a tensor of the batch, nothing else
     del received
     gc.collect()
