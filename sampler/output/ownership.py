@@ -158,13 +158,36 @@ def make_staging(folder: str, run_id: str) -> str:
         os.mkdir(path, 0o755)  # FileExistsError rather than writing into someone's folder
     elif paths.list_folder(path):
         raise FileExistsError(f"{path}: already exists")
+    marker = json.dumps({"format": _STAGING_FORMAT, "run": run_id})
     try:
-        write_text(paths.join(path, STAGING_MARKER), json.dumps(
-            {"format": _STAGING_FORMAT, "run": run_id}))
+        if paths.is_remote(path):
+            write_text(paths.join(path, STAGING_MARKER), marker)
+        else:  # one small write, no temporary file: after a kill -9 the folder is empty
+            _write_new_file(paths.join(path, STAGING_MARKER), marker.encode())  # or marked
     except BaseException:  # Ctrl-C or a full disk: no unmarked folder left behind
         delete_quietly(path)
         raise
     return path
+
+
+def _write_new_file(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def is_empty_folder(folder: str, name: str) -> bool:
+    """Whether OUT/name is a real, empty local folder (a staging folder of a run killed
+    before its marker was written: removing it cannot lose anything)."""
+    path = paths.join(folder, name)
+    if paths.is_remote(path):
+        return False
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode) and not os.listdir(path)
+    except OSError:
+        return False
 
 
 def delete_quietly(path: str) -> None:
@@ -280,25 +303,32 @@ class FolderState:
     journal_temps: tuple[str, ...]  # names of journal temporary files of those runs
     unmarked: tuple[str, ...]       # named like a staging folder, without its marker
     others: tuple[str, ...]         # everything else but the lock and the journal
+    empty_staging: tuple[str, ...] = ()  # named like one, empty: a run killed at its start
 
 
 def survey(folder: str) -> FolderState:
     """Reads OUT's listing and its journal; deletes nothing. SamplerError if the journal
     is not one `sample` wrote."""
     journal = read_journal(folder)
-    staging, unmarked, temps, others = [], [], [], []
+    staging, unmarked, empty, temps, others = [], [], [], [], []
     names = [n for n in paths.list_folder(folder) if n not in (LOCK_FILE, JOURNAL_FILE)]
     for name in names:
         if name.startswith(STAGING_PREFIX):
             run = marked_staging_run(folder, name)
-            (staging.append(run) if run is not None else unmarked.append(name))
+            if run is not None:
+                staging.append(run)
+            elif _RUN_ID.match(name[len(STAGING_PREFIX):]) and is_empty_folder(folder, name):
+                empty.append(name)
+            else:
+                unmarked.append(name)
     for name in names:
         temp = _JOURNAL_TEMP.match(name)
         if temp and temp["run"] in staging:
             temps.append(name)
         elif not name.startswith(STAGING_PREFIX):
             others.append(name)
-    return FolderState(journal, tuple(staging), tuple(temps), tuple(unmarked), tuple(others))
+    return FolderState(journal, tuple(staging), tuple(temps), tuple(unmarked), tuple(others),
+                       tuple(empty))
 
 
 def check_ours(folder: str, state: FolderState, overwrite: bool) -> None:

@@ -163,6 +163,20 @@ def test_journal_entries_are_bare_file_names(tmp_path, capsys, own_output, moves
     _refused(tmp_path, capsys, own_output, expect)
 
 
+def test_an_empty_staging_folder_of_a_run_killed_as_it_began_is_removed(tmp_path, capsys):
+    """kill -9 between the staging folder's mkdir and its marker leaves it empty: the next
+    run removes it (nothing can be lost) and it does not make the folder someone else's;
+    the marker is one write, so no temporary marker file can be left in it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ownership.staging_name(RUN)).mkdir()
+    code, text, err = run(capsys, "--graph", TOPK, "--spec", TOPK_SPEC, "--output", out)
+    assert code == 0, err
+    assert not any(n.startswith(ownership.STAGING_PREFIX) for n in os.listdir(out))
+    made = ownership.make_staging(str(tmp_path), ownership.new_run_id())
+    assert os.listdir(made) == [ownership.STAGING_MARKER]
+
+
 @pytest.mark.parametrize("run_id", ["../outside", "/tmp", "", 7, "20240101-000000-0123abcd/.."])
 def test_the_journals_run_is_a_run_id(tmp_path, capsys, own_output, run_id):
     (own_output / ".sample-commit.json").write_text(journal(run=run_id))

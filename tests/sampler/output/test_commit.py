@@ -92,7 +92,7 @@ def test_begin_interrupted_leaves_the_folder_as_it_was(tmp_path, monkeypatch, in
         raise KeyboardInterrupt
 
     if interrupted_at == "marker":
-        monkeypatch.setattr(ownership, "write_text", interrupt)
+        monkeypatch.setattr(ownership, "_write_new_file", interrupt)
     elif interrupted_at == "probe":
         monkeypatch.setattr(commit, "write_text", interrupt)
     else:
