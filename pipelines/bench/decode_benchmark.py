@@ -376,7 +376,7 @@ def main(argv=None) -> int:
     if args.run:  # one contender, in this process (what the rounds start)
         print(json.dumps(run_contender(args.run, args.folder, args.batch_size)))
         return 0
-    from pipelines.bench.provenance import provenance, write_json
+    from pipelines.bench.provenance import provenance, publish
 
     contenders = [c for c in args.contenders.split(",") if c]
     unknown = [c for c in contenders if c not in CONTENDERS]
@@ -394,9 +394,7 @@ def main(argv=None) -> int:
                            f"`sample` of the benchmark graph at scale {args.scale:g} "
                            f"(synthetic-graph, every paper a seed, the benchmark spec)"),
                 "result": result}
-    print(json.dumps(document, indent=1))
-    if args.json:
-        write_json(document, args.json)
+    publish(document, args.json)
     return 0
 
 

@@ -31,14 +31,13 @@ pipelines.tools.docs_gen` renders them (pipelines/tools/perf_tables.py):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 
 from pipelines.bench.benchmark import DEFAULT_CACHE, ensure_graph
-from pipelines.bench.provenance import provenance, write_json
+from pipelines.bench.provenance import provenance, publish
 
 PATHS = ("api", "records")
 
@@ -219,9 +218,7 @@ def main(argv=None) -> int:
         "repeat": args.repeat,
         "result": result,
     }
-    print(json.dumps(document, indent=1))
-    if args.json:
-        write_json(document, args.json)
+    publish(document, args.json)
     return 0
 
 

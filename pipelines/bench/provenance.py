@@ -26,6 +26,13 @@ def provenance(program: str, argv: list[str] | None = None) -> dict:
             "command": " ".join([program, shlex.join(args)]).strip()}
 
 
+def publish(document: dict, path: str | None) -> None:
+    """A measurement printed, and kept at `path` (--json) when one is given."""
+    print(json.dumps(document, indent=1))
+    if path:
+        write_json(document, path)
+
+
 def write_json(document: dict, path: str) -> None:
     """A measurement's JSON as docs/benchmarks keeps it (indented, one final newline)."""
     with open(path, "w", encoding="utf-8") as f:

@@ -19,13 +19,12 @@ performance page (pipelines/tools/perf_tables.py), so the figure there is never 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 
-from pipelines.bench.provenance import provenance, write_json
+from pipelines.bench.provenance import provenance, publish
 from sampler.graph_tensor.codec import parse_example
 from sampler.output.folder import iter_records, open_samples
 
@@ -116,9 +115,7 @@ def main(argv=None) -> int:
         "repeat": args.repeat,
         "result": result,
     }
-    print(json.dumps(document, indent=1))
-    if args.json:
-        write_json(document, args.json)
+    publish(document, args.json)
     return 0
 
 
