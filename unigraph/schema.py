@@ -145,8 +145,7 @@ def load_schema(path: str, data_path: str | None = None) -> LoadedSchema:
     if not paths.exists(file_path):
         raise SchemaError(f"graph schema {path}: no such file (nor {SCHEMA_FILE_NAME} in it)")
     try:
-        with paths.open_binary(file_path) as f:
-            text = f.read().decode("utf-8")
+        text = paths.read_text(file_path)
     except (OSError, UnicodeDecodeError) as e:
         raise SchemaError(f"graph schema {file_path}: cannot read: {one_line(e)}") from None
     if data_path is not None and not paths.is_folder(data_path):

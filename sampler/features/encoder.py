@@ -273,8 +273,7 @@ def _spec_of(features: Mapping[SetKey, Mapping[str, ResolvedFeature]]) -> Featur
 
 def _read_schema(path: str) -> gs.GraphSchema:
     try:
-        with paths.open_binary(path) as f:
-            return parse_schema_text(f.read().decode("utf-8"), path)
+        return parse_schema_text(paths.read_text(path), path)
     except (OSError, UnicodeDecodeError) as e:
         raise SamplerError(f"{path}: cannot read the samples' schema: {e}") from None
 

@@ -47,8 +47,7 @@ def read_feature_spec(path: str) -> FeatureSpec:
     if not paths.exists(path):
         raise FeatureError(f"feature spec {path}: no such file")
     try:
-        with paths.open_binary(path) as f:
-            text = f.read().decode("utf-8")
+        text = paths.read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         raise FeatureError(f"feature spec {path}: cannot read: {one_line(e)}") from None
     return parse_feature_spec(text, path)

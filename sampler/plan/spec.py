@@ -25,8 +25,7 @@ def load_spec(path: str) -> ss.SamplingSpec:
     if not paths.exists(path):
         raise SpecError(f"sampling spec {path}: no such file")
     try:
-        with paths.open_binary(path) as f:
-            text = f.read().decode("utf-8")
+        text = paths.read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         raise SpecError(f"sampling spec {path}: cannot read: {one_line(e)}") from None
     return parse_spec_text(text, path)

@@ -196,6 +196,13 @@ def open_binary(path: str, mode: str = "rb"):
     return gcs.open_read(path) if "r" in mode else gcs.open_write(path)
 
 
+def read_text(path: str) -> str:
+    """A local or remote UTF-8 text file whole (a schema, a spec): OSError or
+    UnicodeDecodeError as they come, for the caller to name the file."""
+    with open_binary(path) as f:
+        return f.read().decode("utf-8")
+
+
 def file_format(path: str) -> str:
     """'csv', 'tfrecord' or 'parquet' from the file name (shard suffixes ignored)."""
     base = path.rsplit("/", 1)[-1].lower()
