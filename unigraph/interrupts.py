@@ -8,7 +8,10 @@
   (pyarrow's CSV reader on a pipe) would otherwise call back into an interpreter that is
   shutting down, and Python aborts ("Fatal Python error: PyGILState_Release").
   A closed stdout (`| head`) ends a command quietly with status 0: the reader has what it
-  wanted.
+  wanted. A command that finished ends the same way once its output is flushed and what a
+  normal exit runs first has run (its threads joined, `atexit`): Arrow's C++ thread pools
+  abort at random in the interpreter's teardown ("terminate called without an active
+  exception", exit status 134, apache/arrow#34314), after the work was done and printed.
 - **Worker processes** (`quiet_worker`): a terminal's Ctrl-C reaches the whole process
   group. A forked worker ignores it (the parent stops the work and the pool) and dies
   with its parent, so no worker prints a traceback or outlives a killed parent; the
@@ -21,6 +24,7 @@
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import functools
@@ -50,7 +54,6 @@ def interruptible(prog: str, said: str = "interrupted"):
             try:
                 status = main(argv)
                 sys.stdout.flush()  # a closed pipe found here, not at the interpreter's exit
-                return status
             except KeyboardInterrupt:
                 print(f"{prog}: {said}", file=sys.stderr)
                 if argv is None:
@@ -58,10 +61,13 @@ def interruptible(prog: str, said: str = "interrupted"):
                 return EXIT_INTERRUPTED
             except BrokenPipeError:
                 _silence_stdout()
-                return 0
+                status = 0
             finally:
                 if on_main_thread:
                     signal.signal(signal.SIGTERM, previous)
+            if argv is None and on_main_thread:
+                _finish_process(status)
+            return status
         return run
     return decorate
 
@@ -84,6 +90,19 @@ def _end_process(status: int) -> None:
         except (OSError, ValueError):
             pass
     os._exit(status)
+
+
+def _finish_process(status) -> None:
+    """Ends a command that finished: what a normal exit does first (threads joined,
+    `atexit` handlers run), then the process ends without the interpreter's teardown."""
+    if isinstance(status, str):  # as sys.exit takes it: the message, then status 1
+        print(status, file=sys.stderr)
+    code = status if isinstance(status, int) else (0 if status is None else 1)
+    shutdown_threads = getattr(threading, "_shutdown", None)  # what Python's exit calls
+    if shutdown_threads is not None:
+        shutdown_threads()
+    atexit._run_exitfuncs()
+    _end_process(code)
 
 
 _STOPS = (signal.SIGINT, signal.SIGTERM)

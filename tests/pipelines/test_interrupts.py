@@ -28,8 +28,10 @@ SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
 class Fifo:
     """A FIFO at `path` in place of a file. Every open for reading gets `content` (the
     file's bytes) until `block()` holds; the next open gets nothing: the command waits
-    in its read, and `opened` is set. `release()` ends that read (end of file, as when a
-    read in flight completes) and every later open gets an empty file at once."""
+    in its read, and `opened` is set. `release()` completes that read as a read of the
+    file completes (its bytes, then end of file), and every later open gets them at once.
+    A read that ended early or failed would race the interrupt: the command must stop
+    for the signal, not for a read error the test made."""
 
     def __init__(self, path, content=b"", block=lambda: True):
         os.mkfifo(path)
@@ -45,19 +47,21 @@ class Fifo:
                 self.held = fd
                 self.opened.set()
                 continue
-            try:
-                if not self.released:
-                    os.write(fd, self.content)  # a FIFO holds 64 kB: the reader takes the rest
-            except BrokenPipeError:
-                pass  # it read what it wanted (a header) and closed
-            finally:
-                os.close(fd)
+            self._complete(fd)
+
+    def _complete(self, fd):
+        try:
+            os.write(fd, self.content)  # a FIFO holds 64 kB: the reader takes the rest
+        except OSError:
+            pass  # it read what it wanted (a header) and closed, or it has ended
+        finally:
+            os.close(fd)
 
     def release(self):
         self.released = True
-        if self.held is not None:
-            os.close(self.held)
-            self.held = None
+        held, self.held = self.held, None
+        if held is not None:  # in a thread: an interrupted reader may never take the rest
+            threading.Thread(target=self._complete, args=(held,), daemon=True).start()
 
     def stop(self):
         self.release()
@@ -308,3 +312,37 @@ def test_a_closed_stdout_ends_a_command_quietly(command):
     err = process.stderr.read().decode()
     assert process.wait(60) == 0, err
     assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+FINISHING_COMMAND = """
+import atexit, sys, threading, time
+from unigraph.interrupts import interruptible
+
+atexit.register(lambda: print("atexit ran", flush=True))
+
+def late_write():
+    time.sleep(0.3)
+    with open(sys.argv[1], "w") as f:
+        f.write("written")
+
+@interruptible("demo")
+def main(argv=None):
+    threading.Thread(target=late_write).start()  # not a daemon: an exit waits for it
+    return {"int": 3, "str": "demo: a message", "none": None}[sys.argv[2]]
+
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("returned, status, err", [("int", 3, ""), ("none", 0, ""),
+                                                   ("str", 1, "demo: a message\n")])
+def test_a_finished_command_ends_as_a_normal_exit_would(tmp_path, returned, status, err):
+    """A finished command skips the interpreter's teardown (where Arrow's thread pools
+    abort at random) but keeps what an exit does before it: its threads finish, atexit
+    handlers run, and the status (or message) is the one `main` returned."""
+    marker = tmp_path / "late"
+    done = subprocess.run([sys.executable, "-c", FINISHING_COMMAND, str(marker), returned],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == status, done.stderr
+    assert done.stdout == "atexit ran\n" and done.stderr == err
+    assert marker.read_text() == "written"

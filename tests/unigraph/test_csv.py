@@ -96,3 +96,22 @@ def test_errors_in_later_batches_name_the_line(tmp_path, bad_line, cell, message
     with pytest.raises(TableError) as error:
         read(path, batch_rows=2)
     assert str(error.value) == f"{path}: {message}"
+
+
+def test_a_file_changed_after_its_header_was_read_is_one_line(tmp_path, monkeypatch):
+    """The header is read on its own first; the rows are read in a second pass. A file
+    rewritten between the two (another header) is a TableError, not Arrow's KeyError."""
+    path = tmp_path / "e.csv"
+    path.write_text("source,target,weight,x,v,h,t\n" + "a,b,1,7,1 2 3,0 0,1\n")
+    read_header = csv_tables.read_header
+
+    def read_then_rewrite(header_path):
+        header = read_header(header_path)
+        path.write_text("from,to\n" + "a,b\n")
+        return header
+
+    monkeypatch.setattr(csv_tables, "read_header", read_then_rewrite)
+    with pytest.raises(TableError) as error:
+        read(path)
+    assert str(error.value).startswith(f"{path}: ")
+    assert "source" in str(error.value)

@@ -152,6 +152,8 @@ def _arrow_pass(path: str, header: list[str], needed: list[str],
             if "columns" in str(e):
                 raise _column_count_error(path, len(header), e) from None
             raise TableError(f"{path}: {one_line(e)}") from None
+        except pa.ArrowKeyError as e:  # the header read first is gone: the file changed
+            raise TableError(f"{path}: {one_line(e)}") from None
 
 
 def _rebatched(batches: Iterator[pa.RecordBatch], size: int) -> Iterator[pa.Table]:
