@@ -249,7 +249,14 @@ def train(folder: str, label: str, *, baseline: str | None = None, epochs: int =
 
 class TrimmedSAGE(torch.nn.Module):
     """GraphSAGE over a mini-batch's edge types, one layer per hop, each layer reading
-    the batch trimmed to what the layers after it need (trim_to_layer)."""
+    the batch trimmed to what the layers after it need (trim_to_layer). Each layer adds
+    to a node's state (h + relu(conv(h))), so what a seed read at the first layer (on
+    the planted task, its cited papers' own features) reaches the output as read: the
+    later layers' messages come from nodes whose states have absorbed their own
+    neighbourhoods, and in a merged batch a cited paper that is also a seed of the batch
+    has absorbed its own citations (its label's colour, unrelated to the citing paper's).
+    Without the skip the deep model has to undo that mixing and learns more slowly
+    (docs/minibatches.md, Training)."""
 
     def __init__(self, node_types, edge_types, layers: int, hidden: int, out: int):
         super().__init__()
@@ -265,7 +272,7 @@ class TrimmedSAGE(torch.nn.Module):
         for i, conv in enumerate(self.convs):
             x, edge_index, _ = trim_to_layer(i, data.num_sampled_nodes_dict,
                                              data.num_sampled_edges_dict, x, edge_index)
-            x = {**x, **{t: h.relu() for t, h in conv(x, edge_index).items()}}
+            x = {**x, **{t: x[t] + h.relu() for t, h in conv(x, edge_index).items()}}
         return self.out(x[seed_set][:data[seed_set].batch_size])
 
 

@@ -1,13 +1,14 @@
 """examples/train_pyg.py: a PyG heterogeneous GraphSAGE learns the planted task from
 `sample`'s records (held-out accuracy >= 0.95; the seed-only MLP near chance), online
-from merged mini-batches with trim_to_layer as well as from disjoint ones, and the
-planted links of examples/link_tiny (held-out ROC AUC >= 0.9; endpoints alone near 0.5),
-and the task planted on venues, which only a model given the categorical features learns.
+from merged mini-batches with trim_to_layer at least as well as from disjoint ones (the
+graph's five-op spec: four layers), and the planted links of examples/link_tiny
+(held-out ROC AUC >= 0.9; endpoints alone near 0.5), and the task planted on venues,
+which only a model given the categorical features learns.
 
 Small and single-threaded (torch's threads contend on a shared 2-core machine): about
-15 s per node model and 30 s per link model here. The planted graph is sampled with a
-one-hop spec (the label is the colour of the papers a paper cites), which keeps the
-records small; docs/torch.md runs the full five-op spec at scale 0.01."""
+15 s per node model and 30 s per link model here. The planted graph's records are
+sampled with a one-hop spec (the label is the colour of the papers a paper cites), which
+keeps them small; docs/torch.md runs the full five-op spec at scale 0.01."""
 import importlib.util
 import os
 
@@ -52,19 +53,25 @@ def planted(tmp_path_factory):
     return str(out)
 
 
+EPOCHS = 4
+
+
 def test_merged_batches_learn_it_as_well_as_disjoint_ones(example, planted):
-    """Online, with trim_to_layer: mini-batches sampled at once (each node once per
-    batch) against each seed's own subgraph, the same epochs and seeds. Measured: both
-    0.991 on these 350 held-out seeds (the five-op spec after 8 epochs: 0.94 merged,
-    0.98 disjoint, the merged epochs twice as fast; docs/minibatches.md)."""
+    """Online, with trim_to_layer, on the graph's own five-op spec (four layers):
+    mini-batches sampled at once (each node once per batch, seeds shared) against each
+    seed's own subgraph, the same epochs and seeds. Measured with seed 0 after 4
+    epochs: merged 0.983, disjoint 0.980 on these 350 held-out seeds; over seeds 0-5
+    after 8 epochs merged 0.986-0.994, disjoint 0.957-0.994 (docs/minibatches.md). The
+    margin (0.015, about 5 of the 350 seeds) allows for another machine's arithmetic."""
     graph = os.path.join(os.path.dirname(planted), "graph")
-    spec = os.path.join(os.path.dirname(planted), "spec.pbtxt")
-    options = dict(epochs=3, batch_size=32, log=lambda _: None)
+    spec = os.path.join(graph, "sampling_spec.pbtxt")  # the five-op benchmark spec
+    options = dict(epochs=EPOCHS, batch_size=64, seed=0, log=lambda _: None)
     merged = example.train_online(graph, spec, "labels", batches="merged", **options)
     disjoint = example.train_online(graph, spec, "labels", batches="disjoint", **options)
-    assert merged["accuracy"] >= disjoint["accuracy"] >= 0.95, (merged, disjoint)
+    assert merged["accuracy"] >= disjoint["accuracy"] - 0.015, (merged, disjoint)
+    assert min(merged["accuracy"], disjoint["accuracy"]) >= 0.95, (merged, disjoint)
     assert merged["held_out_count"] == disjoint["held_out_count"] == 350
-    assert len(merged["epoch_seconds"]) == 3 and min(merged["epoch_seconds"]) > 0
+    assert len(merged["epoch_seconds"]) == EPOCHS and min(merged["epoch_seconds"]) > 0
 
 
 CITES_ONLY = """
