@@ -13,6 +13,9 @@ as PyG's NeighborLoader lays them out (`merged`: each node of a hop once per bat
 GraphSAGE with one layer per hop of the spec reads them through PyG's `trim_to_layer`
 (each layer only the nodes and edges the layers after it need). Seeds are held out by
 the same hash of their ids; the result gives held-out accuracy and seconds per epoch.
+On the planted task (`synthetic-graph --scale 0.002 --planted`) with its five-op spec,
+8 epochs of batches of 64, seeds 0-5: merged 0.991 (0.986-0.994) at 1.06 s per epoch,
+disjoint 0.980 (0.957-0.994) at 2.32 s per epoch (docs/minibatches.md, Training).
 
 The folder's records are read with `sampler.torch.SampleDataset` (one HeteroData per
 record, reverse edges added so messages reach the seed), batched by PyG's DataLoader
