@@ -13,8 +13,9 @@ A file holds one token per line, so a token that is empty or holds a line break 
 be written (TensorFlow's reader refuses empty lines and drops a '\\r' before a line's
 end): such values never enter the vocabulary, and map to 0 everywhere.
 
-Lookups go through sampler.core.arrays.SortedIndex over the sorted tokens (a hash table
-or binary search for strings, a table for small integers), never Python per value.
+Lookups never go through Python per value: string tokens by one hash table of their
+64-bit words (sampler.features.token_table), integers by sampler.core.arrays.SortedIndex
+over the sorted tokens (a table for small integers, else binary search).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import pyarrow as pa
 
 from sampler.core.arrays import SortedIndex, argsort, arrow_positions, unique_inverse
 from sampler.features.spec import FeatureError
+from sampler.features.token_table import TokenTable
 from sampler.features.values import as_bytes, bytes_as_lines, first_value, flat_items
 
 # Tokens per value kind: byte strings ('S') or int64.
@@ -90,8 +92,11 @@ class FeatureVocabulary:
             lines = np.flatnonzero(tokens == token)[:2] + 1
             raise FeatureError(f"{where}: token {first_value(np.array([token]))!r} repeats "
                                f"(lines {lines[0]} and {lines[1]})")
-        self._index = SortedIndex(ordered)
-        self._codes = (order + 1).astype(np.int64)
+        # Integer tokens: SortedIndex's table or search over the sorted ones; strings:
+        # a hash table of their words in index order (token_table), made on first use.
+        self._index = SortedIndex(ordered) if self.integer else None
+        self._codes = (order + 1).astype(np.int64) if self.integer else None
+        self._table: Optional[TokenTable] = None
         self._lines = None  # the file's lines (tokens in index order), made on first use
 
     def __getstate__(self):
@@ -124,20 +129,15 @@ class FeatureVocabulary:
         """int64 index of each value (same shape): its token's line + 1, else 0."""
         shape = values.shape
         flat = values.reshape(-1)
-        too_long = None
-        width = self.tokens.dtype.itemsize if self.tokens.dtype.kind == "S" else 0
-        if flat.dtype.kind == "S" and width and flat.dtype.itemsize > width and len(flat):
-            # Wider than any token (the decoder rounds widths up to 8 bytes): a value
-            # with a byte past the widest token is none of them; the rest, cut to that
-            # width, are hashed like the tokens instead of binary-searched.
-            raw = np.ascontiguousarray(flat).view(np.uint8).reshape(len(flat), -1)
-            too_long = raw[:, width:].any(axis=1)
-            flat = flat.astype(self.tokens.dtype)
+        if not self.integer:
+            if flat.dtype.kind != "S":
+                flat = as_bytes(flat)
+            if self._table is None:  # threads may race here: each makes the same table
+                self._table = TokenTable(self.tokens)
+            return self._table.codes(flat).reshape(shape)
         positions = self._index.positions(flat)
         codes = np.zeros(len(positions), np.int64)
         found = positions >= 0
-        if too_long is not None:
-            found &= ~too_long
         codes[found] = self._codes[positions[found]]
         return codes.reshape(shape)
 
