@@ -23,7 +23,7 @@ from typing import Optional
 
 import numpy as np
 
-from sampler.features.hashing import hash_buckets
+from sampler.features.hashing import Hasher, hash_buckets
 from sampler.features.spec import (Categorical, FeatureError, Ignore, Numeric,
                                    ResolvedFeature, Timestamp)
 from sampler.features.values import first_value, flat_items, item_offsets
@@ -51,10 +51,12 @@ class Encoded:
 
 def encode_feature(feature: ResolvedFeature, values, *,
                    vocabulary: Optional[FeatureVocabulary] = None,
-                   cutoffs: Optional[np.ndarray] = None) -> Optional[Encoded]:
+                   cutoffs: Optional[np.ndarray] = None,
+                   hasher: Optional[Hasher] = None) -> Optional[Encoded]:
     """The feature's model input for these items, None for Ignore. `cutoffs`: each
-    item's sample cut-off, for Timestamp(age=True). FeatureError naming the feature and
-    the value for values of the wrong kind."""
+    item's sample cut-off, for Timestamp(age=True). `hasher`: the feature's Hasher, kept
+    from batch to batch (a hashed feature's buckets are the same without it). FeatureError
+    naming the feature and the value for values of the wrong kind."""
     kind = feature.kind
     if isinstance(kind, Ignore):
         return None
@@ -69,7 +71,8 @@ def encode_feature(feature: ResolvedFeature, values, *,
         if out is None:
             tokens = check_token_values(flat, feature.dtype.kind != "O", feature.where)
             if kind.hashed:
-                out = hash_buckets(tokens, kind.hash_buckets, kind.salt)
+                out = (hash_buckets(tokens, kind.hash_buckets, kind.salt) if hasher is None
+                       else hasher(tokens))
             elif vocabulary is None:
                 raise FeatureError(f"{feature.where}: its vocabulary is not fitted (fit the "
                                    f"encoder on the graph, or load it from a `sample` "

@@ -21,6 +21,7 @@ import numpy as np
 
 from sampler.features.encode import Encoded, encode_feature
 from sampler.features.fit import fit, graph_columns, read_vocabulary_file, table_columns
+from sampler.features.hashing import Hasher
 from sampler.features.spec import (Categorical, FeatureError, FeatureSpec, Ignore, Numeric,
                                    ResolvedFeature, SetKey, Timestamp, resolve)
 from sampler.features.spec_text import SPEC_FILE, feature_spec_text, read_feature_spec
@@ -60,6 +61,10 @@ class FeatureEncoder:
                  vocabularies: Mapping[tuple[str, str, str], FeatureVocabulary]):
         self._features = {key: dict(value) for key, value in features.items()}
         self._vocabularies = dict(vocabularies)
+        # Hashed features' buckets, remembered from batch to batch (hashing.Hasher).
+        self._hashers = {f.key: Hasher(f.kind.hash_buckets, f.kind.salt)
+                         for value in self._features.values() for f in value.values()
+                         if isinstance(f.kind, Categorical) and f.kind.hashed}
         for key, value in self._features.items():
             for feature in value.values():
                 if _vocabulary_based(feature) and feature.key not in self._vocabularies:
@@ -237,7 +242,7 @@ class FeatureEncoder:
                                    f"in the feature spec (made for another schema?)")
             encoded = encode_feature(feature, features[name],
                                      vocabulary=self._vocabularies.get(feature.key),
-                                     cutoffs=cutoffs)
+                                     cutoffs=cutoffs, hasher=self._hashers.get(feature.key))
             if encoded is not None:
                 out[name] = encoded
         return out

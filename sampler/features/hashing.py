@@ -7,6 +7,11 @@ complement. Either then takes one more step with the salt, and the bucket is tha
 modulo the number of buckets. No Python per value, no process-dependent seed (Python's
 `hash` of a str differs between processes), so a DataLoader worker, the API and the
 command line agree. sampler.training.features computes the same with TensorFlow ops.
+
+A `Hasher` is one feature's hash_buckets, remembered: integers in a small range (token
+ids of a text vocabulary) get their buckets from a table of every bucket of 0..top,
+made once per process, by one gather; anything else is hashed as above. The buckets
+are the same either way.
 """
 from __future__ import annotations
 
@@ -52,3 +57,53 @@ def hash_buckets(values: np.ndarray, num_buckets: int, salt: int) -> np.ndarray:
             else:
                 part %= np.uint64(num_buckets)
     return hashed.view(np.int64)
+
+
+# The largest table of integers' buckets a Hasher keeps (8 bytes each: 8 MiB), and how
+# far past a batch's count of values its top may reach for a table to be made (a
+# batch of few values over a wide range is hashed rather than tabled).
+TABLE_LIMIT = 1 << 20
+TABLE_FACTOR = 8
+
+
+class Hasher:
+    """hash_buckets(values, num_buckets, salt) of one feature, with the buckets of
+    non-negative integers below a bound looked up in a table of 0..top (module
+    docstring). Threads may share one (a table is replaced whole, never changed);
+    pickled (to a DataLoader worker) without its table."""
+
+    def __init__(self, num_buckets: int, salt: int):
+        self.num_buckets, self.salt = num_buckets, salt
+        self._table: np.ndarray | None = None
+
+    def __getstate__(self):
+        return {"num_buckets": self.num_buckets, "salt": self.salt}
+
+    def __setstate__(self, state):
+        self.__init__(state["num_buckets"], state["salt"])
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        table = self._table_for(values)
+        if table is None:
+            return hash_buckets(values, self.num_buckets, self.salt)
+        out = np.empty(values.shape, np.int64)
+        indices = values.view(np.int64) if values.dtype == np.uint64 else values
+        np.take(table, indices, out=out, mode="clip")  # every value is in range
+        return out
+
+    def _table_for(self, values: np.ndarray) -> np.ndarray | None:
+        """A table holding every value's bucket, or None (not integers in range)."""
+        if values.dtype.kind not in "iu" or not values.size:
+            return None
+        table = self._table
+        low, high = int(values.min()), int(values.max())
+        if low < 0 or high >= TABLE_LIMIT:
+            return None
+        if table is not None and high < len(table):
+            return table
+        if high >= TABLE_FACTOR * values.size + (1 << 16):
+            return None  # few values over a wide range: hashing them is cheaper
+        size = min(TABLE_LIMIT, max(high + 1, 2 * len(table) if table is not None else 0))
+        table = hash_buckets(np.arange(size, dtype=np.int64), self.num_buckets, self.salt)
+        self._table = table
+        return table

@@ -1,11 +1,13 @@
 """Hashed categories: the same buckets on every machine and run (pinned values), spread
 over the buckets, changed by the salt."""
+import pickle
 import subprocess
 import sys
 
 import numpy as np
+from hypothesis import given, settings, strategies as st
 
-from sampler.features.hashing import hash_buckets
+from sampler.features.hashing import Hasher, hash_buckets
 from sampler.features.values import as_bytes
 
 
@@ -37,3 +39,33 @@ def test_buckets_spread_and_the_salt_matters():
     # Trailing NUL bytes do not count ('S' pads with them), inner ones do.
     assert hash_buckets(as_bytes(np.array([b"ab", b"ab\0", b"a\0b"], object)), 2**31, 0
                         ).tolist()[:2] == hash_buckets(np.array([b"ab", b"ab"]), 2**31, 0).tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-2**63, 2**63 - 1) | st.integers(0, 3000), min_size=1,
+                max_size=50), st.sampled_from(["int64", "int32", "uint64", "uint8"]),
+       st.integers(1, 2**40), st.integers(0, 2**64 - 1))
+def test_a_hasher_gives_hash_buckets(values, dtype, num_buckets, salt):
+    """A Hasher's buckets (from its table of small integers, or hashed) are
+    hash_buckets', batch after batch, whatever the values' type and range."""
+    info = np.iinfo(dtype)
+    array = np.array([v for v in values if info.min <= v <= info.max] or [0], dtype)
+    hasher = Hasher(num_buckets, salt)
+    for batch in (array, array[::-1] // 2, array.reshape(-1, 1), array[:0]):
+        got = hasher(batch)
+        assert got.dtype == np.int64 and got.shape == batch.shape
+        assert got.tolist() == hash_buckets(batch, num_buckets, salt).tolist()
+
+
+def test_a_hasher_keeps_a_table_only_for_small_ranges():
+    hasher = Hasher(1 << 16, 0)
+    tokens = np.arange(20000, dtype=np.int64) % 5000
+    assert hasher(tokens).tolist() == hash_buckets(tokens, 1 << 16, 0).tolist()
+    assert len(hasher._table) == 4999 + 1
+    grown = np.array([4999, 9000])  # a larger top: the table doubles at least
+    assert hasher(grown).tolist() == hash_buckets(grown, 1 << 16, 0).tolist()
+    assert len(hasher._table) == 10000
+    wide = np.array([1, 2**40])  # past the limit: hashed, the table kept
+    assert hasher(wide).tolist() == hash_buckets(wide, 1 << 16, 0).tolist()
+    assert len(hasher._table) == 10000
+    assert pickle.loads(pickle.dumps(hasher))._table is None  # rebuilt where it lands
