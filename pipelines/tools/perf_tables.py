@@ -424,12 +424,19 @@ def features(data: dict, source: str) -> str:
                "applying the spec (ms)", "spec's share"], rows)]
     per_feature = result.get("per_feature_ms")
     if per_feature:
-        parts.append("Each feature's encoding alone (ms per batch of the API's; fitting the "
+        records = result.get("per_feature_records_ms", {})  # files since the decoded path's
+        batches = "ms per batch" if records else "ms per batch of the API's"
+        parts.append(f"Each feature's encoding alone ({batches}; fitting the "
                      f"encoder, its {len(result['vocabularies'])} vocabularies over every row "
                      f"of the graph, took {number(result['fit_s'], 2)} s once):")
-        parts.append(table(["feature (kind)", "ms per batch"],
+        parts.append(table(["feature (kind)"]
+                           + (["API batch (ms)", "decoded batch (ms)"] if records else
+                              ["ms per batch"]),
                            [[f"`{name.split(' ')[0]}` {' '.join(name.split(' ')[1:])}",
-                             number(ms, 2)] for name, ms in per_feature.items()]))
+                             number(ms, 2)]
+                            + ([number(records[name], 2) if name in records else "-"]
+                               if records else [])
+                            for name, ms in per_feature.items()]))
     parts.append(provenance_line(data, source))
     return "\n\n".join(parts)
 

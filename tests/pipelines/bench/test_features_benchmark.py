@@ -33,9 +33,11 @@ def test_runs_both_paths_on_a_graph_with_every_kind(tmp_path, capsys):
     assert set(result["vocabularies"]) == {"nodes/paper.venue", "nodes/paper.tags",
                                            "edges/cites.intent"}
     assert "nodes/paper.tokens (categorical)" in result["per_feature_ms"]
+    assert set(result["per_feature_records_ms"]) == set(result["per_feature_ms"])
     assert result["values_per_batch"]["tokens"] > result["values_per_batch"]["venue"] > 0
     page = perf_tables.features(document, "benchmarks/features.json")
     assert "spec's share" in page and "`nodes/paper.tags` (categorical)" in page
+    assert "decoded batch (ms)" in page
     assert result["paths"]["records"]["decode_s_per_batch"] > 0 and "Decoding a batch" in page
 
 
