@@ -10,13 +10,17 @@ command line agree. sampler.training.features computes the same with TensorFlow 
 
 A `Hasher` is one feature's hash_buckets, remembered: integers in a small range (token
 ids of a text vocabulary) get their buckets from a table of every bucket of 0..top,
-made once per process, by one gather; anything else is hashed as above. The buckets
-are the same either way.
+made once per process, by one gather; strings from the buckets of the distinct strings
+it has seen (found by a token table, sampler.features.token_table), only the strings
+new to it hashed; anything else is hashed as above. The buckets are the same either
+way.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from sampler.core.arrays import unique_inverse
+from sampler.features.token_table import TokenTable
 from unigraph.encoding import splitmix
 from unigraph.encoding.row_hash import ID_HASH_START, id_hashes
 
@@ -64,25 +68,37 @@ def hash_buckets(values: np.ndarray, num_buckets: int, salt: int) -> np.ndarray:
 # batch of few values over a wide range is hashed rather than tabled).
 TABLE_LIMIT = 1 << 20
 TABLE_FACTOR = 8
+# The most distinct strings a Hasher remembers, how many times it takes in a batch's new
+# ones (a feature whose strings keep being new, such as titles, is hashed as it comes
+# after that), and the share of a batch's values that must be new for it to.
+STRING_LIMIT = 1 << 18
+STRING_UPDATES = 4
+STRING_NEW_SHARE = 0.25
 
 
 class Hasher:
     """hash_buckets(values, num_buckets, salt) of one feature, with the buckets of
-    non-negative integers below a bound looked up in a table of 0..top (module
-    docstring). Threads may share one (a table is replaced whole, never changed);
-    pickled (to a DataLoader worker) without its table."""
+    non-negative integers below a bound looked up in a table of 0..top, and of strings
+    seen before in a table of those (module docstring). Threads may share one (a table
+    is replaced whole, never changed); pickled (to a DataLoader worker) without its
+    tables."""
 
     def __init__(self, num_buckets: int, salt: int):
         self.num_buckets, self.salt = num_buckets, salt
         self._table: np.ndarray | None = None
+        # (the strings seen, a TokenTable of them giving each one's bucket + 1)
+        self._strings: tuple[np.ndarray, TokenTable] | None = None
+        self._string_updates = 0
 
-    def __getstate__(self):
+    def __getstate__(self):  # the tables are made again where it lands
         return {"num_buckets": self.num_buckets, "salt": self.salt}
 
     def __setstate__(self, state):
         self.__init__(state["num_buckets"], state["salt"])
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
+        if values.dtype.kind == "S":
+            return self._strings_hashed(values)
         table = self._table_for(values)
         if table is None:
             return hash_buckets(values, self.num_buckets, self.salt)
@@ -107,3 +123,36 @@ class Hasher:
         table = hash_buckets(np.arange(size, dtype=np.int64), self.num_buckets, self.salt)
         self._table = table
         return table
+
+    def _strings_hashed(self, values: np.ndarray) -> np.ndarray:
+        """hash_buckets of 'S' values: of those seen before from their table, of the
+        others hashed (and remembered, while updates and room are left)."""
+        flat = values.reshape(-1)
+        if self._strings is None and self._string_updates < STRING_UPDATES and len(flat):
+            self._remember(flat)
+        memo = self._strings
+        if memo is None:
+            return hash_buckets(values, self.num_buckets, self.salt)
+        out = memo[1].codes(flat)  # a string's bucket + 1, 0 for one not seen
+        new = np.flatnonzero(out == 0)
+        out -= 1
+        if len(new):
+            fresh = flat[new]
+            out[new] = hash_buckets(fresh, self.num_buckets, self.salt)
+            if (len(new) >= STRING_NEW_SHARE * len(flat)
+                    and self._string_updates < STRING_UPDATES):
+                self._remember(fresh)
+        return out.reshape(values.shape)
+
+    def _remember(self, fresh: np.ndarray) -> None:
+        """The distinct strings of `fresh` added to those remembered, up to the limit."""
+        self._string_updates += 1
+        known = self._strings[0] if self._strings is not None else fresh[:0]
+        room = STRING_LIMIT - len(known)
+        if room <= 0:
+            return
+        distinct = unique_inverse(fresh)[0][:room]
+        width = max(known.dtype.itemsize, distinct.dtype.itemsize)
+        strings = np.concatenate([known.astype(f"S{width}"), distinct.astype(f"S{width}")])
+        buckets = hash_buckets(strings, self.num_buckets, self.salt)
+        self._strings = (strings, TokenTable(strings, codes=buckets + 1))

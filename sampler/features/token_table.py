@@ -58,10 +58,11 @@ def _buckets(words: np.ndarray, multiplier: np.uint64, shift: np.uint64) -> np.n
 
 
 class TokenTable:
-    """Distinct 'S' tokens; `codes(values)` is each value's index among them + 1, 0
-    where it is none of them (a vocabulary's indices)."""
+    """Distinct 'S' tokens; `codes(values)` is each value's index among them + 1 (a
+    vocabulary's indices), or its token's entry in `codes` when given (nonzero int64),
+    and 0 where it is none of them."""
 
-    def __init__(self, tokens: np.ndarray):
+    def __init__(self, tokens: np.ndarray, codes: np.ndarray | None = None):
         tokens = tokens.reshape(-1)
         n = len(tokens)
         words = words_of(tokens) if n else np.zeros((0, 1), np.uint64)
@@ -84,11 +85,12 @@ class TokenTable:
         self._shared = counts > 1  # buckets whose values may need another round
         self._columns = np.zeros((self.width, n + 1), np.uint64)  # word j of each entry
         self._columns[:, :n] = words[order].T
-        self._codes = np.append(order + 1, 0).astype(np.int64)  # the token's index + 1
+        own = order + 1 if codes is None else np.asarray(codes, np.int64)[order]
+        self._codes = np.append(own, 0).astype(np.int64)  # each entry's code, then 0
 
     def codes(self, values: np.ndarray) -> np.ndarray:
-        """int64 index + 1 of each value of an 'S' array (flat) among the tokens, 0
-        where it is none of them."""
+        """int64 code of each value of an 'S' array (flat): its token's (index + 1 by
+        default), 0 where it is none of them."""
         n = values.size
         out = np.zeros(n, np.int64)
         if not n or not self.rounds:

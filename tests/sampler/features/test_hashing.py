@@ -7,6 +7,7 @@ import sys
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
+from sampler.features import hashing
 from sampler.features.hashing import Hasher, hash_buckets
 from sampler.features.values import as_bytes
 
@@ -69,3 +70,34 @@ def test_a_hasher_keeps_a_table_only_for_small_ranges():
     assert hasher(wide).tolist() == hash_buckets(wide, 1 << 16, 0).tolist()
     assert len(hasher._table) == 10000
     assert pickle.loads(pickle.dumps(hasher))._table is None  # rebuilt where it lands
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.binary(max_size=12) | st.sampled_from([b"tag/1", b"tag/2", b""]),
+                         max_size=30), min_size=1, max_size=6),
+       st.integers(1, 2**40), st.integers(0, 2**64 - 1))
+def test_a_hasher_gives_the_buckets_of_strings(batches, num_buckets, salt):
+    """Strings' buckets from what a Hasher remembers, batch after batch (seen before,
+    new, wider or narrower than those remembered, with NUL bytes), are hash_buckets'."""
+    hasher = Hasher(num_buckets, salt)
+    for values in batches:
+        array = np.array(values, dtype="S") if values else np.zeros(0, "S1")
+        got = hasher(array.reshape(-1, 1))
+        assert got.dtype == np.int64 and got.shape == (len(values), 1)
+        assert got.reshape(-1).tolist() == hash_buckets(array, num_buckets, salt).tolist()
+
+
+def test_a_hasher_remembers_strings_a_few_times_and_up_to_a_limit(monkeypatch):
+    monkeypatch.setattr(hashing, "STRING_LIMIT", 100)
+    hasher = Hasher(1 << 16, 3)
+    first = np.array([b"tag/%d" % (i % 60) for i in range(1000)])
+    assert hasher(first).tolist() == hash_buckets(first, 1 << 16, 3).tolist()
+    assert len(hasher._strings[0]) == 60 and hasher._string_updates == 1
+    assert hasher(first[::-1]).tolist() == hash_buckets(first[::-1], 1 << 16, 3).tolist()
+    assert hasher._string_updates == 1  # nothing new: nothing to remember
+    titles = np.array([b"a title of its own %d" % i for i in range(400)])
+    for _ in range(hashing.STRING_UPDATES + 2):  # always new: remembered a few times only
+        assert hasher(titles).tolist() == hash_buckets(titles, 1 << 16, 3).tolist()
+    assert hasher._string_updates == hashing.STRING_UPDATES
+    assert len(hasher._strings[0]) == 100  # the limit
+    assert pickle.loads(pickle.dumps(hasher))._strings is None

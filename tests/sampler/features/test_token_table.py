@@ -33,6 +33,10 @@ def test_codes_are_a_dictionarys(tokens, values, extra_width, chunk):
     finally:
         token_table.CHUNK = original
     assert codes.dtype == np.int64 and codes.tolist() == expected(tokens, queries)
+    given_codes = np.arange(len(tokens), dtype=np.int64) * 7 + 5  # any nonzero codes
+    by_token = dict(zip(tokens.tolist(), given_codes.tolist()))
+    assert TokenTable(tokens, codes=given_codes).codes(queries).tolist() == [
+        by_token.get(v, 0) for v in queries.tolist()]
 
 
 @pytest.mark.parametrize("count", [1, 7, 5000])
