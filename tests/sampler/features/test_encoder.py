@@ -12,6 +12,7 @@ from sampler import api
 from sampler.features import (Categorical, FeatureEncoder, FeatureError, FeatureSpec, Numeric,
                               resolve)
 from sampler.features.encoder import vocabulary_name
+from sampler.features.hashing import hash_buckets
 from tests.conftest import TESTDATA
 from tests.pipelines.sampled_output import MIXED_SPEC, run_sample
 from unigraph.schema import load_schema
@@ -163,3 +164,25 @@ def test_features_the_spec_does_not_know_are_an_error(graph):
     with pytest.raises(FeatureError, match="node set 'user' is not in the feature spec"):
         encoder.encode("nodes", "user", {"age": np.array([1])})
     assert encoder.num_embeddings("item", "count") == 2
+
+
+def test_a_shipped_encoder_leaves_its_tables_behind_and_hashes_alike(graph):
+    """A worker gets the hashers without the tables they made (remade where it runs),
+    and the same buckets, batch after batch, with or without them."""
+    spec = FeatureSpec({"item": {"name": Categorical(hash_buckets=8, salt=2),
+                                 "count": Categorical(hash_buckets=5)}})
+    encoder = FeatureEncoder.fit(graph, spec)
+    batch = {"name": np.array([b"red", b"blue", b"red", b""], "S"),
+             "count": np.array([[3], [0], [3], [7]])}
+    first = encoder.encode("nodes", "item", batch)
+    assert all(h._table is not None or h._strings is not None
+               for h in encoder._hashers.values())
+    shipped = pickle.loads(pickle.dumps(encoder))
+    assert all(h._table is None and h._strings is None for h in shipped._hashers.values())
+    for again in (encoder, shipped, encoder):
+        got = again.encode("nodes", "item", batch)
+        for name in ("name", "count"):
+            np.testing.assert_array_equal(got[name].values, first[name].values)
+            np.testing.assert_array_equal(
+                got[name].values, hash_buckets(batch[name], spec.node_sets["item"][name]
+                                               .hash_buckets, spec.node_sets["item"][name].salt))
