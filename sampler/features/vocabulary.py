@@ -145,8 +145,9 @@ class FeatureVocabulary:
         """lookup() of an object array of bytes (what the readers and the decoder give)
         without making it an 'S' array first: the values as lines (values.bytes_as_lines)
         looked up in one Arrow hash table of the file's lines (a batch's 54K tags: 2.0 ms,
-        3.5 ms made 'S' and looked up). None where that does not apply (integer tokens; values that are not
-        all bytes, hold a line break or end in a NUL byte): lookup(as_bytes(values))."""
+        3.5 ms made 'S' and looked up). None where that does not apply (integer tokens;
+        values that are not all bytes, hold a line break or end in a NUL byte):
+        lookup(as_bytes(values))."""
         if self.integer or values.dtype != object:
             return None
         query = bytes_as_lines(values)
