@@ -125,6 +125,45 @@ def workers_forked_quietly():
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+class _HeldInterrupts:
+    """The handlers `hold_interrupts` replaced, and the signals that came meanwhile."""
+
+    def __init__(self):
+        self.came: list[int] = []
+        self.previous = {signum: signal.signal(signum, self._note) for signum in _STOPS}
+
+    def _note(self, signum, frame):
+        self.came.append(signum)
+
+
+def hold_interrupts():
+    """Holds Ctrl-C and SIGTERM back until `let_interrupts_through`: for a step that must
+    not be cut between making something and entering the `try` that undoes it (Python
+    raises a KeyboardInterrupt between any two calls, even between a call's return and
+    the assignment of its result). Python runs signal handlers on the main thread only,
+    whichever thread the kernel delivered the signal to, so replacing the handlers holds
+    every signal (blocking it with a mask would hold only those delivered to this thread,
+    and Arrow's threads take them too). What it returns goes to `let_interrupts_through`."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return _HeldInterrupts()
+
+
+def let_interrupts_through(held) -> None:
+    """Ends `hold_interrupts`: the handlers are back, and a signal that came meanwhile is
+    handled now, in the caller (a KeyboardInterrupt raised here)."""
+    if held is None:
+        return
+    for signum, handler in held.previous.items():  # None: set outside Python
+        signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+    for signum in dict.fromkeys(held.came):
+        handler = held.previous[signum]
+        if callable(handler):
+            handler(signum, None)
+        elif handler == signal.SIG_DFL:
+            os.kill(os.getpid(), signum)
+
+
 def quiet_worker() -> None:
     """For a forked worker process, first thing: the parent handles Ctrl-C and SIGTERM
     and then stops the pool; the worker ignores Ctrl-C, ends on SIGTERM without a word,

@@ -39,6 +39,7 @@ from sampler.output.files import REPORT_FILE, SCHEMA_FILE, OutputSpec, write_tex
 from sampler.output.ownership import JOURNAL_FILE, STAGING_PREFIX, Journal
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
+from unigraph.interrupts import hold_interrupts, let_interrupts_through
 
 LOCK_FILE = output_lock.LOCK_FILE
 
@@ -62,12 +63,21 @@ def begin(final: OutputSpec, *, overwrite: bool = False,
     """Prepares OUT for a run; SamplerError (one line) if the run must not start."""
     folder = final.folder
     run_id = ownership.new_run_id()
+    # A local lock is taken whole (its file made, flocked and written) and then released by
+    # the `try` below, or not taken: a Ctrl-C in between left the file behind. (A remote
+    # one is a request that may retry for long: Ctrl-C is not held back for it.)
+    held = None if paths.is_remote(folder) else hold_interrupts()
     try:
         paths.make_folder(folder)
         lock = output_lock.acquire(folder, run_id, log)
     except OSError as e:
+        let_interrupts_through(held)
         raise SamplerError(f"--output {folder}: cannot write there: {one_line(e)}") from None
+    except BaseException:
+        let_interrupts_through(held)
+        raise
     try:
+        let_interrupts_through(held)  # a Ctrl-C that came meanwhile is raised here
         # Whose the folder is, decided before anything in it is deleted, moved or replayed.
         state = ownership.survey(folder)
         ownership.check_ours(folder, state, overwrite)

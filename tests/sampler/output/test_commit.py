@@ -1,6 +1,7 @@
 """sampler.output.commit: the lock, leftovers of killed runs, and the commit itself."""
 import json
 import os
+import signal
 import socket
 
 import pytest
@@ -77,10 +78,12 @@ def test_abort_leaves_the_previous_output(tmp_path):
     assert (tmp_path / spec.shard_name(0, 2)).read_text() == "old"
 
 
-@pytest.mark.parametrize("interrupted_at", ["marker", "probe", "survey"])
+@pytest.mark.parametrize("interrupted_at", ["lock", "marker", "probe", "survey"])
 def test_begin_interrupted_leaves_the_folder_as_it_was(tmp_path, monkeypatch, interrupted_at):
-    """Ctrl-C at any step of begin, after the staging folder exists: no staging folder,
-    no lock, the previous output untouched (a race the command-line test met)."""
+    """Ctrl-C at any step of begin: no staging folder, no lock, the previous output
+    untouched (races the command-line tests met). "lock": the signal comes as the lock
+    file has just been made, before the code that would release it holds it."""
+    from sampler.output import lock as output_lock
     from sampler.output import ownership
 
     spec = parse_output(f"{tmp_path}/")
@@ -91,7 +94,15 @@ def test_begin_interrupted_leaves_the_folder_as_it_was(tmp_path, monkeypatch, in
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    if interrupted_at == "marker":
+    if interrupted_at == "lock":
+        acquire = output_lock.acquire
+
+        def acquire_then_signal(*args, **kwargs):
+            taken = acquire(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGINT)  # Python raises it at its next chance
+            return taken
+        monkeypatch.setattr(output_lock, "acquire", acquire_then_signal)
+    elif interrupted_at == "marker":
         monkeypatch.setattr(ownership, "_write_new_file", interrupt)
     elif interrupted_at == "probe":
         monkeypatch.setattr(commit, "write_text", interrupt)
@@ -104,8 +115,12 @@ def test_begin_interrupted_leaves_the_folder_as_it_was(tmp_path, monkeypatch, in
                 raise KeyboardInterrupt
             return survey(folder)
         monkeypatch.setattr(ownership, "survey", survey_then_interrupt)
-    with pytest.raises(KeyboardInterrupt):
-        commit.begin(spec)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a command
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            commit.begin(spec)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
 
 
