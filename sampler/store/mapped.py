@@ -33,6 +33,7 @@ from sampler.plan.plan import edge_sets_to_read
 from sampler.store import checks
 from sampler.store.layout import adjacency_from, as_job_times, feature_values, layout_of, \
     serve_problem
+from sampler.store.prefetch import mapping_of, prefetching
 from unigraph.errors import SamplerError
 from unigraph.schema import feature_shape, numpy_dtype, parse_schema_text
 
@@ -51,8 +52,10 @@ class MappedGraph:
 class _Arrays:
     """A store's arrays, each mapped once and checked as it is used (sampler.store.checks)."""
 
-    def __init__(self, folder: str, manifest: dict, schema):
+    def __init__(self, folder: str, manifest: dict, schema, prefetch: bool = False):
+        """`prefetch`: the arrays' gathers ask for their pages first (store.prefetch)."""
         self.folder, self.manifest, self.schema = folder, manifest, schema
+        self.prefetch = prefetch
         self.mapped: dict[str, np.ndarray] = {}
         self.mapped_from: dict[int, str] = {}
         self.check = checks.Checker(folder, lambda a: self.mapped_from.get(id(a),
@@ -60,7 +63,8 @@ class _Arrays:
 
     def array(self, relative: str) -> np.ndarray:
         if relative not in self.mapped:
-            self.mapped[relative] = checks.open_array(self.folder, self.manifest, relative)
+            array = checks.open_array(self.folder, self.manifest, relative)
+            self.mapped[relative] = prefetching(array) if self.prefetch else array
             self.mapped_from[id(self.mapped[relative])] = relative
         return self.mapped[relative]
 
@@ -133,8 +137,10 @@ def open_store(job: SamplingJob) -> MappedGraph:
     problem = serve_problem(manifest, job)
     if problem is not None:
         raise refuse(f"cannot serve this job: {problem}")
-    arrays = _Arrays(folder, manifest, job.loaded.schema)
     plan, time = job.plan, job.time
+    available = available_memory()
+    larger = available is not None and _job_bytes(manifest, job) > available
+    arrays = _Arrays(folder, manifest, job.loaded.schema, prefetch=larger)
     wanted = time.dtype if time is not None else None
 
     def convert(stored: np.ndarray, where: str) -> np.ndarray:
@@ -169,10 +175,8 @@ def open_store(job: SamplingJob) -> MappedGraph:
     else:
         seed_table = NodeTableBucket(seed_set, names[seed_set] if seed_codes is None
                                      else names[seed_set][seed_codes], {})
-    mapped = list(arrays.mapped.values())
-    available = available_memory()
-    if available is not None and sum(a.nbytes for a in mapped) > available:
-        advise_random(mapped)  # after the checks above, which read their arrays in order
+    if larger:
+        advise_random(list(arrays.mapped.values()))  # after the checks, which read in order
     return MappedGraph(names, node_tables, adjacency, seed_table, seed_codes)
 
 
@@ -186,9 +190,24 @@ def advise_random(arrays: list[np.ndarray]) -> None:
     if not hasattr(mmap, "MADV_RANDOM"):
         return
     for array in arrays:
-        mapping = getattr(array.base, "_mmap", None)  # np.memmap's mmap (open_array's view)
+        mapping = mapping_of(array)  # np.memmap's mmap (under open_array's view)
         if mapping is not None:
             mapping.madvise(mmap.MADV_RANDOM)
+
+
+def _job_bytes(manifest: dict, job: SamplingJob) -> int:
+    """Bytes of the store's files for the sets the job reads, in the layouts it reads:
+    what its arrays map, at most."""
+    folders = [manifest["nodes"][n]["dir"] + "/" for n in job.plan.node_sets()]
+    other_layouts = []
+    for name in job.plan.edge_sets():
+        meta = manifest["edges"][name]
+        folders.append(meta["dir"] + "/")
+        other_layouts += [f"{meta['dir']}/{layout}/" for layout in meta["layouts"]
+                          if layout != layout_of(job.time, name)]
+    return sum(meta["bytes"] for relative, meta in manifest["files"].items()
+               if relative.startswith(tuple(folders))
+               and not relative.startswith(tuple(other_layouts)))
 
 
 def check_whole_store(loaded) -> None:

@@ -4,16 +4,20 @@ The random graphs and specs of tests/pipelines/test_engines_agree.py (hubs, dang
 edges, table-less node sets, every table format, LATEST_K, seed and pair cut-offs,
 negatives, induced edges, tiny --chunk-edges): the graph is prepared into a store
 once, with the job's --chunk-edges, and `sample` runs on the tables and on the store
-with the memory engine. One store serves any spec: the edge sets a spec does not
+with the memory engine, and on the store as if it were larger than memory (its gathers
+prefetched). One store serves any spec: the edge sets a spec does not
 sample are in it too (and change nothing).
 """
 import os
+from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from pipelines import convert
+from sampler.store import mapped as store_mapped
+from sampler.store import prefetch
 from tests.pipelines.sampled_output import read_records
 from tests.pipelines.test_engines_agree import (PROFILE, graphs, link_jobs, options, run,
                                                 write_graph)
@@ -33,10 +37,17 @@ def assert_store_agrees(root, folder, spec_path, seeds_path, flags, workers=1):
                  "--workers", str(workers), *flags)
     mapped = run(store, spec_path, seeds_path, str(root / "mapped"), "--engine", "memory",
                  "--workers", str(workers), *flags)
-    assert tables[0] == mapped[0]  # exit status
-    assert tables[1] == mapped[1]  # the report's counts
+    # As if the store were larger than memory: read at random, every gather (even of one
+    # row) asking for its pages first, a few rows at a time (sampler.store.prefetch).
+    with mock.patch.object(store_mapped, "available_memory", lambda: 0), \
+            mock.patch.object(prefetch, "MIN_INDICES", 1), mock.patch.object(prefetch, "PIECE", 3):
+        larger = run(store, spec_path, seeds_path, str(root / "larger"), "--engine", "memory",
+                     "--workers", str(workers), *flags)
+    assert tables[0] == mapped[0] == larger[0]  # exit status
+    assert tables[1] == mapped[1] == larger[1]  # the report's counts
     if tables[0] == 0:
-        assert read_records(str(root / "tables")) == read_records(str(root / "mapped"))
+        assert read_records(str(root / "tables")) == read_records(str(root / "mapped")) \
+            == read_records(str(root / "larger"))
         with open(root / "tables" / "graph_schema.pbtxt", "rb") as f, \
                 open(root / "mapped" / "graph_schema.pbtxt", "rb") as g:
             assert f.read() == g.read()

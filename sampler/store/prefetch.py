@@ -1,0 +1,167 @@
+"""Gathers from a mapped store larger than memory: the pages a gather needs are asked
+for all at once before it reads them, instead of faulted in one at a time.
+
+A store larger than the memory a job may use is read at random (`mapped.advise_random`):
+a hop gathers thousands of rows spread over arrays larger than the page cache the
+job's cgroup leaves it, and each row not cached is a major page fault. On this
+project's test machine (a VM with a virtio disk) a fault costs about 20 us of kernel
+time, mostly the synchronous read: the disk works on one page at a time, about 80 us
+each. Asking the kernel first for every page of the gather (MADV_WILLNEED: readahead
+of exactly those pages, queued together, which returns without waiting) turns the
+faults into minor ones on pages already read or in flight: 20,000 random rows of the
+scale-1.0 store's paper features in a 100 MB cgroup took 6 us of CPU and 12 us of wall
+each, against 32 and 130 faulted (benchmarks in docs/store.md, "Larger than memory").
+
+`prefetching(array)` is a view of a mapped array whose gathers (`np.take`, which the
+core's gathers use, and indexing by an integer array) ask for their pages first; the
+values are the same bytes, read from the same mapping. Everything else it does is a
+plain ndarray's: numpy's functions and ufuncs see plain arrays, and every array they
+return is one.
+"""
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+
+PAGE = mmap.PAGESIZE
+# Fewer indices than this are gathered as they are: a gather so small faults in a
+# handful of pages, cheaper than sorting its pages and asking for them.
+MIN_INDICES = 8
+PIECE = 1024  # indices whose pages are asked for at once (at most 8 MB of 4 KB pages)
+
+
+class _Pages:
+    """Where a mapped array's bytes are in its mapping, to ask for their pages."""
+
+    def __init__(self, mapping: mmap.mmap, start: int, row_bytes: int, rows: int):
+        self.mapping, self.start = mapping, start  # byte of the mapping where row 0 starts
+        self.row_bytes, self.rows = row_bytes, rows
+
+    def will_need(self, indices: np.ndarray) -> None:
+        """Asks the kernel for every page holding a row of `indices` (in range; others
+        are left to the gather, which raises as numpy does)."""
+        rows = indices.astype(np.int64, copy=False).ravel()
+        rows = np.where(rows < 0, rows + self.rows, rows)
+        rows = rows[(rows >= 0) & (rows < self.rows)]
+        if not len(rows):
+            return
+        starts, stops = page_runs(self.start + rows * self.row_bytes, self.row_bytes)
+        size = len(self.mapping)
+        try:
+            for a, b in zip((starts * PAGE).tolist(), (stops * PAGE).tolist()):
+                advise(self.mapping, a, min(b, size) - a)  # one call per run of pages
+        except OSError:  # a system that refuses the advice: faults read the pages
+            pass
+
+
+def advise(mapping: mmap.mmap, start: int, length: int) -> None:
+    mapping.madvise(mmap.MADV_WILLNEED, start, length)
+
+
+def page_runs(row_starts: np.ndarray, row_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pages holding rows of `row_bytes` bytes that start at these byte offsets, as
+    runs of consecutive pages [starts[i], stops[i]), ascending, each page once."""
+    first, last = row_starts // PAGE, (row_starts + row_bytes - 1) // PAGE
+    if row_bytes <= PAGE:  # a row is on one page or two: the pages, then their runs
+        pages = np.unique(np.concatenate([first, last]))
+        new_run = np.ones(len(pages), bool)
+        new_run[1:] = pages[1:] != pages[:-1] + 1
+        ends = pages
+    else:  # rows of several pages: runs of overlapping or adjacent rows
+        order = np.argsort(first)
+        pages, ends = first[order], np.maximum.accumulate(last[order])
+        new_run = np.ones(len(pages), bool)
+        new_run[1:] = pages[1:] > ends[:-1] + 1
+    starts = pages[new_run]
+    stops = np.append(ends[np.flatnonzero(new_run)[1:] - 1], ends[-1:]) + 1
+    return starts, stops
+
+
+class PrefetchingArray(np.ndarray):
+    """A mapped array whose gathers ask for their pages first (see the module)."""
+
+    _pages: _Pages | None = None  # set on the view `prefetching` makes; None on others
+
+    def take(self, indices, axis=None, out=None, mode="raise"):
+        plain = self.view(np.ndarray)
+        indices = np.asarray(indices)
+        if self._pages is not None and out is None and (axis == 0 or axis is None
+                                                        and self.ndim == 1) \
+                and indices.ndim == 1 and indices.dtype.kind in "iu" \
+                and len(indices) >= MIN_INDICES:
+            return self._gather(lambda part: plain.take(part, axis=0, mode=mode), indices)
+        return np.asarray(plain.take(indices, axis=axis, out=out, mode=mode))
+
+    def __getitem__(self, key):
+        plain = self.view(np.ndarray)
+        if self._pages is not None and isinstance(key, np.ndarray) and key.ndim == 1 \
+                and key.dtype.kind in "iu" and len(key) >= MIN_INDICES:
+            return self._gather(plain.__getitem__, key)
+        return plain[key]
+
+    def _gather(self, gather, indices: np.ndarray) -> np.ndarray:
+        """gather(indices), PIECE indices at a time, each piece's pages asked for first:
+        the pages of a whole large gather could outnumber what the page cache may hold,
+        and be evicted before they are read."""
+        if len(indices) <= PIECE:
+            self._pages.will_need(indices)
+            return gather(indices)
+        parts = []
+        for lo in range(0, len(indices), PIECE):
+            part = indices[lo:lo + PIECE]
+            self._pages.will_need(part)
+            parts.append(gather(part))
+        return np.concatenate(parts)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = tuple(_plain(x) for x in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(_plain(x) for x in kwargs["out"])
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func is np.take and args and args[0] is self:
+            return self.take(*args[1:], **kwargs)
+        return func(*_plain(args), **_plain(kwargs))
+
+    def __reduce__(self):  # pickled (sent to another process) as the plain array it holds
+        return np.asarray(self).__reduce__()
+
+
+def _plain(value):
+    """`value` with every PrefetchingArray in it (in tuples, lists and dicts) plain."""
+    if isinstance(value, PrefetchingArray):
+        return value.view(np.ndarray)
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def mapping_of(array: np.ndarray) -> mmap.mmap | None:
+    """The mmap under a mapped array (np.memmap's, under any views of it), or None."""
+    base = array
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return base
+        mapping = getattr(base, "_mmap", None)  # np.memmap's
+        if isinstance(mapping, mmap.mmap):
+            return mapping
+        base = getattr(base, "base", None)
+    return None
+
+
+def prefetching(array: np.ndarray) -> np.ndarray:
+    """A view of a mapped, C-contiguous array whose gathers ask for their pages first;
+    any other array as it is (and where madvise is missing)."""
+    mapping = mapping_of(array)
+    if mapping is None or not hasattr(mmap, "MADV_WILLNEED") or array.ndim == 0 \
+            or not array.flags.c_contiguous or array.nbytes == 0:
+        return array
+    mapped_at = np.frombuffer(mapping, np.uint8).ctypes.data
+    view = array.view(PrefetchingArray)
+    view._pages = _Pages(mapping, array.ctypes.data - mapped_at, array.strides[0] if
+                         array.ndim > 1 else array.itemsize, len(array))
+    return view
