@@ -2,6 +2,7 @@
 the same values as a plain mapped array's, plain arrays out, and every page a gather
 reads asked for, each once, in runs."""
 import mmap
+import os
 
 import numpy as np
 import pytest
@@ -23,15 +24,15 @@ def mapped(tmp_path, values: np.ndarray, name="a.npy") -> np.ndarray:
 
 @pytest.fixture
 def asked(monkeypatch):
-    """The (start, length) of every madvise(MADV_WILLNEED) call."""
+    """The (start, length) of every range asked for (MADV_WILLNEED)."""
     calls = []
-    real = prefetch.advise
+    real = prefetch.ask_for_pages
 
-    def record(mapping, start, length):
-        calls.append((start, length))
-        real(mapping, start, length)
+    def record(pages, starts, lengths):
+        calls.extend(zip(starts.tolist(), lengths.tolist()))
+        real(pages, starts, lengths)
 
-    monkeypatch.setattr(prefetch, "advise", record)
+    monkeypatch.setattr(prefetch, "ask_for_pages", record)
     return calls
 
 
@@ -106,6 +107,22 @@ def test_an_index_out_of_range_raises_as_numpy_does(tmp_path):
         array.take(np.arange(95, 110))
     with pytest.raises(IndexError):
         array[np.arange(95, 110)]
+
+
+@pytest.mark.parametrize("vectored", [True, False])
+def test_the_kernel_takes_the_advice(tmp_path, monkeypatch, vectored):
+    """Many ranges in one call (process_madvise) where the kernel has it, one call per
+    range otherwise; either way every call succeeds (a refusal would fall back)."""
+    plain = mapped(tmp_path, np.arange(1 << 20, dtype=np.int64))
+    array = prefetch.prefetching(plain)
+    advice = prefetch._ProcessMadvise()
+    monkeypatch.setattr(prefetch, "_PROCESS_MADVISE", advice)
+    if not vectored:
+        monkeypatch.setattr(advice, "usable", lambda: False)
+    indices = np.arange(0, 1 << 20, 1500)  # a run of one page each: 700 ranges
+    assert (array[indices] == indices).all()
+    if vectored and advice._state is not False:
+        assert advice._state[0] == os.getpid()  # it was used, and took every call
 
 
 def test_arrays_not_mapped_are_left_as_they_are():
