@@ -5,7 +5,7 @@ A store larger than the memory a job may use is read at random (`mapped.advise_r
 a hop gathers thousands of rows spread over arrays larger than the page cache the
 job's cgroup leaves it, and each row not cached is a major page fault. On this
 project's test machine (a VM with a virtio disk) a fault costs about 20 us of kernel
-time, mostly the synchronous read: the disk works on one page at a time, about 80 us
+time and waits for its own read, so the disk works on one page at a time, about 80 us
 each. Asking the kernel first for every page of the gather (MADV_WILLNEED: readahead
 of exactly those pages, queued together, which returns without waiting) turns the
 faults into minor ones on pages already read or in flight: 20,000 random rows of the
@@ -191,7 +191,7 @@ def _plain(value):
     """`value` with every PrefetchingArray in it (in tuples, lists and dicts) plain."""
     if isinstance(value, PrefetchingArray):
         return value.view(np.ndarray)
-    if isinstance(value, (tuple, list)):
+    if type(value) in (tuple, list):  # (not a named tuple: its fields stay as they are)
         return type(value)(_plain(v) for v in value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
