@@ -68,13 +68,36 @@ class EpochBatches:
             return self.n // self.batch_size
         return -(-self.n // self.batch_size)
 
-    def __iter__(self):
-        epoch = self.epoch
+    def __iter__(self):  # a generator: the epoch moves on once a pass starts (torch's
+        epoch = self.epoch  # DataLoader calls iter() on it more than once per pass)
         self.epoch += 1
+        yield from self.keys(epoch)
+
+    def keys(self, epoch: int):
+        """The batches of `epoch`, in their order."""
         order = epoch_order(self.n, self.shuffle, self.seed, epoch)
         for index in range(len(self)):
             lo = index * self.batch_size
             yield BatchKey(epoch, index, order[lo:lo + self.batch_size])
+
+
+class EpochStream:
+    """The batch sampler of a loader whose workers persist: the batches of one epoch
+    after another from `start`, without end, so that the workers go on into the next
+    epoch while the main process takes the last batches of one (MinibatchLoader reads
+    each pass's batches off it, and starts it again where a pass is not the next)."""
+
+    def __init__(self, batches: EpochBatches):
+        self.batches, self.start = batches, batches.epoch
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        epoch = self.start
+        while True:
+            yield from self.batches.keys(epoch)
+            epoch += 1
 
 
 class MinibatchDataset:

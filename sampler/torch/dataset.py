@@ -109,7 +109,7 @@ class SampleDataset(torch.utils.data.IterableDataset):
         if self.batch_size is not None:
             # In a DataLoader worker, each batch goes to the main process in one block of
             # shared memory the worker reuses (sampler/torch/handoff.py).
-            blocks = Blocks() if info is not None else None
+            blocks = Blocks.of_process() if info is not None else None
             for ids, batch in batches:
                 data = batch_to_hetero_data(batch, input_id=ids, **self.options)
                 yield data if blocks is None else sent(data, blocks)

@@ -1,77 +1,26 @@
-"""A HeteroData from a DataLoader worker to the main process, in shared memory the
-worker reuses.
+"""A HeteroData from a DataLoader worker to the main process, in a block of shared
+memory the worker reuses (sampler.api.shared_blocks: why, and how blocks are reused and
+mapped once).
 
-Left to torch, a worker moves each tensor into a fresh shared-memory segment and the
-main process maps each one (a file descriptor fetched over a socket per segment).
-Fresh shared memory is the expensive part: every page is faulted in and zeroed again
-for every batch (on the machine of docs/benchmarks/decode.json, filling a fresh block
-of a batch's 4 MB cost about 8 times as much as filling one already used). So:
-
-  - a worker copies a batch's tensors into one block of a small pool of shared-memory
-    blocks (`sent`) and sends the block with the HeteroData's other attributes and
-    where each tensor sits (one storage, one file descriptor per batch);
+  - a worker copies a batch's tensors into a block of its pool (`sent`) and sends the
+    block (its number once the main process has it) with the HeteroData's other
+    attributes and where each tensor sits;
   - the main process (`Sent.__reduce__` -> `_received`) makes the tensors views of
-    the block, through a numpy array whose death says that none of them is left: a
-    finalizer then clears the block's first byte, its "in use" flag;
-  - the worker reuses a block whose flag is clear (it never waits for one: it makes
-    another block while all are in use, so a caller keeping every batch costs what
-    fresh segments cost).
+    the block's memory, whose death (after the last view's) frees the block.
 
-The flag is cleared only when the main process holds no view of the block (the numpy
-array is freed after the last tensor's storage), so a batch never changes under its
-user. A block whose batch never arrives (a loader stopped midway) stays in use until
-the worker exits; the memory goes with the processes, as torch's own segments do.
-
-The HeteroData keeps its class on both sides (SampledHeteroData, whose rule moves a
-ragged feature's offsets when PyG's Batch collates, sampler.torch.data): in the worker
-it is a Sent subclass of it, in the main process that class again.
+So a batch never changes under its user. The HeteroData keeps its class on both sides
+(SampledHeteroData, whose rule moves a ragged feature's offsets when PyG's Batch
+collates, sampler.torch.data): in the worker it is a Sent subclass of it, in the main
+process that class again.
 """
 from __future__ import annotations
 
-import weakref
 from typing import Optional
 
-import numpy as np
-
+from sampler.api.shared_blocks import Blocks, memory_of
 from sampler.torch.convert import HeteroData, torch
 
-_ALIGN = 64     # bytes: every tensor of a block starts at a multiple of this
-_HEADER = _ALIGN  # the block's first bytes: byte 0 is 1 while the main process uses it
-_SPARE = 1.25   # a new block has room for batches this much larger
-_POOL = 8       # blocks kept per worker (more are made while all are in use)
-
-
-class Blocks:
-    """A worker's pool of shared-memory blocks (uint8 tensors, flag first)."""
-
-    def __init__(self):
-        self._blocks: list = []
-
-    def take(self, size: int):
-        """A block with room for `size` bytes after its header, marked in use."""
-        need = _HEADER + size
-        for i, (block, flag) in enumerate(self._blocks):
-            if flag[0] == 0 and len(block) >= need:
-                flag[0] = 1
-                return block
-        free = [i for i, (_, flag) in enumerate(self._blocks) if flag[0] == 0]
-        if len(self._blocks) >= _POOL and free:  # room for the new one: drop a small free one
-            del self._blocks[free[0]]
-        block = _shared(int(need * _SPARE))
-        flag = block[:1].numpy()
-        flag[0] = 1
-        if len(self._blocks) < _POOL:
-            self._blocks.append((block, flag))
-        return block
-
-
-def _shared(size: int):
-    """`size` bytes of shared memory (torch's constructor of shared storage where it has
-    one: made shared from the start, nothing moved when sent)."""
-    new_shared = getattr(torch.UntypedStorage, "_new_shared", None)
-    if new_shared is None:
-        return torch.zeros(size, dtype=torch.uint8).share_memory_()
-    return torch.empty(0, dtype=torch.uint8).set_(new_shared(size))
+__all__ = ["Blocks", "Sent", "sent"]
 
 
 def sent(data, blocks: Blocks):
@@ -80,16 +29,11 @@ def sent(data, blocks: Blocks):
     other), which pickles as the block, the other attributes and where each tensor sits."""
     tensors = [(store, key, value) for store in data.stores for key, value in store.items()
                if isinstance(value, torch.Tensor)]
-    layout, offset = [], _HEADER
-    for store, key, tensor in tensors:
-        size = tensor.numel() * tensor.element_size()
-        layout.append((_store_key(store), key, tensor.dtype, tuple(tensor.shape), offset, size))
-        offset += -(-size // _ALIGN) * _ALIGN
-    block = blocks.take(offset - _HEADER)[:offset]
-    memory = block.numpy()
+    sizes = [tensor.numel() * tensor.element_size() for _, _, tensor in tensors]
+    block, memory, offsets = blocks.place(sizes)
     placed = {}
-    for (store, key, tensor), entry in zip(tensors, layout):
-        at, size = entry[-2:]
+    for (store, key, tensor), at, size in zip(tensors, offsets, sizes):
+        entry = (_store_key(store), key, tensor.dtype, tuple(tensor.shape), at, size)
         view = torch.from_numpy(memory[at:at + size]).view(tensor.dtype).view(tensor.shape)
         view.copy_(tensor)
         store[key] = view
@@ -117,7 +61,7 @@ class Sent(HeteroData):
                     layout.append(entry)
                 else:  # not a tensor, or one set after `sent` (a collate_fn's): as it is
                     setattr(target, name, value)
-        return _received, (block, rest, layout)
+        return _received, (block.ref(), rest, layout)
 
 
 _SENT_CLASSES: dict = {HeteroData: Sent}
@@ -136,11 +80,10 @@ def _store_key(store) -> Optional[object]:
     return getattr(store, "_key", None)
 
 
-def _received(block, data, layout):
-    """The HeteroData in the main process (Sent's module docstring)."""
-    memory = block.numpy()
-    weakref.finalize(memory, _release, block[:1].numpy())
-    whole = torch.from_numpy(memory)  # its storage keeps `memory` until its last view dies
+def _received(entry, data, layout):
+    """The HeteroData in the main process (the module docstring); `entry`: the block, as
+    shared_blocks' registry holds it."""
+    whole = torch.from_numpy(memory_of(entry))  # kept by its storage until the last view dies
     for store_key, key, dtype, shape, at, size in layout:
         tensor = whole[at:at + size].view(dtype).view(shape)
         if store_key is None:  # the global store
@@ -148,7 +91,3 @@ def _received(block, data, layout):
         else:
             data[store_key][key] = tensor
     return data
-
-
-def _release(flag: np.ndarray) -> None:
-    flag[0] = 0

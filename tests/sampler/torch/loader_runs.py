@@ -4,8 +4,10 @@ loaded gRPC (Beam's tests, in the same pytest worker), where the loaders do not 
 
     python -m tests.sampler.torch.loader_runs '{"graph": ..., "spec": ..., "runs": [...]}'
 
-prints, per run (the loader's keyword arguments, plus "kind" and "input", and "passes"),
-the digest of every batch of every pass, as JSON."""
+prints, per run (the loader's keyword arguments, plus "kind" and "input", "passes", and
+optionally per pass "epochs" (the epoch set_epoch names first, or null) and "take" (how
+many batches the pass takes before it stops, or null for all)), the digest of every batch
+of every pass, as JSON."""
 import hashlib
 import json
 import sys
@@ -38,10 +40,19 @@ def main(argv) -> int:
     for run in config["runs"]:
         run = dict(run)
         kind, passes, given = run.pop("kind", "node"), run.pop("passes", 1), run.pop("input")
+        epochs, take = run.pop("epochs", [None] * passes), run.pop("take", [None] * passes)
         loader = (NeighborLoader(graph, given, **run) if kind == "node"
                   else LinkNeighborLoader(graph, given, **run))
-        results.append({"len": len(loader),
-                        "passes": [[digest(d) for d in loader] for _ in range(passes)]})
+        digests = []
+        for epoch, count in zip(epochs, take):
+            if epoch is not None:
+                loader.set_epoch(epoch)
+            digests.append([])
+            for data in loader:
+                if count is not None and len(digests[-1]) == count:
+                    break
+                digests[-1].append(digest(data))
+        results.append({"len": len(loader), "passes": digests})
     print(json.dumps(results))
     return 0
 

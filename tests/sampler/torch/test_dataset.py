@@ -276,6 +276,7 @@ def test_a_block_is_reused_only_when_no_tensor_of_its_batch_is_left(demo):
 
     from multiprocessing.reduction import ForkingPickler
 
+    from sampler.api import shared_blocks
     from sampler.torch import handoff
 
     folder, vocabulary = demo
@@ -293,7 +294,8 @@ def test_a_block_is_reused_only_when_no_tensor_of_its_batch_is_left(demo):
     assert torch.equal(kept, expected_x[1:])
     del kept, again
     gc.collect()
-    assert [int(flag[0]) for _, flag in blocks._blocks] == [0, 1]
+    assert [int(block.header[0]) for block in blocks._blocks] == [shared_blocks.KNOWN,
+                                                                  shared_blocks.IN_USE]
 
 
 def test_tensors_changed_in_the_worker_after_the_handoff_arrive_as_changed(demo):

@@ -143,6 +143,21 @@ def test_the_loader_gives_the_same_batches_for_any_number_of_workers(demo):
     assert len(here[0]) == len(first)
 
 
+def test_persistent_workers_go_on_into_the_next_epoch_with_the_same_batches(demo):
+    """Persistent workers make the next epoch's batches ahead (sampler.api.loader's
+    EpochStream); a pass stopped midway, or set_epoch naming another epoch, starts them
+    again: every pass is the batches of its epoch, as without workers."""
+    plan = dict(input=None, batch_size=7, shuffle=True, seed=5, label="labels", passes=4,
+                take=[None, 2, None, None], epochs=[None, None, None, 1])
+    runs = fresh_runs(DEMO, DEMO_SPEC, [dict(plan, num_workers=0)] + [
+        dict(plan, num_workers=workers, persistent_workers=True, prefetch_factor=4)
+        for workers in (1, 2)])
+    assert runs[0] == runs[1] == runs[2]
+    whole, part, after, again = runs[0]["passes"]
+    assert len(part) == 2 and again[:2] == part and len(again) == len(whole) == len(after)
+    assert whole != after != again  # epochs 0, 2 and 1: new orders and new draws
+
+
 def test_where_forking_is_unsafe_the_batches_are_made_here(demo, monkeypatch, caplog):
     from sampler.api import loader
 
