@@ -74,7 +74,9 @@ class SampleDataset(torch.utils.data.IterableDataset):
                             link_edge_type=link_edge_type, encoder=encoder)
         self.shuffle, self.shuffle_buffer, self.seed = shuffle, max(1, shuffle_buffer), seed
         self.drop_last = drop_last
-        self.epoch = 0
+        # The epoch in shared memory: persistent DataLoader workers keep the copy of the
+        # dataset they were forked with, and read set_epoch's epoch from it every pass.
+        self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
 
     @property
     def schema(self):
@@ -85,10 +87,18 @@ class SampleDataset(torch.utils.data.IterableDataset):
     def files(self) -> tuple[str, ...]:
         return self.samples.files
 
+    @property
+    def epoch(self) -> int:
+        """The epoch whose shuffle the next pass uses."""
+        return int(self._epoch[0])
+
     def set_epoch(self, epoch: int) -> None:
         """The epoch whose shuffle the next pass uses (call it before each epoch, as with
-        DistributedSampler; workers get a copy of the dataset when a pass starts)."""
-        self.epoch = epoch
+        DistributedSampler; DataLoader workers, persistent ones too, read it as a pass
+        starts)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise SamplerError(f"epoch {epoch!r}: give a whole number, 0 or more")
+        self._epoch[0] = epoch
 
     def __iter__(self) -> Iterator:
         info = torch.utils.data.get_worker_info()
@@ -97,10 +107,10 @@ class SampleDataset(torch.utils.data.IterableDataset):
             raise SamplerError("a growing Vocabulary cannot be shared by DataLoader workers: "
                                "use Vocabulary.from_samples(folder) or "
                                "Vocabulary.from_graph(graph)")
-        shards = np.arange(len(self.files))
-        rng = np.random.default_rng([self.seed, self.epoch, worker])
+        shards, epoch = np.arange(len(self.files)), self.epoch
+        rng = np.random.default_rng([self.seed, epoch, worker])
         if self.shuffle:  # the same shard order in every worker: the split stays a split
-            shards = np.random.default_rng([self.seed, self.epoch]).permutation(shards)
+            shards = np.random.default_rng([self.seed, epoch]).permutation(shards)
         mine = shards[worker::workers].tolist()
         batches = read_batches(self.files, mine, BatchDecoder(self.schema),
                                batch_size=self.batch_size, drop_last=self.drop_last,

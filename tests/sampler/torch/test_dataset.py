@@ -81,6 +81,30 @@ def test_shuffle_is_a_permutation_that_changes_by_epoch(demo):
     assert first != expected(folder)
 
 
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+def test_persistent_workers_follow_set_epoch(demo):
+    """Persistent workers keep the dataset they were forked with: set_epoch still
+    reaches them (the epoch is in shared memory), each pass as without workers."""
+    folder, vocabulary = demo
+
+    def passes(workers):
+        dataset = SampleDataset(folder, vocabulary=vocabulary, shuffle=True,
+                                shuffle_buffer=8, seed=3, batch_size=3)
+        loader = DataLoader(dataset, batch_size=None, num_workers=workers,
+                            persistent_workers=workers > 0)
+        out = []
+        for epoch in (0, 1, 1, 0):
+            dataset.set_epoch(epoch)
+            out.append([int(i) for data in loader for i in data["paper"].input_id])
+        return out
+
+    alone = passes(0)
+    assert passes(1) == alone
+    assert alone[0] == alone[3] != alone[1] == alone[2]
+    with pytest.raises(SamplerError, match="epoch -1"):
+        SampleDataset(folder, vocabulary=vocabulary).set_epoch(-1)
+
+
 def test_a_growing_vocabulary_is_refused_in_workers(demo):
     folder, _ = demo
     loader = DataLoader(SampleDataset(folder, vocabulary=Vocabulary()), batch_size=None,
