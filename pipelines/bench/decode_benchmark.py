@@ -28,7 +28,10 @@ seconds beside), interleaved round by round, the median of --repeat rounds:
   hetero           the same batches as PyG HeteroData (`batch_to_hetero_data`, a fixed
                    Vocabulary made before)
   dataset_0/1/2    `sampler.torch.SampleDataset(batch_size=B)` through a DataLoader with
-                   0, 1, 2 workers: the wall time is the measure there
+                   0, 1, 2 workers (persistent), as training reads it epoch after
+                   epoch: one untimed pass over the folder (the workers' start), then
+                   DATASET_PASSES timed ones, figures per pass; the wall time is the
+                   measure there
   train_tensorflow `train`'s input (sampler/training/input.py: the model's numbers only,
                    no strings, merged by TensorFlow), batches of B, one thread
   train_decoder    the same batches from the batched decoder's columns through
@@ -38,9 +41,10 @@ Records and MB (the shard files' bytes) per CPU-second and per wall-second. The 
 is shared: CPU seconds are the figure to read, except for the DataLoader's workers,
 whose speedup only a quiet machine shows in wall time (the load average is recorded
 before and after); so the dataset contenders also record the CPU each batch cost in
-the main process and in the workers, from which `two_idle_cores` gives the speedup of
-2 workers over 1 on two idle cores. `--json FILE` writes the result with its provenance;
-`python -m pipelines.tools.docs_gen` renders it into docs/performance.md.
+the main process and in the workers (read from /proc while they run), from which
+`two_idle_cores` gives the speedup of 2 workers over 1 on two idle cores. `--json FILE`
+writes the result with its provenance; `python -m pipelines.tools.docs_gen` renders it
+into docs/performance.md.
 """
 from __future__ import annotations
 
@@ -55,6 +59,7 @@ import time
 
 from pipelines import REPO_ROOT
 
+DATASET_PASSES = 4  # timed passes of the DataLoader contenders, after an untimed one
 CONTENDERS = ("framing", "parse_example", "tensorflow", "parse_examples", "decoder",
               "columns", "hetero", "dataset_0", "dataset_1", "dataset_2", "train_tensorflow",
               "train_decoder")
@@ -141,19 +146,54 @@ def _reader(name: str, folder: str, batch_size: int):
         return lambda: sum(len(batch_to_hetero_data(batch, input_id=ids,
                                                     vocabulary=vocabulary)["paper"].input_id)
                            for ids, batch in batches())
+    return _dataset_reader(SampleDataset(folder, vocabulary=vocabulary,
+                                         batch_size=batch_size), int(name.rsplit("_", 1)[1]))
+
+
+def _dataset_reader(dataset, workers: int):
+    """A DataLoader of `dataset` with `workers` persistent workers: a pass first, untimed,
+    then DATASET_PASSES passes timed; `read.measured`: CPU and wall seconds per pass, the
+    main process's and the workers' CPU apart."""
     import torch
 
     torch.set_num_threads(1)
-    workers = int(name.rsplit("_", 1)[1])
-    dataset = SampleDataset(folder, vocabulary=vocabulary, batch_size=batch_size)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=None, num_workers=workers,
+                                         persistent_workers=workers > 0)
+
+    def one_pass():
+        records = batches = 0
+        for data in loader:
+            records += len(data["paper"].input_id)
+            batches += 1
+        return records, batches
 
     def read():
-        records = 0
-        for read.batches, data in enumerate(torch.utils.data.DataLoader(
-                dataset, batch_size=None, num_workers=workers), 1):
-            records += len(data["paper"].input_id)
+        records, _ = one_pass()
+        pids = [w.pid for w in loader._iterator._workers] if workers else []
+        (main, _), wall, in_workers = _cpu(), time.perf_counter(), _cpu_of(pids)
+        batches = 0
+        for _ in range(DATASET_PASSES):
+            again, made = one_pass()
+            assert again == records, (again, records)
+            batches += made
+        wall = time.perf_counter() - wall
+        main, in_workers = _cpu()[0] - main, _cpu_of(pids) - in_workers
+        read.measured = {"records": records, "cpu_s": (main + in_workers) / DATASET_PASSES,
+                         "wall_s": wall / DATASET_PASSES, "batches": batches / DATASET_PASSES,
+                         "main_cpu_s": main / DATASET_PASSES,
+                         "workers_cpu_s": in_workers / DATASET_PASSES}
         return records
     return read
+
+
+def _cpu_of(pids: list[int]) -> float:
+    """CPU seconds of these (live) processes so far, from /proc."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _chunks_of(path: str, records: int):
@@ -273,10 +313,9 @@ def run_contender(name: str, folder: str, batch_size: int) -> dict:
     records = read()
     wall = time.perf_counter() - wall
     main, workers = (after - before for before, after in zip((main, workers), _cpu()))
-    result = {"records": records, "cpu_s": main + workers, "wall_s": wall}
-    if hasattr(read, "batches"):  # the DataLoader's: CPU per batch, main process and workers
-        result.update(batches=read.batches, main_cpu_s=main, workers_cpu_s=workers)
-    return result
+    # The DataLoader's measure themselves (per timed pass, main process and workers apart).
+    return getattr(read, "measured", {"records": records, "cpu_s": main + workers,
+                                      "wall_s": wall})
 
 
 # ---- the whole run -------------------------------------------------------------------------
@@ -319,7 +358,10 @@ def measure(folder: str, contenders: list[str], repeat: int, batch_size: int,
                     1000 * r[f"{who}_cpu_s"] / r["batches"] for r in results), 2)
                  for who in ("main", "workers")})
     return {"records": records, "shards": len(files), "mb": round(mb, 1),
-            "batch_size": batch_size, "repeat": repeat, "medians": medians,
+            "batch_size": batch_size, "repeat": repeat,
+            "dataset_passes": {"untimed": 1, "timed": DATASET_PASSES,
+                               "persistent_workers": True},
+            "medians": medians,
             "runs": {name: [{k: round(v, 3) if isinstance(v, float) else v
                              for k, v in r.items()} for r in results]
                      for name, results in runs.items()},

@@ -18,9 +18,13 @@ in file order, for all:
               same batches (pipelines/bench/dgl_benchmark.py), its own interpreter.
   loader      `sampler.torch.NeighborLoader` (batches of 1024 as HeteroData, shuffled)
               with 1 and with 2 workers: batches per wall second once the workers run
-              (persistent workers; the first epoch, their start, is not timed). On 2
-              cores, 2 workers can give up to twice one worker's rate, only on a quiet
-              machine: the load average is recorded with the figures.
+              (persistent workers, prefetch 4; the first epoch, their start, is not
+              timed, then epochs until LOADER_MIN_BATCHES batches), and the CPU a batch
+              cost in the main process and in the workers (read from /proc while they
+              run). On 2 cores, 2 workers can give up to twice one worker's rate, only
+              on a quiet machine: the load average is recorded with the figures, and
+              the CPU costs give what two idle cores would
+              (decode_benchmark.two_idle_cores).
 """
 from __future__ import annotations
 
@@ -35,12 +39,13 @@ import numpy as np
 
 from pipelines import REPO_ROOT
 from pipelines.bench.api_benchmark import _median
+from pipelines.bench.decode_benchmark import two_idle_cores
 from pipelines.bench.provenance import provenance
 
 BATCHES = (512, 1024)
 HETERO_BATCH = 1024
 LOADER_BATCH = 1024
-LOADER_MIN_BATCHES = 48  # timed batches per loader run (epochs after the first)
+LOADER_MIN_BATCHES = 160  # timed batches per loader run (epochs after the first)
 LABEL = "labels"
 MIN_SEEDS = 100_000  # seeds per measurement: passes over the seeds until so many
 
@@ -136,16 +141,23 @@ def measure_loader(graph: str, spec: str, seeds: str, workers: int) -> dict:
     loader = NeighborLoader(loaded, ids, batch_size=LOADER_BATCH, shuffle=True,
                             num_workers=workers, label=LABEL, persistent_workers=True,
                             prefetch_factor=4)
+    from pipelines.bench.decode_benchmark import _cpu_of
+
     epochs = 1 + max(1, -(-LOADER_MIN_BATCHES // len(loader)))
     timed = 0
     for epoch in range(epochs):
         if epoch == 1:
-            wall, cpu = time.perf_counter(), time.process_time()
+            pids = [w.pid for w in loader._iterator._workers]
+            wall, cpu, in_workers = time.perf_counter(), time.process_time(), _cpu_of(pids)
         for data in loader:
             timed += epoch > 0
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return {"workers": workers, "batches": timed, "wall_s": round(wall, 3),
-            "main_cpu_s": round(cpu, 3), "batches_per_s": round(timed / wall, 2)}
+    in_workers = _cpu_of(pids) - in_workers
+    return {"workers": workers, "epochs": epochs - 1, "batches": timed,
+            "wall_s": round(wall, 3), "main_cpu_s": round(cpu, 3),
+            "workers_cpu_s": round(in_workers, 3), "batches_per_s": round(timed / wall, 2),
+            "main_cpu_ms_per_batch": round(1000 * cpu / timed, 2),
+            "workers_cpu_ms_per_batch": round(1000 * in_workers / timed, 2)}
 
 
 def _rates(seeds: int, batches: int, edges: int, wall: float, cpu: float, **more) -> dict:
@@ -213,13 +225,18 @@ def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:
               "scale": args.scale, "seeds": ns.seed_count,
               "passes": passes(ns.seed_count),
               "batch_sizes": list(BATCHES), "repeat": args.repeat,
+              "loader": {"batch_size": LOADER_BATCH, "untimed_epochs": 1,
+                         "timed_batches_at_least": LOADER_MIN_BATCHES,
+                         "persistent_workers": True, "prefetch_factor": 4},
               "load_averages": loads, "median": median,
               "ratios": {
                   "heterodata_vs_sampling": round(
                       median["heterodata"]["batches_per_cpu_s"]
                       / sampling[str(HETERO_BATCH)]["batches_per_cpu_s"], 3),
                   "loader_2_vs_1": round(median["loader_2"]["batches_per_s"]
-                                         / median["loader_1"]["batches_per_s"], 3)}}
+                                         / median["loader_1"]["batches_per_s"], 3),
+                  "loader_2_vs_1_two_idle_cores": two_idle_cores(
+                      {"dataset_2": median["loader_2"]})}}
     if args.dgl_python:
         result["dgl"] = dgl_info
         for size in BATCHES:

@@ -20,6 +20,7 @@ starts them again at its epoch, what they made ahead dropped.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional
 
 import numpy as np
@@ -74,9 +75,8 @@ def _unpacked(entry, layout) -> _Unpacked:
             items.append((key, attribute, shape))
             continue
         dtype = np.dtype(dtype)
-        count = int(np.prod(shape, dtype=np.int64))
-        items.append((key, attribute,
-                      memory[at:at + count * dtype.itemsize].view(dtype).reshape(shape)))
+        size = math.prod(shape) * dtype.itemsize  # math's: numpy's costs more than the view
+        items.append((key, attribute, memory[at:at + size].view(dtype).reshape(shape)))
     return _Unpacked(items)
 
 
