@@ -355,7 +355,8 @@ def decode(data: dict, source: str) -> str:
     return "\n\n".join([
         f"{data['folder']}: {result['records']:,} records, {number(result['mb'], 1)} MB in "
         f"{result['shards']} shards; each reader in a process of its own, its loop over "
-        f"the folder timed (start-up and imports not counted), median of {result['repeat']} "
+        f"the folder timed (start-up and imports not counted)" + _dataset_passes(result)
+        + f", median of {result['repeat']} "
         f"interleaved rounds. CPU seconds include the DataLoader's workers; their speedup "
         f"is read in wall time, which only a quiet machine shows"
         + (f" (load average {load} before the run, {data.get('load_average')} after)"
@@ -378,6 +379,16 @@ def decode(data: dict, source: str) -> str:
            f"TensorFlow's records per CPU-second" if "train_decoder" in medians else "")
         + ".",
         provenance_line(data, source)])
+
+
+def _dataset_passes(result: dict) -> str:
+    """How the DataLoader rows were timed (decode_benchmark.DATASET_PASSES), if said."""
+    passes = result.get("dataset_passes")
+    if not passes:
+        return ""
+    return (f"; the DataLoader rows per pass over the folder, its workers persistent, "
+            f"{passes['timed']} passes timed after {passes['untimed']} untimed (the "
+            f"workers' start)")
 
 
 def _worker_costs(two: dict, idle: Optional[float]) -> str:
@@ -457,6 +468,17 @@ DATAFLOW_SLOWDOWN, SHUFFLED_PER_OUTPUT_BYTE = 2.0, 2.0
 TFGNN_SUBGRAPHS, TFGNN_VCPU_HOURS, TFGNN_USD = 736_000, (45, 150), 11.0
 
 
+def _loader_costs(two: dict, idle: Optional[float]) -> list[str]:
+    """The CPU a loader's batch cost with 2 workers, and 2 workers on two idle cores
+    (a paragraph, where the file has them)."""
+    main, workers = two.get("main_cpu_ms_per_batch"), two.get("workers_cpu_ms_per_batch")
+    if main is None or workers is None or idle is None:
+        return []
+    return [f"With 2 workers a batch cost {main:.2f} ms of CPU in the main process and "
+            f"{workers:.2f} ms in a worker, so on two idle cores 2 workers give "
+            f"2W / (W + M) = **{idle:.2f}x** one worker's rate."]
+
+
 def minibatch(data: dict, source: str) -> str:
     """`benchmark --minibatch --json`: merged mini-batches beside DGL's sampler, HeteroData
     against sampling alone, the loader with 1 and 2 workers."""
@@ -501,6 +523,7 @@ def minibatch(data: dict, source: str) -> str:
         + (f" (load average during the runs: {', '.join(str(x) for x in loads)})"
            if loads else "") + ".",
         table(["", "batches / s", "vs 1 worker"], loader),
+        *_loader_costs(median["loader_2"], ratios.get("loader_2_vs_1_two_idle_cores")),
         provenance_line(data, source)])
 
 
