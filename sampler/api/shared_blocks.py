@@ -20,8 +20,8 @@ descriptor's round trip cost the main process about 40% of its time per batch of
   - the worker never waits for a block: while all are in use it makes another (a caller
     keeping every batch costs what fresh segments cost), keeping at most `POOL`; a block
     it lets go, and every block when the worker ends, is marked retired, and the main
-    process lets go of retired blocks (not in use) whenever a batch is received or
-    released.
+    process lets go of retired blocks, and of those of workers no longer alive (not in
+    use), whenever a batch is received or released.
 
 A worker process also keeps the memory it frees for its next batches (`_keep_freed_memory`,
 glibc's malloc only): by default glibc gives large blocks back to the system as soon as
@@ -110,6 +110,8 @@ class Blocks:
         block.header[_STATE] = IN_USE
         if len(self._blocks) < POOL:
             self._blocks.append(block)
+        else:  # for this batch only: let go once the main process is done with it
+            block.header[_RETIRED] = 1
         return block
 
     def place(self, sizes: list[int]) -> tuple[Block, np.ndarray, list[int]]:
@@ -201,10 +203,27 @@ def _release(header: np.ndarray) -> None:
 
 
 def _prune() -> None:
-    """Lets go of the blocks their workers retired (none in use)."""
+    """Lets go of the blocks their workers retired, or whose worker is gone (ended
+    without retiring them: killed, say), none in use."""
+    alive: dict = {}
     for key, (_, header) in list(_MAPPED.items()):
-        if header[_RETIRED] and header[_STATE] != IN_USE:
+        if header[_STATE] == IN_USE:
+            continue
+        pid = key[0]
+        if pid not in alive:
+            alive[pid] = _alive(pid)
+        if header[_RETIRED] or not alive[pid]:
             _MAPPED.pop(key, None)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: a pid used again, so not our worker
+        return False
+    return True
 
 
 def _forked() -> None:

@@ -344,3 +344,23 @@ def test_tensors_changed_in_the_worker_after_the_handoff_arrive_as_changed(demo)
     assert torch.equal(received["paper"].mask, torch.ones(3, dtype=torch.bool))
     assert torch.equal(received["paper"].n_id, n_id + 1)
     assert "batch" not in received["paper"]
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+def test_the_main_process_lets_go_of_the_blocks_of_workers_that_ended(demo):
+    """The main process maps the workers' blocks (sampler.api.shared_blocks); once the
+    workers have ended and no batch is held, none of their blocks is left mapped."""
+    import gc
+
+    from sampler.api import shared_blocks
+
+    folder, vocabulary = demo
+    loader = DataLoader(SampleDataset(folder, vocabulary=vocabulary, batch_size=2),
+                        batch_size=None, num_workers=2)
+    batches = iter(loader)
+    workers = {w.pid for w in batches._workers}
+    for data in batches:
+        assert {key[0] for key in shared_blocks._MAPPED} & workers  # their blocks
+    del data
+    gc.collect()
+    assert not {key[0] for key in shared_blocks._MAPPED} & workers
