@@ -58,6 +58,7 @@ import sys
 import time
 
 from pipelines import REPO_ROOT
+from pipelines.bench import worker_cpu
 
 DATASET_PASSES = 4  # timed passes of the DataLoader contenders, after an untimed one
 CONTENDERS = ("framing", "parse_example", "tensorflow", "parse_examples", "decoder",
@@ -170,30 +171,20 @@ def _dataset_reader(dataset, workers: int):
     def read():
         records, _ = one_pass()
         pids = [w.pid for w in loader._iterator._workers] if workers else []
-        (main, _), wall, in_workers = _cpu(), time.perf_counter(), _cpu_of(pids)
+        (main, _), wall, in_workers = _cpu(), time.perf_counter(), worker_cpu.cpu_seconds(pids)
         batches = 0
         for _ in range(DATASET_PASSES):
             again, made = one_pass()
             assert again == records, (again, records)
             batches += made
         wall = time.perf_counter() - wall
-        main, in_workers = _cpu()[0] - main, _cpu_of(pids) - in_workers
+        main, in_workers = _cpu()[0] - main, worker_cpu.cpu_seconds(pids) - in_workers
         read.measured = {"records": records, "cpu_s": (main + in_workers) / DATASET_PASSES,
                          "wall_s": wall / DATASET_PASSES, "batches": batches / DATASET_PASSES,
                          "main_cpu_s": main / DATASET_PASSES,
                          "workers_cpu_s": in_workers / DATASET_PASSES}
         return records
     return read
-
-
-def _cpu_of(pids: list[int]) -> float:
-    """CPU seconds of these (live) processes so far, from /proc."""
-    total = 0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _chunks_of(path: str, records: int):
@@ -388,16 +379,11 @@ def targets(medians: dict) -> dict:
 
 
 def two_idle_cores(medians: dict):
-    """What 2 workers give over 1 on two otherwise idle cores, from the CPU each batch
-    cost with 2 workers: W in a worker, M in the main process. One worker is its own
-    bound (W per batch; the main process's M runs beside it on the other core); two
-    share both cores with the main process: (W + M) / 2 per batch. So 2W / (W + M).
-    Wall time can only show this on a quiet machine; the CPU costs show it on any."""
+    """2 workers over 1 on two idle cores, from dataset_2's CPU per batch
+    (worker_cpu.two_idle_cores)."""
     two = medians.get("dataset_2", {})
-    main, workers = two.get("main_cpu_ms_per_batch"), two.get("workers_cpu_ms_per_batch")
-    if not main or not workers:
-        return None
-    return round(2 * workers / (workers + main), 2)
+    return worker_cpu.two_idle_cores(two.get("main_cpu_ms_per_batch"),
+                                     two.get("workers_cpu_ms_per_batch"))
 
 
 def main(argv=None) -> int:

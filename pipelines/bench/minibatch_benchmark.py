@@ -24,7 +24,7 @@ in file order, for all:
               run). On 2 cores, 2 workers can give up to twice one worker's rate, only
               on a quiet machine: the load average is recorded with the figures, and
               the CPU costs give what two idle cores would
-              (decode_benchmark.two_idle_cores).
+              (worker_cpu.two_idle_cores).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ import numpy as np
 
 from pipelines import REPO_ROOT
 from pipelines.bench.api_benchmark import _median
-from pipelines.bench.decode_benchmark import two_idle_cores
+from pipelines.bench.worker_cpu import cpu_seconds, two_idle_cores
 from pipelines.bench.provenance import provenance
 
 BATCHES = (512, 1024)
@@ -141,18 +141,16 @@ def measure_loader(graph: str, spec: str, seeds: str, workers: int) -> dict:
     loader = NeighborLoader(loaded, ids, batch_size=LOADER_BATCH, shuffle=True,
                             num_workers=workers, label=LABEL, persistent_workers=True,
                             prefetch_factor=4)
-    from pipelines.bench.decode_benchmark import _cpu_of
-
     epochs = 1 + max(1, -(-LOADER_MIN_BATCHES // len(loader)))
     timed = 0
     for epoch in range(epochs):
         if epoch == 1:
             pids = [w.pid for w in loader._iterator._workers]
-            wall, cpu, in_workers = time.perf_counter(), time.process_time(), _cpu_of(pids)
+            wall, cpu, in_workers = time.perf_counter(), time.process_time(), cpu_seconds(pids)
         for data in loader:
             timed += epoch > 0
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    in_workers = _cpu_of(pids) - in_workers
+    in_workers = cpu_seconds(pids) - in_workers
     return {"workers": workers, "epochs": epochs - 1, "batches": timed,
             "wall_s": round(wall, 3), "main_cpu_s": round(cpu, 3),
             "workers_cpu_s": round(in_workers, 3), "batches_per_s": round(timed / wall, 2),
@@ -236,7 +234,8 @@ def main_hook(args, folder: str, spec: str, seeds: str, log) -> int:
                   "loader_2_vs_1": round(median["loader_2"]["batches_per_s"]
                                          / median["loader_1"]["batches_per_s"], 3),
                   "loader_2_vs_1_two_idle_cores": two_idle_cores(
-                      {"dataset_2": median["loader_2"]})}}
+                      median["loader_2"]["main_cpu_ms_per_batch"],
+                      median["loader_2"]["workers_cpu_ms_per_batch"])}}
     if args.dgl_python:
         result["dgl"] = dgl_info
         for size in BATCHES:
