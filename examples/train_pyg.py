@@ -12,10 +12,11 @@ as PyG's NeighborLoader lays them out (`merged`: each node of a hop once per bat
 `disjoint`: each seed's own subgraph, the records' draws), and a heterogeneous
 GraphSAGE with one layer per hop of the spec reads them through PyG's `trim_to_layer`
 (each layer only the nodes and edges the layers after it need). Seeds are held out by
-the same hash of their ids; the result gives held-out accuracy and seconds per epoch.
-On the planted task (`synthetic-graph --scale 0.002 --planted`) with its five-op spec,
-8 epochs of batches of 64, seeds 0-5: merged 0.991 (0.986-0.994) at 1.06 s per epoch,
-disjoint 0.980 (0.957-0.994) at 2.32 s per epoch (docs/minibatches.md, Training).
+the same hash of their ids; the result gives held-out accuracy and seconds per epoch
+(wall and CPU). Both modes' accuracy and epoch times on the planted task, seeds 0-5,
+are measured by `python -m pipelines.bench.training_benchmark` (each of its runs is
+this command with `--epochs 8 --batch-size 64 --seed S`, one thread) into
+docs/benchmarks/training.json, and shown in docs/minibatches.md (Training).
 
 The folder's records are read with `sampler.torch.SampleDataset` (one HeteroData per
 record, reverse edges added so messages reach the seed), batched by PyG's DataLoader
@@ -325,11 +326,12 @@ def train_online(graph_path: str, spec: str, label: str, *, batches: str = "merg
     loss_fn = torch.nn.CrossEntropyLoss()
     log(f"{int((~test).sum())} seeds for training, {int(test.sum())} held out; {classes} "
         f"classes; {batches} mini-batches of {batch_size}; GraphSAGE with trim_to_layer")
-    epoch_seconds = []
+    epoch_seconds, epoch_cpu_seconds = [], []
     train_loader.set_epoch(0)
     for epoch in range(epochs):
         model.train()
         started, total, count = time.perf_counter(), 0.0, 0
+        cpu_started = time.process_time()  # this process's (the loader's workers' not)
         for data in train_loader:
             data = with_inputs(data, scale)
             size = data[seed_set].batch_size
@@ -340,6 +342,7 @@ def train_online(graph_path: str, spec: str, label: str, *, batches: str = "merg
             total += float(loss.detach()) * size
             count += size
         epoch_seconds.append(time.perf_counter() - started)
+        epoch_cpu_seconds.append(time.process_time() - cpu_started)
         log(f"epoch {epoch + 1}/{epochs}: loss {total / count:.4f}, "
             f"{epoch_seconds[-1]:.2f} s")
     model.eval()
@@ -356,7 +359,7 @@ def train_online(graph_path: str, spec: str, label: str, *, batches: str = "merg
     counts = np.bincount(torch.cat(labels).numpy())
     result = {"accuracy": correct / seen, "chance": float(counts.max() / counts.sum()),
               "held_out_count": seen, "epoch_seconds": epoch_seconds,
-              "batches": batches}
+              "epoch_cpu_seconds": epoch_cpu_seconds, "batches": batches}
     log(f"held-out ({batches} batches): accuracy {result['accuracy']:.4f} on {seen} seeds; "
         f"chance (majority class) {result['chance']:.4f}; "
         f"{np.mean(epoch_seconds):.2f} s per epoch")
