@@ -527,6 +527,47 @@ def minibatch(data: dict, source: str) -> str:
         provenance_line(data, source)])
 
 
+def training(data: dict, source: str) -> str:
+    """`python -m pipelines.bench.training_benchmark --json`: examples/train_pyg.py's
+    online training on merged and on disjoint mini-batches, seed by seed."""
+    summary, graph = data["summary"], data["graph"]
+    spec = graph["spec"]
+    rows = [[mode, f"{s['accuracy']['mean']:.3f} ({s['accuracy']['min']:.3f}-"
+                   f"{s['accuracy']['max']:.3f})",
+             f"{s['cpu_s_per_epoch']['mean']:.2f} ({s['cpu_s_per_epoch']['min']:.2f}-"
+             f"{s['cpu_s_per_epoch']['max']:.2f})",
+             f"{s['wall_s_per_epoch']['mean']:.2f} ({s['wall_s_per_epoch']['min']:.2f}-"
+             f"{s['wall_s_per_epoch']['max']:.2f})"]
+            for mode, s in summary.items()]
+    seeds = data["seeds"]
+    first = next(iter(summary.values()))
+    ratio = ""
+    if {"merged", "disjoint"} <= set(summary):
+        cpu = (summary["disjoint"]["cpu_s_per_epoch"]["mean"]
+               / summary["merged"]["cpu_s_per_epoch"]["mean"])
+        ratio = (f" An epoch on disjoint batches took {cpu:.2f}x the CPU of one on merged "
+                 f"batches.")
+    loads = data.get("load_averages", [])
+    return "\n\n".join([
+        f"`synthetic-graph --scale {graph['scale']:g} --planted` (only the cited papers "
+        f"know a paper's label; {number(graph['nodes'].get('paper'))} papers) with the "
+        f"graph's own spec (seed {spec['seed']}; {', '.join(spec['ops'])}: "
+        f"{spec['layers']} layers), "
+        f"{data['epochs']} epoch{'s' if data['epochs'] != 1 else ''} of batches of "
+        f"{data['batch_size']}, "
+        + (f"seeds {seeds[0]}-{seeds[-1]}" if len(seeds) > 1 else f"seed {seeds[0]}")
+        + f", one process per run with one thread; each run is "
+        f"`{data['run_command']}`. Held-out accuracy on {number(first['held_out_count'])} "
+        f"seeds (the majority class: {first['chance']:.3f}); seconds per epoch are each "
+        f"run's mean over its epochs (sampling, conversion and the model, all in the "
+        f"process)." + ratio
+        + (f" Accuracy does not depend on the machine's load; seconds do (load average "
+           f"{min(loads)}-{max(loads)} during the runs)." if loads else ""),
+        table(["batches", "held-out accuracy, mean (range)",
+               "CPU s per epoch, mean (range)", "wall s per epoch, mean (range)"], rows),
+        provenance_line(data, source)])
+
+
 def cost(data: dict, source: str) -> str:
     """The cost model from an engines measurement that has a `beam` contender."""
     config, medians = data["config"], data["medians"]
@@ -586,6 +627,7 @@ RENDERERS: dict[str, tuple[str, Callable[[dict, str], str]]] = {
     "torch": ("Reading samples into PyTorch Geometric", torch),
     "import": ("Importing a graph (`unigraph-import`)", import_graph),
     "minibatch": ("Mini-batches (merged, PyG and DGL)", minibatch),
+    "training": ("Training on merged and disjoint mini-batches", training),
     "decode": ("Reading samples back: the batched decoder", decode),
     "features": ("Applying a feature spec", features),
 }
