@@ -60,9 +60,10 @@ def test_merged_batches_learn_it_as_well_as_disjoint_ones(example, planted):
     """Online, with trim_to_layer, on the graph's own five-op spec (four layers):
     mini-batches sampled at once (each node once per batch, seeds shared) against each
     seed's own subgraph, the same epochs and seeds. Measured with seed 0 after 4
-    epochs: merged 0.983, disjoint 0.980 on these 350 held-out seeds; over seeds 0-5
-    after 8 epochs merged 0.986-0.994, disjoint 0.957-0.994 (docs/minibatches.md). The
-    margin (0.015, about 5 of the 350 seeds) allows for another machine's arithmetic."""
+    epochs: merged 0.983, disjoint 0.980 on these 350 held-out seeds; seeds 0-5 after 8
+    epochs are measured by pipelines/bench/training_benchmark.py (docs/minibatches.md).
+    The margin (0.015, about 5 of the 350 seeds) allows for another machine's
+    arithmetic."""
     graph = os.path.join(os.path.dirname(planted), "graph")
     spec = os.path.join(graph, "sampling_spec.pbtxt")  # the five-op benchmark spec
     options = dict(epochs=EPOCHS, batch_size=64, seed=0, log=lambda _: None)
