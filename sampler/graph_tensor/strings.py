@@ -118,28 +118,49 @@ class Strings:
         self._fixed = rows.view(f"S{8 * words}").reshape(shape)
         self._spans = None
 
-    def keys_after(self, prefix: bytes) -> Optional[np.ndarray]:
-        """The values' uint64 keys after `prefix`, as sampler.core.arrays.byte_keys
-        makes them from `fixed` (the bytes after the prefix, NUL-padded, big-endian),
-        read straight from the spans; None unless the values are held as spans, one
-        dimension, each the prefix and at most 8 bytes more."""
+    def words_after(self, prefix: bytes) -> Optional[np.ndarray]:
+        """The bytes after `prefix` of each value, NUL-padded to 8 and read as a
+        little-endian uint64 (sampler.core.arrays.byte_keys' keys, byte-swapped), read
+        straight from the spans; None unless the values are held as spans, one
+        dimension, each the prefix and at most 8 bytes more. About a dozen whole-array
+        operations: a vocabulary looks up every node id of every batch this way."""
         if self._spans is None or self.lengths.ndim != 1:
             return None
         buffer, starts = self._spans
-        lengths, size = self.lengths, len(prefix)
-        if not len(lengths):
+        size = len(prefix)
+        if not len(starts):
             return np.zeros(0, dtype=np.uint64)
-        if int(lengths.min()) < size or int(lengths.max()) > size + 8:
+        after = self.lengths.astype(np.int64, copy=False) - size  # as uint64, a value shorter than the prefix is huge
+        if int(after.view(np.uint64).max()) > 8:
             return None
-        if int(starts.max()) + size + 16 > len(buffer):
-            buffer = np.concatenate([buffer, np.zeros(size + 16, dtype=np.uint8)])
-        at = windows(buffer)
-        for k in range(0, size, 8):
+        try:  # fancy indexing checks bounds: a value near the buffer's end raises
+            return self._words_after(windows(buffer), starts, prefix, after)
+        except IndexError:
+            padding = np.zeros(size + 16, dtype=np.uint8)
+            return self._words_after(windows(np.concatenate([buffer, padding])), starts,
+                                     prefix, after)
+
+    @staticmethod
+    def _words_after(at: np.ndarray, starts: np.ndarray, prefix: bytes,
+                     after: np.ndarray) -> Optional[np.ndarray]:
+        size = len(prefix)
+        for k in range(0, size, 8):  # the prefix, 8 bytes at a time
             part = prefix[k:k + 8]
-            expected = np.uint64(int.from_bytes(part, "little"))
-            if not ((at[starts + k] & _KEEP_BYTES[len(part)]) == expected).all():
+            words = at[k:][starts]
+            if len(part) < 8:
+                words &= _KEEP_BYTES[len(part)]
+            if not (words == np.uint64(int.from_bytes(part, "little"))).all():
                 return None
-        return (at[starts + size] & _KEEP_BYTES[lengths - size]).byteswap()
+        words = at[size:][starts]
+        if int(after.min()) < 8:  # the bytes past a shorter value's end as NUL
+            words &= _KEEP_BYTES[after]
+        return words
+
+    def keys_after(self, prefix: bytes) -> Optional[np.ndarray]:
+        """`words_after` as sampler.core.arrays.byte_keys makes its keys (big-endian:
+        they sort as the values do)."""
+        words = self.words_after(prefix)
+        return None if words is None else words.byteswap()
 
     @classmethod
     def from_objects(cls, values: np.ndarray) -> "Strings":

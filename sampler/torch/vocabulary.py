@@ -146,24 +146,26 @@ class Vocabulary:
         return out
 
     def _key_table(self, node_set: str):
-        """(ByteKeys of the node set's ids or None, their _KeyTable), made once."""
+        """(ByteKeys of the node set's ids or None, a _KeyTable of their words: the
+        keys byte-swapped, as Strings.words_after reads them), made once."""
         if node_set not in self._keys:
             known = self._fixed[node_set]
             keys = byte_keys(known) if len(known) else None
-            self._keys[node_set] = keys, (_KeyTable(keys.keys) if keys is not None else None)
+            table = _KeyTable(keys.keys.byteswap()) if keys is not None else None
+            self._keys[node_set] = keys, table
         return self._keys[node_set]
 
     def _by_span_keys(self, node_set: str, ids: Strings) -> Optional[np.ndarray]:
-        """_by_keys of ids a decoder holds as spans (Strings.keys_after), without
+        """_by_keys of ids a decoder holds as spans (Strings.words_after), without
         making them fixed-width first; None where that does not go."""
         if node_set not in self._fixed:
             return None
         keys, table = self._key_table(node_set)
-        found = ids.keys_after(keys.prefix) if keys is not None else None
+        found = ids.words_after(keys.prefix) if keys is not None else None
         if found is None or not len(found):
             return None
         codes = table.find(found)
-        return None if (codes < 0).any() else codes
+        return None if codes.min() < 0 else codes
 
     def _by_keys(self, node_set: str, ids: np.ndarray) -> Optional[np.ndarray]:
         """`index` of a fixed node set through uint64 keys (sampler.core.arrays.ByteKeys:
@@ -183,9 +185,9 @@ class Vocabulary:
             found = byte_keys(ids, keys.prefix)
             if found is None:
                 return None
-            found = found.keys
+            found = found.keys.byteswap()  # the table's words are little-endian
         codes = table.find(found)
-        if (codes < 0).any():
+        if codes.min() < 0:
             return None  # an id it does not hold: the strings' search says which
         return codes
 
@@ -204,18 +206,24 @@ class Vocabulary:
 
 
 class _KeyTable:
-    """Distinct uint64 keys -> their positions, by a hash table (open addressing, linear
-    probing, at most half full): a lookup is a multiplication, a shift and a gather or
-    two per key, several times less than a binary search of a fixed vocabulary's keys
-    per id of a batch. Built once per node set, read only after."""
+    """Distinct uint64 words -> their positions, by a hash table (open addressing, linear
+    probing, at most a quarter full): a lookup is a multiplication, a shift, two gathers
+    and a comparison per word, several times less than a binary search per id of a
+    batch. Ids' words are not random (ASCII digits), so of a few multipliers the one that
+    leaves the fewest words away from their first slot is used: most lookups end at the
+    first probe, the others are probed together, up to the farthest word's distance.
+    Built once per node set, read only after."""
 
     def __init__(self, keys: np.ndarray):
-        self.bits = max(4, (2 * len(keys)).bit_length())
+        roomy = 4 if len(keys) <= _ROOMY_KEYS else 2
+        self.bits = max(4, (roomy * len(keys)).bit_length())
         size = 1 << self.bits
-        self.keys = np.zeros(size, dtype=np.uint64)
+        self.multiplier = _multiplier(keys, self.bits)
+        self.keys = np.full(size, _empty_word(keys), dtype=np.uint64)
         self.codes = np.full(size, -1, dtype=np.int64)
         pending = np.arange(len(keys), dtype=np.int64)
-        slots = self._slots(keys)
+        home = self._slots(keys)
+        slots = home.copy()
         while len(pending):  # each round: the keys whose slot is free and first to ask
             wanted = slots[pending]
             free = self.codes[wanted] < 0
@@ -226,41 +234,72 @@ class _KeyTable:
             placed[winners] = True
             pending = pending[~placed[pending]]
             slots[pending] = (slots[pending] + 1) & (size - 1)
+        farthest = int(((slots - home) & (size - 1)).max()) if len(keys) else 0
+        self.steps = np.arange(1, farthest + 1, dtype=np.int64)
 
     def _slots(self, keys: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):  # uint64 products wrap, as intended
-            return ((keys * _GOLDEN) >> np.uint64(64 - self.bits)).astype(np.int64)
+            return ((keys * self.multiplier) >> np.uint64(64 - self.bits)).view(np.int64)
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """Each key's position, -1 for a key the table does not hold."""
         slots = self._slots(keys)
-        mask = len(self.keys) - 1
-        # The first probe of every key at once (most end there), then the rest.
+        hit = self.keys[slots] == keys
         codes = self.codes[slots]
-        occupied = codes >= 0
-        hit = occupied & (self.keys[slots] == keys)
-        found = np.where(hit, codes, -1)
-        pending = np.flatnonzero(occupied & ~hit)
-        slots[pending] = (slots[pending] + 1) & mask
-        while len(pending):
-            at = slots[pending]
-            codes = self.codes[at]
-            hit = (codes >= 0) & (self.keys[at] == keys[pending])
-            found[pending[hit]] = codes[hit]
-            more = ~hit & (codes >= 0)  # an occupied slot of another key: the next one
-            pending = pending[more]
-            slots[pending] = (at[more] + 1) & mask
-        return found
+        if hit.all():  # the usual case: every word at its first slot (or an empty one: -1)
+            return codes
+        pending = np.flatnonzero(~hit)  # probed together, a few slots further at a time
+        base, wanted, mask = slots[pending], keys[pending], len(self.keys) - 1
+        for at in range(0, len(self.steps), _PROBES):
+            probes = (base[:, None] + self.steps[at:at + _PROBES]) & mask
+            found = self.keys[probes] == wanted[:, None]
+            done = found.any(axis=1)
+            which = found[done].argmax(axis=1)  # the first probe that holds the word
+            codes[pending[done]] = self.codes[probes[done, which]]
+            pending, base, wanted = pending[~done], base[~done], wanted[~done]
+            if not len(pending):
+                break
+        codes[pending] = -1
+        return codes
+
+
+_ROOMY_KEYS = 1 << 20  # node sets up to this many ids get a table 4 times as large
+_MULTIPLIERS = 8       # multipliers tried per table
+_PROBES = 8            # further slots probed at once for the words not at their first
+
+
+def _multiplier(keys: np.ndarray, bits: int) -> np.uint64:
+    """Of Fibonacci hashing's multiplier and a few other odd ones (fixed, so every
+    process builds the same table), the one whose first slots collide least."""
+    candidates = [_GOLDEN] + [m | np.uint64(1) for m in np.random.default_rng(
+        0x5A17).integers(1 << 62, 1 << 63, _MULTIPLIERS - 1, dtype=np.uint64)]
+    best, fewest = _GOLDEN, None
+    for multiplier in candidates if len(keys) > 1 else candidates[:1]:
+        with np.errstate(over="ignore"):
+            slots = ((keys * multiplier) >> np.uint64(64 - bits)).view(np.int64)
+        collisions = len(keys) - np.count_nonzero(np.bincount(slots, minlength=1 << bits))
+        if fewest is None or collisions < fewest:
+            best, fewest = multiplier, collisions
+        if collisions == 0:
+            break
+    return best
+
+
+def _empty_word(keys: np.ndarray) -> np.uint64:
+    """A word that is no key (empty slots hold it, with code -1)."""
+    if not (keys == 0).any():
+        return np.uint64(0)
+    return np.setdiff1d(np.arange(len(keys) + 1, dtype=np.uint64), keys)[0]
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing's multiplier
 
 
 def _word_keys(ids: np.ndarray, prefix: bytes) -> Optional[np.ndarray]:
-    """ByteKeys' keys (sampler.core.arrays.byte_keys) of 'S' ids whose width is a
-    multiple of 8 (the batched decoder's), read as little-endian words: the 8 bytes
-    after the prefix, NUL-padded, big-endian; None unless every id has the prefix and at
-    most 8 bytes after it."""
+    """The _KeyTable words of 'S' ids whose width is a multiple of 8 (the batched
+    decoder's): the 8 bytes after the prefix, NUL-padded, little-endian (ByteKeys' keys,
+    sampler.core.arrays.byte_keys, byte-swapped); None unless every id has the prefix
+    and at most 8 bytes after it."""
     width = ids.dtype.itemsize
     if width % 8 or not ids.flags.c_contiguous or len(prefix) + 8 > width + 8:
         return None
@@ -284,7 +323,7 @@ def _word_keys(ids: np.ndarray, prefix: bytes) -> Optional[np.ndarray]:
     start = whole + 2 if part else whole + 1
     if start < words.shape[1] and words[:, start:].any():
         return None
-    return tail.byteswap()
+    return tail
 
 
 def integer_ids(ids) -> Optional[np.ndarray]:
