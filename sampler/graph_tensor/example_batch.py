@@ -113,9 +113,11 @@ class ExampleBatch:
             features = {name: slice_field(f, lo, hi) for name, f in p.features.items()}
             cut = BatchPiece(p.sizes[a:b], features, source_name=p.source_name,
                              target_name=p.target_name)
-            if p.source is not None:
-                cut.source = p.source[lo:hi] - nodes[p.source_name]
-                cut.target = p.target[lo:hi] - nodes[p.target_name]
+            if p.source is not None:  # the two rows of one array (PyG's edge_index)
+                pair = np.empty((2, hi - lo), np.result_type(p.source, p.target))
+                np.subtract(p.source[lo:hi], nodes[p.source_name], out=pair[0])
+                np.subtract(p.target[lo:hi], nodes[p.target_name], out=pair[1])
+                cut.source, cut.target = pair
             return cut
 
         nodes = {name: int(p.offsets()[a]) for name, p in self.node_sets.items()}

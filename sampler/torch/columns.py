@@ -49,6 +49,22 @@ class Edges:
     features: dict
 
 
+def edge_index(edges: Edges) -> np.ndarray:
+    """[source; target] as one 2 x E int array: the array the two are the rows of, when
+    they are (a decoded batch's, ExampleBatch.select; moved seeds first), else stacked."""
+    source, target = edges.source, edges.target
+    pair = source.base
+    if (pair is not None and target.base is pair and pair.shape == (2, len(source))
+            and pair.flags.c_contiguous and pair.flags.writeable
+            and _starts(pair[0]) == _starts(source) and _starts(pair[1]) == _starts(target)):
+        return pair
+    return np.stack([source, target])
+
+
+def _starts(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
 def graphs_of(subgraphs) -> tuple[list[GraphTensor], np.ndarray, bool]:
     """(the subgraphs, their default input ids, whether it is a batch)."""
     if isinstance(subgraphs, GraphTensor):

@@ -38,7 +38,7 @@ from sampler.graph_tensor.readout_structure import READOUT_NODE_SET, READOUT_PRE
 from sampler.minibatch.batch import MergedBatch
 from sampler.output.names import (ID_FEATURE, LINK_READOUT_EDGE_SETS, READOUT_EDGE_SET,
                                   SEED_TIMESTAMP_FEATURE)
-from sampler.torch.columns import BATCH, Edges, graphs_of, merged, of_batch
+from sampler.torch.columns import BATCH, Edges, edge_index, graphs_of, merged, of_batch
 from sampler.torch.data import SampledHeteroData
 from sampler.torch.minibatch import merged_to_hetero_data
 from sampler.torch.vocabulary import Vocabulary, integer_ids
@@ -158,11 +158,13 @@ def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
         ids = node_set.features.pop(ID_FEATURE, None)
         if ids is not None:
             node_set.features[_NID] = _node_codes(set_name, ids, vocabulary)
+    orders: dict = {}  # node set -> the order its rows go to PyG in (seeds first)
     if READOUT_EDGE_SET in readouts:
         seed_set = readouts[READOUT_EDGE_SET].source_set
         seeds = _read_out(readouts[READOUT_EDGE_SET])
-        _seeds_first(seed_set, seeds, nodes, edges)
-        node_label, graph_label = _node_label(label, seed_set, nodes, readout_features)
+        orders[seed_set] = _seeds_first(seed_set, seeds, nodes, edges)
+        node_label, graph_label = _node_label(label, seed_set, nodes, readout_features,
+                                              orders[seed_set])
         store = data[seed_set]
         store.batch_size = len(seeds)
         store.input_id = torch.from_numpy(input_ids)
@@ -198,24 +200,28 @@ def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
     for set_name, node_set in nodes.items():
         store = data[set_name]
         store.num_nodes = node_set.count
-        codes = node_set.features.pop(_NID, None)
+        order = orders.get(set_name)
+        codes = _in_order(node_set.features.pop(_NID, None), order)
         if codes is not None:
             store.n_id = torch.from_numpy(codes)
-        subgraph = node_set.features.pop(BATCH, None)
+        subgraph = _in_order(node_set.features.pop(BATCH, None), order)
         if encoder is not None:
             cutoffs = _cutoffs(encoder, "nodes", set_name, context, subgraph,
                                node_set.count)
-            _put_encoded(store, encoder.encode("nodes", set_name, node_set.features,
+            in_order = {name: _in_order(value, order)
+                        for name, value in node_set.features.items()}
+            _put_encoded(store, encoder.encode("nodes", set_name, in_order,
                                                cutoffs=cutoffs), features, "x",
                          f"node set '{set_name}'")
         else:
-            _put_features(store, node_set.features, features, "x", f"node set '{set_name}'")
+            _put_features(store, node_set.features, features, "x", f"node set '{set_name}'",
+                          order)
         if batched:
             store.batch = torch.from_numpy(subgraph)
         subgraphs_of[set_name] = subgraph
     for set_name, edge_set in edges.items():
         store = data[edge_set.source_set, set_name, edge_set.target_set]
-        store.edge_index = torch.from_numpy(np.stack([edge_set.source, edge_set.target]))
+        store.edge_index = torch.from_numpy(edge_index(edge_set))
         if encoder is not None:
             subgraph = subgraphs_of.get(edge_set.source_set)
             cutoffs = _cutoffs(encoder, "edges", set_name, context,
@@ -237,35 +243,54 @@ def _read_out(edge_set: Edges) -> np.ndarray:
     return edge_set.source[np.argsort(edge_set.target, kind="stable")]
 
 
-def _seeds_first(seed_set: str, seeds: np.ndarray, nodes: dict, edges: dict) -> None:
-    """Puts the seeds at the front of their node set, in subgraph order (as PyG's
-    NeighborLoader does), the other nodes after them in their order."""
+def _seeds_first(seed_set: str, seeds: np.ndarray, nodes: dict,
+                 edges: dict) -> Optional[np.ndarray]:
+    """The order that puts the seeds at the front of their node set, in subgraph order
+    (as PyG's NeighborLoader does), the other nodes after them in their order; None when
+    that is their order already (one subgraph: its seed is node 0). Edge indices are
+    moved to it here; the node set's rows are taken in it where they are laid out
+    (`_in_order`, `_put_features`: straight to their place in `x`, one copy each)."""
     node_set = nodes[seed_set]
     rest = np.ones(node_set.count, bool)
     rest[seeds] = False
-    order = np.concatenate([seeds, np.flatnonzero(rest)])
+    order = np.concatenate([seeds, np.flatnonzero(rest)]).astype(np.int64, copy=False)
     if np.array_equal(order, np.arange(node_set.count)):
-        return  # one subgraph: its seed is node 0 already
+        return None
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
-    # np.take (through ragged.take, which takes Ragged too): faster than fancy indexing
-    node_set.features = {name: take(value, order) for name, value in node_set.features.items()}
     for edge_set in edges.values():
-        if edge_set.source_set == seed_set:
-            edge_set.source = np.take(position, edge_set.source)
-        if edge_set.target_set == seed_set:
-            edge_set.target = np.take(position, edge_set.target)
+        ends = (edge_set.source_set == seed_set, edge_set.target_set == seed_set)
+        if not any(ends):
+            continue
+        pair = np.empty((2, len(edge_set.source)), np.int64)  # edge_index's rows
+        for row, (moved, end) in enumerate(zip(ends, (edge_set.source, edge_set.target))):
+            if moved:
+                np.take(position, end, out=pair[row])
+            else:
+                pair[row] = end
+        edge_set.source, edge_set.target = pair
+    return order
 
 
-def _node_label(label: Optional[str], seed_set: str, nodes: dict, readout: dict):
-    """(`y` of the seed set's nodes, or a graph-level `y`), whichever holds `label`."""
+def _in_order(value, order: Optional[np.ndarray]):
+    """A node feature's rows in `order` (None: as they are); Ragged ones too."""
+    if value is None or order is None:
+        return value
+    # np.take (through ragged.take, which takes Ragged too): faster than fancy indexing
+    return take(value, order)
+
+
+def _node_label(label: Optional[str], seed_set: str, nodes: dict, readout: dict,
+                order: Optional[np.ndarray]):
+    """(`y` of the seed set's nodes in `order`, or a graph-level `y`), whichever holds
+    `label`."""
     if label is None:
         return None, None
     if label in readout:
         return None, _flat_label(readout.pop(label))
     features = nodes[seed_set].features
     if label in features and label != ID_FEATURE and not label.startswith("\0"):
-        return _flat_label(features.pop(label)), None
+        return _flat_label(_in_order(features.pop(label), order)), None
     raise SamplerError(f"label {label!r}: no such dense feature on node set '{seed_set}' "
                        f"(it has {_listed(features)}) or on '{READOUT_NODE_SET}' (it has "
                        f"{_listed(readout)})")
@@ -297,7 +322,10 @@ def _node_codes(set_name: str, ids, vocabulary: Optional[Vocabulary]):
     return codes
 
 
-def _put_features(store, features: dict, mode: str, concatenated: str, where: str) -> None:
+def _put_features(store, features: dict, mode: str, concatenated: str, where: str,
+                  order: Optional[np.ndarray] = None) -> None:
+    """The dense features on a store, rows in `order` (None: as they are): by name, or
+    side by side as float32 `x`/`edge_attr`."""
     dense = {name: value for name, value in sorted(features.items())
              if not name.startswith("\0")}
     if not dense:
@@ -307,16 +335,24 @@ def _put_features(store, features: dict, mode: str, concatenated: str, where: st
             if name in RESERVED and name != concatenated:
                 raise SamplerError(f"{where} feature '{name}': PyG reserves that name; use "
                                    f"features='x'")
-            store[name] = torch.from_numpy(value)
+            store[name] = torch.from_numpy(_in_order(value, order))
         return
     # Not reshape(n, -1): numpy cannot infer -1 for no item (an edge set without edges).
     columns = [value.reshape(len(value), int(np.prod(value.shape[1:], dtype=np.int64)))
                for value in dense.values()]
+    store[concatenated] = torch.from_numpy(_side_by_side(columns, order))
+
+
+def _side_by_side(columns: list[np.ndarray], order: Optional[np.ndarray]) -> np.ndarray:
+    """2-D columns as one C-contiguous float32 matrix, rows in `order` (None: as they
+    are). (A float32 column could be taken straight to its place by torch's
+    index_select into a strided view, but torch's threads make that slower, not faster,
+    where they are not pinned to one.)"""
+    if order is not None:
+        columns = [np.take(c, order, axis=0) for c in columns]
     if len(columns) == 1 and columns[0].dtype == np.float32:
-        matrix = columns[0]  # already a fresh array of the merge
-    else:
-        matrix = np.concatenate([c.astype(np.float32, copy=False) for c in columns], axis=1)
-    store[concatenated] = torch.from_numpy(np.ascontiguousarray(matrix))
+        return np.ascontiguousarray(columns[0])  # already a fresh array (or the merge's)
+    return np.concatenate([c.astype(np.float32, copy=False) for c in columns], axis=1)
 
 
 def _graph_value(values, batched: bool):
