@@ -32,7 +32,7 @@ class Strings:
     """String values in one of three forms (module docstring): `fixed`, `exact`,
     `objects()` and `item(i)` make what they need; `lengths` is always there."""
 
-    __slots__ = ("_fixed", "lengths", "_exact", "_objects", "_spans")
+    __slots__ = ("_fixed", "lengths", "_exact", "_objects", "_spans", "whole", "memo")
 
     def __init__(self, fixed: Optional[np.ndarray], lengths: np.ndarray,
                  exact: Optional[Mapping[int, bytes]] = None,
@@ -40,6 +40,11 @@ class Strings:
         self._fixed, self.lengths, self._exact = fixed, lengths, dict(exact or {})
         self._objects = objects
         self._spans: Optional[tuple[np.ndarray, np.ndarray]] = None
+        # A slice of spans: (the Strings it is cut from, where it starts there), so that
+        # what is derived from every value (a vocabulary's codes) is derived once for
+        # the whole (a decoded chunk) and sliced for each batch cut from it (`memo`).
+        self.whole: Optional[tuple["Strings", int]] = None
+        self.memo: dict = {}
 
     @classmethod
     def _of_spans(cls, buffer: np.ndarray, starts: np.ndarray,
@@ -199,7 +204,10 @@ class Strings:
             return Strings(None, self.lengths[start:stop], objects=self._objects[start:stop])
         if self._spans is not None:
             buffer, starts = self._spans
-            return Strings._of_spans(buffer, starts[start:stop], self.lengths[start:stop])
+            cut = Strings._of_spans(buffer, starts[start:stop], self.lengths[start:stop])
+            whole, at = self.whole or (self, 0)
+            cut.whole = whole, at + start
+            return cut
         inner = int(np.prod(self._fixed.shape[1:], dtype=np.int64))
         low, high = start * inner, stop * inner
         exact = {i - low: v for i, v in self._exact.items() if low <= i < high}

@@ -56,13 +56,12 @@ def edge_index(edges: Edges) -> np.ndarray:
     pair = source.base
     if (pair is not None and target.base is pair and pair.shape == (2, len(source))
             and pair.flags.c_contiguous and pair.flags.writeable
-            and _starts(pair[0]) == _starts(source) and _starts(pair[1]) == _starts(target)):
+            and source.strides == target.strides == pair.strides[1:]
+            # rows of `pair`, each the whole of one: which one, by where they lie
+            and not np.may_share_memory(source, pair[1])
+            and not np.may_share_memory(target, pair[0])):
         return pair
     return np.stack([source, target])
-
-
-def _starts(array: np.ndarray) -> int:
-    return array.__array_interface__["data"][0]
 
 
 def graphs_of(subgraphs) -> tuple[list[GraphTensor], np.ndarray, bool]:

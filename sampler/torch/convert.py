@@ -26,6 +26,7 @@ spec is applied once per call, to the merged columns of the whole batch (columns
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional, Sequence, Union
 
 import numpy as np
@@ -158,7 +159,7 @@ def _hetero_data(columns, input_ids: np.ndarray, batched: bool, *,
         ids = node_set.features.pop(ID_FEATURE, None)
         if ids is not None:
             node_set.features[_NID] = _node_codes(set_name, ids, vocabulary)
-    orders: dict = {}  # node set -> the order its rows go to PyG in (seeds first)
+    orders: dict = {}  # node set -> the Order its rows go to PyG in (seeds first)
     if READOUT_EDGE_SET in readouts:
         seed_set = readouts[READOUT_EDGE_SET].source_set
         seeds = _read_out(readouts[READOUT_EDGE_SET])
@@ -243,19 +244,26 @@ def _read_out(edge_set: Edges) -> np.ndarray:
     return edge_set.source[np.argsort(edge_set.target, kind="stable")]
 
 
+@dataclasses.dataclass(frozen=True)
+class Order:
+    """Rows in a new order: `rows[i]` goes to place i, row j to `places[j]`."""
+    rows: np.ndarray
+    places: np.ndarray
+
+
 def _seeds_first(seed_set: str, seeds: np.ndarray, nodes: dict,
-                 edges: dict) -> Optional[np.ndarray]:
+                 edges: dict) -> Optional[Order]:
     """The order that puts the seeds at the front of their node set, in subgraph order
     (as PyG's NeighborLoader does), the other nodes after them in their order; None when
     that is their order already (one subgraph: its seed is node 0). Edge indices are
     moved to it here; the node set's rows are taken in it where they are laid out
-    (`_in_order`, `_put_features`: straight to their place in `x`, one copy each)."""
+    (`_in_order`; `_side_by_side`: straight to their place in `x`, one copy each)."""
     node_set = nodes[seed_set]
+    if np.array_equal(seeds, np.arange(len(seeds))):
+        return None  # the rest after them in their order: as they are
     rest = np.ones(node_set.count, bool)
     rest[seeds] = False
     order = np.concatenate([seeds, np.flatnonzero(rest)]).astype(np.int64, copy=False)
-    if np.array_equal(order, np.arange(node_set.count)):
-        return None
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
     for edge_set in edges.values():
@@ -269,19 +277,19 @@ def _seeds_first(seed_set: str, seeds: np.ndarray, nodes: dict,
             else:
                 pair[row] = end
         edge_set.source, edge_set.target = pair
-    return order
+    return Order(order, position)
 
 
-def _in_order(value, order: Optional[np.ndarray]):
+def _in_order(value, order: Optional[Order]):
     """A node feature's rows in `order` (None: as they are); Ragged ones too."""
     if value is None or order is None:
         return value
     # np.take (through ragged.take, which takes Ragged too): faster than fancy indexing
-    return take(value, order)
+    return take(value, order.rows)
 
 
 def _node_label(label: Optional[str], seed_set: str, nodes: dict, readout: dict,
-                order: Optional[np.ndarray]):
+                order: Optional[Order]):
     """(`y` of the seed set's nodes in `order`, or a graph-level `y`), whichever holds
     `label`."""
     if label is None:
@@ -323,7 +331,7 @@ def _node_codes(set_name: str, ids, vocabulary: Optional[Vocabulary]):
 
 
 def _put_features(store, features: dict, mode: str, concatenated: str, where: str,
-                  order: Optional[np.ndarray] = None) -> None:
+                  order: Optional[Order] = None) -> None:
     """The dense features on a store, rows in `order` (None: as they are): by name, or
     side by side as float32 `x`/`edge_attr`."""
     dense = {name: value for name, value in sorted(features.items())
@@ -343,16 +351,24 @@ def _put_features(store, features: dict, mode: str, concatenated: str, where: st
     store[concatenated] = torch.from_numpy(_side_by_side(columns, order))
 
 
-def _side_by_side(columns: list[np.ndarray], order: Optional[np.ndarray]) -> np.ndarray:
+def _side_by_side(columns: list[np.ndarray], order: Optional[Order]) -> np.ndarray:
     """2-D columns as one C-contiguous float32 matrix, rows in `order` (None: as they
-    are). (A float32 column could be taken straight to its place by torch's
-    index_select into a strided view, but torch's threads make that slower, not faster,
-    where they are not pinned to one.)"""
-    if order is not None:
-        columns = [np.take(c, order, axis=0) for c in columns]
+    are): several columns each copied once, straight to its rows' places (numpy's
+    assignment to rows picked by an index writes there; a take would copy them twice).
+    (torch's index_select into a strided view would too, but its threads make it
+    slower, not faster, where they are not pinned to one.)"""
     if len(columns) == 1 and columns[0].dtype == np.float32:
-        return np.ascontiguousarray(columns[0])  # already a fresh array (or the merge's)
-    return np.concatenate([c.astype(np.float32, copy=False) for c in columns], axis=1)
+        # already a fresh array (or the merge's), or taken into one
+        return np.ascontiguousarray(columns[0] if order is None
+                                    else np.take(columns[0], order.rows, axis=0))
+    if order is None:
+        return np.concatenate([c.astype(np.float32, copy=False) for c in columns], axis=1)
+    matrix = np.empty((len(order.rows), sum(c.shape[1] for c in columns)), np.float32)
+    at = 0
+    for column in columns:
+        matrix[order.places, at:at + column.shape[1]] = column  # cast as astype casts
+        at += column.shape[1]
+    return matrix
 
 
 def _graph_value(values, batched: bool):

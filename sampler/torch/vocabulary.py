@@ -157,9 +157,22 @@ class Vocabulary:
 
     def _by_span_keys(self, node_set: str, ids: Strings) -> Optional[np.ndarray]:
         """_by_keys of ids a decoder holds as spans (Strings.words_after), without
-        making them fixed-width first; None where that does not go."""
+        making them fixed-width first; None where that does not go. The ids of a batch
+        cut from a decoded chunk are looked up with the chunk's, once for all its
+        batches (kept with the chunk's Strings, as long as a batch of it is)."""
         if node_set not in self._fixed:
             return None
+        if ids.whole is not None and ids.lengths.ndim == 1:
+            whole, start = ids.whole
+            key = (self, node_set)  # the vocabulary itself: fixed sets' codes never change
+            if key not in whole.memo:
+                whole.memo[key] = self._codes_of_spans(node_set, whole)
+            codes = whole.memo[key]
+            if codes is not None:
+                return codes[start:start + len(ids)].copy()  # the tensor's own
+        return self._codes_of_spans(node_set, ids)
+
+    def _codes_of_spans(self, node_set: str, ids: Strings) -> Optional[np.ndarray]:
         keys, table = self._key_table(node_set)
         found = ids.words_after(keys.prefix) if keys is not None else None
         if found is None or not len(found):
