@@ -18,6 +18,10 @@ seconds beside), interleaved round by round, the median of --repeat rounds:
   tensorflow       tf.data's TFRecordDataset, batches of B, `tfgnn.parse_example` on each
                    (a tfgnn.GraphTensor of shape [B]), one thread (inter- and intra-op
                    and tf.data's pools all 1)
+  tf_decoder       the same GraphTensors as `sampler.api.to_tf_dataset` makes them: each
+                   batch's serialized records decoded by the batched decoder in a
+                   generator (sampler/graph_tensor/tfgnn_batch.py), the GraphTensor built
+                   from its arrays in tf.data, one thread
   parse_examples   `sampler.graph_tensor.parse_examples` on chunks of B records
   decoder          the batched decoder as the readers use it (sampler/output/batches.py:
                    16 MB decoded at a time, cut in batches of B), each batch a merged
@@ -61,7 +65,8 @@ from pipelines import REPO_ROOT
 from pipelines.bench import worker_cpu
 
 DATASET_PASSES = 4  # timed passes of the DataLoader contenders, after an untimed one
-CONTENDERS = ("framing", "parse_example", "tensorflow", "parse_examples", "decoder",
+CONTENDERS = ("framing", "parse_example", "tensorflow", "tf_decoder", "parse_examples",
+              "decoder",
               "columns", "hetero", "dataset_0", "dataset_1", "dataset_2", "train_tensorflow",
               "train_decoder")
 
@@ -119,6 +124,8 @@ def _reader(name: str, folder: str, batch_size: int):
         return read
     if name == "tensorflow":
         return _tensorflow(files, schema, batch_size)
+    if name == "tf_decoder":
+        return _tf_decoder(files, schema, batch_size)
     if name.startswith("train_"):
         return _train_input(files, schema, batch_size, name == "train_decoder")
     if name == "parse_examples":
@@ -204,6 +211,32 @@ def _tensorflow(files, schema, batch_size: int):
     dataset = (tf.data.TFRecordDataset(list(files)).batch(batch_size)
                .map(lambda serialized: tfgnn.parse_example(spec, serialized))
                .with_options(options))
+    return lambda: sum(int(graph.shape[0]) for graph in dataset)
+
+
+def _tf_decoder(files, schema, batch_size: int):
+    """`to_tf_dataset`'s way: a generator gives each batch's records (here read from the
+    files, there made by the sampler) to the batched decoder, tf.data builds the
+    GraphTensor of its arrays."""
+    tf, options = _one_thread_tf()
+    from sampler.graph_tensor.tfgnn_batch import TfgnnBatches
+    from sampler.output.folder import iter_records
+
+    layout = TfgnnBatches(schema)
+
+    def arrays():
+        records = []
+        for path in files:
+            for record in iter_records(path):
+                records.append(record)
+                if len(records) == batch_size:
+                    yield tuple(layout.arrays(records))
+                    records = []
+        if records:
+            yield tuple(layout.arrays(records))
+
+    dataset = (tf.data.Dataset.from_generator(arrays, output_signature=layout.signature())
+               .map(layout.graph).with_options(options))
     return lambda: sum(int(graph.shape[0]) for graph in dataset)
 
 
@@ -369,6 +402,8 @@ def targets(medians: dict) -> dict:
     found = {"decoder_vs_tensorflow_records_per_cpu_s": ratio("decoder", "tensorflow",
                                                               "records_per_cpu_s"),
              "decoder_mb_per_cpu_s": medians.get("decoder", {}).get("mb_per_cpu_s"),
+             "tf_decoder_vs_tensorflow_records_per_cpu_s": ratio("tf_decoder", "tensorflow",
+                                                                 "records_per_cpu_s"),
              "hetero_vs_decoder_records_per_cpu_s": ratio("hetero", "decoder",
                                                           "records_per_cpu_s"),
              "dataset_2_vs_1_workers_wall": ratio("dataset_2", "dataset_1", "records_per_s"),

@@ -327,6 +327,8 @@ def decode(data: dict, source: str) -> str:
         "parse_example": "`parse_example`, record by record",
         "tensorflow": f"TensorFlow: `tf.data` + `tfgnn.parse_example` on batches of {batch}, "
                       f"one thread",
+        "tf_decoder": f"`to_tf_dataset`'s way: the batched decoder's arrays as TF-GNN's "
+                      f"GraphTensor of {batch} records (tf.data), one thread",
         "parse_examples": f"`parse_examples` on chunks of {batch} records (GraphTensor)",
         "decoder": f"batched decoder, batches of {batch} (merged GraphTensor; its string "
                    f"features made bytes objects when first read, none read here)",
@@ -374,6 +376,10 @@ def decode(data: dict, source: str) -> str:
         + ratio("dataset_2_vs_1_workers_wall", "1.7x") + " the wall rate of one"
         + _worker_costs(medians.get("dataset_2", {}),
                         targets.get("dataset_2_vs_1_workers_two_idle_cores"))
+        + (f"; TF-GNN's GraphTensors by the decoder (`to_tf_dataset`) at "
+           f"{ratio('tf_decoder_vs_tensorflow_records_per_cpu_s', 'more than 1x')} "
+           f"`tfgnn.parse_example`'s records per CPU-second" if "tf_decoder" in medians
+           else "")
         + (f"; `train`'s input by the decoder at "
            f"{ratio('train_decoder_vs_tensorflow_records_per_cpu_s', 'more than 1x')} "
            f"TensorFlow's records per CPU-second" if "train_decoder" in medians else "")

@@ -4,6 +4,7 @@ tf.data view of the batches (`to_tf_dataset`, the [tf] extra)."""
 from __future__ import annotations
 
 import collections
+import logging
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
@@ -27,26 +28,68 @@ def to_tf_dataset(graph: Graph, seeds: Optional[Ids] = None, *, batch_size: int 
                   parse: bool = True):
     """A tf.data.Dataset over `graph.batches(...)` (node specs; `seeds` default to every
     node of the seed set): with `parse`, each element a batch of `batch_size` subgraphs
-    as a `tfgnn.GraphTensor` parsed with the output schema (TF-GNN's `parse_example`);
-    else each element the batch's serialized records (a string vector), as `train`'s
-    input reads files. Needs the [tf] extra."""
+    as a `tfgnn.GraphTensor` of shape [batch], the one TF-GNN's `parse_example` gives for
+    the batch's records with the output schema (decoded by the project's batched decoder,
+    which costs less CPU than TF-GNN's parser: docs/performance.md; TF-GNN's parser where
+    the decoder's layout does not cover the schema, said once in the log); else each
+    element the batch's serialized records (a string vector), as `train`'s input reads
+    files. Needs the [tf] extra."""
     from unigraph.errors import require_extra
 
     tf = require_extra("tensorflow", "tf", "to_tf_dataset")
 
+    def batches():
+        return graph.batches(seeds, batch_size, shuffle=shuffle, epochs=epochs, seed=seed,
+                             cutoffs=cutoffs)
+
     def records():
-        for batch in graph.batches(seeds, batch_size, shuffle=shuffle, epochs=epochs,
-                                   seed=seed, cutoffs=cutoffs):
+        for batch in batches():
             yield np.array(batch.to_examples(), dtype=object)
 
-    dataset = tf.data.Dataset.from_generator(
+    serialized = tf.data.Dataset.from_generator(
         records, output_signature=tf.TensorSpec(shape=[None], dtype=tf.string))
     if not parse:
-        return dataset
+        return serialized
     tfgnn = require_extra("tensorflow_gnn", "tf", "to_tf_dataset(parse=True)")
+    decoded = _decoded_dataset(tf, graph.output_schema, batches)
+    if decoded is not None:
+        return decoded
     spec = tfgnn.create_graph_spec_from_schema_pb(
         tfgnn.GraphSchema.FromString(graph.output_schema.SerializeToString()))
-    return dataset.map(lambda serialized: tfgnn.parse_example(spec, serialized))
+    return serialized.map(lambda records: tfgnn.parse_example(spec, records))
+
+
+def _decoded_dataset(tf, schema, batches):
+    """to_tf_dataset's GraphTensors from the batched decoder (sampler.graph_tensor.
+    tfgnn_batch), or None where its layout is not TF-GNN parser's for this schema (the
+    reason logged once)."""
+    from sampler.graph_tensor.tfgnn_batch import TfgnnBatches
+
+    reason = TfgnnBatches.unsupported(schema)
+    if reason is None:
+        layout = TfgnnBatches(schema)
+
+        def arrays():
+            for batch in batches():
+                yield tuple(layout.arrays(batch.to_examples()))
+
+        dataset = tf.data.Dataset.from_generator(
+            arrays, output_signature=layout.signature()).map(layout.graph)
+        if dataset.element_spec == layout.parsed_spec():
+            return dataset
+        reason = "its GraphTensor's spec is not the parser's"
+    _log_once(f"to_tf_dataset parses with TF-GNN's parse_example, not the batched decoder "
+              f"(which costs less CPU): {reason}")
+    return None
+
+
+_LOGGED: set[str] = set()
+
+
+def _log_once(message: str) -> None:
+    if message not in _LOGGED:
+        _LOGGED.add(message)
+        logging.getLogger("sampler").warning("%s (logged once per process)", message)
 
 
 def prefetch_depth(prefetch) -> int:
