@@ -9,9 +9,8 @@ shape [batch], each record one graph), value for value and spec for spec.
 
 `arrays` decodes the records with the batched decoder (batch_codec.py) and lays its
 merged columns out as the flat pieces of TF-GNN's batched layout: per node and edge
-set its sizes ([batch, 1], int32) and where each record's items start (int64 row
-splits); each feature's values over the batch (ragged ones with their row lengths per
-level); edge indices back to each record's own nodes (int32); context features
+set its sizes ([batch, 1], int32) and where each record's items start (row splits);
+each feature's values over the batch (ragged ones with their row splits per level); edge indices back to each record's own nodes (int32); context features
 [batch, 1, ...]. `graph` (numpy-free, so tf.data traces it once) makes the ragged
 tensors from those pieces and the GraphTensor from them, as TF-GNN's parser shapes
 them (fixed dimensions inside a ragged feature as uniform row lengths).
@@ -20,7 +19,10 @@ them (fixed dimensions inside a ragged feature as uniform row lengths).
 TF-GNN parses otherwise); the caller then keeps TF-GNN's parser (sampler.api's
 `to_tf_dataset` compares the two element specs too, and says once why it keeps it).
 Records of more than one graph component each, which TF-GNN's parser refuses too,
-raise GraphTensorError. TensorFlow is imported by `signature` and `graph` only.
+raise GraphTensorError. TensorFlow is imported when a TfgnnBatches is made (it traces
+TF-GNN's parser once for its spec); `arrays` itself is numpy. Everything derived
+(row splits in the parser's dtype, local edge indices) is computed there, so that the
+GraphTensor is built of the tensors as they come: tf.data runs next to no op per batch.
 """
 from __future__ import annotations
 
@@ -70,6 +72,8 @@ class TfgnnBatches:
         self.schema = schema
         self.decoder = BatchDecoder(schema)
         self._parsed_spec = None
+        # The parser's row splits are int64 or int32 by the schema: made so in numpy
+        self.splits_dtype = np.dtype(self.parsed_spec().row_splits_dtype.as_numpy_dtype)
         self.sets = ([_Set("context", "", _features(schema.context.features))]
                      + [_Set("nodes", name, _features(node_set.features))
                         for name, node_set in sorted(schema.node_sets.items())]
@@ -118,14 +122,14 @@ class TfgnnBatches:
                 continue
             piece = (batch.node_sets if item.kind == "nodes" else batch.edge_sets)[item.name]
             out += [piece.sizes.astype(np.int32).reshape(records, 1),
-                    piece.offsets().astype(np.int64, copy=False)]
+                    piece.offsets().astype(self.splits_dtype, copy=False)]
             if item.kind == "edges":
                 counts = piece.sizes
                 for end, name in ((piece.source, item.source), (piece.target, item.target)):
                     before = batch.node_sets[name].offsets()[:-1]  # records' first nodes
                     out.append((end - np.repeat(before, counts)).astype(np.int32))
             for feature in item.features:
-                out += _feature_arrays(piece, feature)
+                out += _feature_arrays(piece, feature, self.splits_dtype)
         return out
 
     # ---- TensorFlow: arrays -> GraphTensor --------------------------------------------
@@ -133,6 +137,7 @@ class TfgnnBatches:
     def signature(self) -> tuple:
         """The tf.TensorSpec of each array (tf.data's output signature)."""
         tf = _tf()
+        splits = self.parsed_spec().row_splits_dtype
         specs = []
         for item in self.sets:
             if item.kind == "context":
@@ -140,19 +145,20 @@ class TfgnnBatches:
                 specs += [tf.TensorSpec([None, 1, *f.shape], _tf_dtype(f.dtype))
                           for f in item.features]
                 continue
-            specs += [tf.TensorSpec([None, 1], tf.int32), tf.TensorSpec([None], tf.int64)]
+            specs += [tf.TensorSpec([None, 1], tf.int32), tf.TensorSpec([None], splits)]
             if item.kind == "edges":
                 specs += [tf.TensorSpec([None], tf.int32)] * 2
             for feature in item.features:
                 inner = feature.shape[feature.levels:]
                 specs.append(tf.TensorSpec([None, *inner], _tf_dtype(feature.dtype)))
-                specs += [tf.TensorSpec([None], tf.int64)] * feature.levels
+                specs += [tf.TensorSpec([None], splits)] * feature.levels
         return tuple(specs)
 
     def graph(self, *tensors):
         """The tfgnn.GraphTensor of shape [batch] of `arrays`' tensors, in TF ops."""
         tf = _tf()
         tfgnn = require_extra("tensorflow_gnn", "tf", "TF-GNN's GraphTensor")
+        splits = self.parsed_spec().row_splits_dtype
         rest = list(tensors)
         context, node_sets, edge_sets = None, {}, {}
         for item in self.sets:
@@ -166,15 +172,15 @@ class TfgnnBatches:
             features = {}
             for feature in item.features:
                 value = rest.pop(0)
-                lengths = [rest.pop(0) for _ in range(feature.levels)]
+                inner = [rest.pop(0) for _ in range(feature.levels)]  # row splits
                 for level in range(feature.levels - 1, -1, -1):
                     size = feature.shape[level]
                     if size == -1:
-                        value = tf.RaggedTensor.from_row_lengths(value, lengths[level],
-                                                                 validate=False)
+                        value = tf.RaggedTensor.from_row_splits(value, inner[level],
+                                                                validate=False)
                     else:
                         value = tf.RaggedTensor.from_uniform_row_length(
-                            value, size, nrows=tf.shape(lengths[level], tf.int64)[0],
+                            value, size, nrows=tf.shape(inner[level], splits)[0] - 1,
                             validate=False)
                 features[feature.name] = tf.RaggedTensor.from_row_splits(value, splits,
                                                                          validate=False)
@@ -190,11 +196,7 @@ class TfgnnBatches:
                                                        target=(item.target, target)))
         graph = tfgnn.GraphTensor.from_pieces(context=context, node_sets=node_sets,
                                               edge_sets=edge_sets)
-        # The parser's row splits are int64 or int32 by the schema (its ragged features'
-        # lists); the pieces' are int64
-        wanted = self.parsed_spec().row_splits_dtype
-        return graph if graph.spec.row_splits_dtype == wanted \
-            else graph.with_row_splits_dtype(wanted)
+        return graph
 
     def parsed_spec(self):
         """The spec of `tfgnn.parse_example`'s GraphTensor of a batch of these records
@@ -220,14 +222,14 @@ def _features(declared) -> tuple[_Feature, ...]:
     return tuple(out)
 
 
-def _feature_arrays(piece: BatchPiece, feature: _Feature) -> list[np.ndarray]:
-    """A feature's values over the batch, then its row lengths, outermost level first."""
+def _feature_arrays(piece: BatchPiece, feature: _Feature, splits) -> list[np.ndarray]:
+    """A feature's values over the batch, then its row splits, outermost level first."""
     value, lengths = piece.features[feature.name], []
     for _ in range(feature.levels):
         if not isinstance(value, Ragged):
             raise GraphTensorError(f"feature '{feature.name}' of shape {list(feature.shape)} "
                                    f"decoded without its ragged levels")
-        lengths.append(np.asarray(value.row_lengths).astype(np.int64, copy=False))
+        lengths.append(np.asarray(value.row_splits).astype(splits, copy=False))
         value = value.values
     values = _plain(value, feature.dtype)
     count = len(values) if feature.levels else piece.offsets()[-1]
