@@ -10,19 +10,23 @@ shape [batch], each record one graph), value for value and spec for spec.
 `arrays` decodes the records with the batched decoder (batch_codec.py) and lays its
 merged columns out as the flat pieces of TF-GNN's batched layout: per node and edge
 set its sizes ([batch, 1], int32) and where each record's items start (row splits);
-each feature's values over the batch (ragged ones with their row splits per level); edge indices back to each record's own nodes (int32); context features
+each feature's values over the batch (ragged ones with their row splits per level);
+edge indices back to each record's own nodes (int32); context features
 [batch, 1, ...]. `graph` (numpy-free, so tf.data traces it once) makes the ragged
 tensors from those pieces and the GraphTensor from them, as TF-GNN's parser shapes
 them (fixed dimensions inside a ragged feature as uniform row lengths).
 
 `TfgnnBatches.unsupported(schema)` names what this layout does not cover (a dtype
 TF-GNN parses otherwise); the caller then keeps TF-GNN's parser (sampler.api's
-`to_tf_dataset` compares the two element specs too, and says once why it keeps it).
+`to_tf_dataset` compares the two element specs too, and says once why it keeps it; it
+keeps it anyway while this route measures slower: `batching.DECODER_BEATS_TFGNN`).
 Records of more than one graph component each, which TF-GNN's parser refuses too,
 raise GraphTensorError. TensorFlow is imported when a TfgnnBatches is made (it traces
 TF-GNN's parser once for its spec); `arrays` itself is numpy. Everything derived
 (row splits in the parser's dtype, local edge indices) is computed there, so that the
-GraphTensor is built of the tensors as they come: tf.data runs next to no op per batch.
+GraphTensor is built of the tensors as they come. (Even so, tf.data's from_generator
+and the GraphTensor's pieces cost more per batch than TF-GNN's parse: decode benchmark,
+`tf_decoder`.)
 """
 from __future__ import annotations
 

@@ -56,7 +56,8 @@ def test_the_decoders_graph_tensor_is_the_parsers(sampled_outputs, edge_features
             assert graph(*arrays).spec == expected.spec
     if folder == "edges":  # what the folder is for
         sizes = tfgnn.parse_example(spec, tf.constant(records)).edge_sets["cites"].sizes
-        assert (sizes.numpy() == 0).sum() == 12 and "pos" in samples.schema.edge_sets["cites"].features
+        assert (sizes.numpy() == 0).sum() == 12
+        assert "pos" in samples.schema.edge_sets["cites"].features
 
 
 def test_strings_that_end_in_nul_bytes_stay_exact():
