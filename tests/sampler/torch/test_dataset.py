@@ -364,3 +364,57 @@ def test_the_main_process_lets_go_of_the_blocks_of_workers_that_ended(demo):
     del data
     gc.collect()
     assert not {key[0] for key in shared_blocks._MAPPED} & workers
+
+
+def test_read_ahead_keeps_order_raises_in_place_and_stops_when_closed():
+    import threading
+
+    from sampler.torch.dataset import read_ahead
+
+    pulled = []
+
+    def source(n, bad_at=None):
+        for i in range(n):
+            pulled.append((i, threading.current_thread().name))
+            if i == bad_at:
+                raise SamplerError(f"record {i}: damaged")
+            yield i
+    assert list(read_ahead(source(20), 3)) == list(range(20))
+    assert {name for _, name in pulled} != {threading.current_thread().name}  # a thread's
+    got = []
+    with pytest.raises(SamplerError, match="^record 5: damaged$"):
+        for item in read_ahead(source(9, bad_at=5), 2):
+            got.append(item)
+    assert got == [0, 1, 2, 3, 4]  # everything before the damage, in order
+    pulled.clear()
+    early = read_ahead(source(1000), 4)
+    assert [next(early) for _ in range(3)] == [0, 1, 2]
+    early.close()
+    count = len(pulled)
+    assert count <= 3 + 4 + 1  # what was handed out, the depth, and the one in progress
+    import time
+    time.sleep(0.05)
+    assert len(pulled) == count  # nothing read after it was closed
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+def test_a_bad_record_read_in_a_worker_is_named_by_file_and_index(demo, tmp_path):
+    """The worker decodes ahead (read_ahead): the damage still comes out as its line."""
+    import shutil
+
+    from unigraph.encoding import tfrecord
+    from unigraph.protos import example_pb2
+
+    folder, vocabulary = demo
+    copy = tmp_path / "bad"
+    shutil.copytree(folder, copy)
+    path = open_samples(str(copy)).files[1]
+    records = list(iter_records(path))
+    example = example_pb2.Example.FromString(records[1])
+    example.features.feature["nodes/paper.#size"].int64_list.value[0] += 5
+    records[1] = example.SerializeToString()
+    with open(path, "wb") as f:
+        f.write(b"".join(tfrecord.encode_record(r) for r in records))
+    dataset = SampleDataset(str(copy), vocabulary=vocabulary, batch_size=2)
+    with pytest.raises(SamplerError, match=rf"{path}: record 1: .*'nodes/paper\."):
+        list(DataLoader(dataset, batch_size=None, num_workers=1))
