@@ -111,8 +111,11 @@ def hetero_items(batch: MergedBatch, *, features: str = "x", label: Optional[str
 def hetero_data(items: list[Item]) -> "SampledHeteroData":
     """The HeteroData of `hetero_items` (arrays become tensors without a copy)."""
     data = SampledHeteroData()
+    stores: dict = {None: data}  # PyG's lookup of a store by its key is dear: once each
     for key, attribute, value in items:
-        store = data if key is None else data[key]
+        store = stores.get(key)
+        if store is None:
+            store = stores[key] = data[key]
         store[attribute] = torch.from_numpy(value) if isinstance(value, np.ndarray) else value
     return data
 
