@@ -1,0 +1,169 @@
+"""Per-edge arrays of `synthetic-graph` kept on disk, and the block-wise steps over them.
+
+`write_streamed` (pipelines/synthetic.py) draws one edge set at a time, and the draw
+(shuffles, a sort to find repeated pairs, grouping by source) needs the set's arrays
+whole. A `Scratch` folder holds them as memory-mapped files instead of on the heap: their
+pages are the page cache's, which the kernel writes back and evicts under a memory cap,
+so the process's own (anonymous) memory stays arrays of node-set size plus blocks of
+`block` edges. `IN_MEMORY` is the same interface over plain arrays (`generate()`), so the
+graph in memory and the streamed one run the same code and draw the same numbers.
+
+Every function here gives exactly what its whole-array numpy counterpart gives:
+  repeat_into          np.repeat(np.arange(len(counts)), counts), written block by block
+  choice_no_replace    rng.choice(n, size, replace=False) (numpy's tail shuffle, without
+                       an arange of n on the heap when that is the route numpy takes)
+  stable_order         np.argsort(values, kind="stable") for small ints (a counting sort)
+  sorted_keys          np.sort(a * n + b)
+and numpy's own `Generator.shuffle` and `ndarray.sort` work in place on a mapped array
+(given as a plain ndarray view, so that shuffle takes its fast path: the same draws).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+
+class Scratch:
+    """A folder of scratch arrays (created inside `parent`, removed by `close()`), or,
+    with `parent` None, plain arrays in memory."""
+
+    def __init__(self, parent: str | None):
+        self.folder = None if parent is None else tempfile.mkdtemp(
+            prefix=".synthetic-scratch-", dir=parent)
+        self._paths: dict[int, str] = {}
+        self._count = 0
+
+    def empty(self, length: int, dtype) -> np.ndarray:
+        """An uninitialised 1-d array; on disk when this scratch has a folder."""
+        if self.folder is None or length == 0:  # mmap cannot map an empty file
+            return np.empty(length, dtype=dtype)
+        self._count += 1
+        path = os.path.join(self.folder, f"{self._count:05d}.bin")
+        array = np.memmap(path, dtype=dtype, mode="w+", shape=(length,)).view(np.ndarray)
+        self._paths[id(array)] = path
+        return array
+
+    def free(self, *arrays: np.ndarray) -> None:
+        """Gives back the disk of arrays from `empty` (their pages go with the last view)."""
+        for array in arrays:
+            path = self._paths.pop(id(array), None)
+            if path is not None:
+                os.unlink(path)
+
+    def close(self) -> None:
+        """Removes the folder and every array still in it."""
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self._paths.clear()
+
+    def __enter__(self) -> "Scratch":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+IN_MEMORY = Scratch(None)
+
+
+def blocks(n: int, block: int):
+    """(lo, hi) of consecutive blocks of at most `block` rows covering 0..n."""
+    for lo in range(0, n, block):
+        yield lo, min(n, lo + block)
+
+
+def repeat_into(out: np.ndarray, counts: np.ndarray, block: int) -> np.ndarray:
+    """out[:] = np.repeat(np.arange(len(counts)), counts), a block of `out` at a time."""
+    ends = np.cumsum(counts)
+    for lo, hi in blocks(len(out), block):
+        first = int(np.searchsorted(ends, lo, side="right"))
+        last = int(np.searchsorted(ends, hi - 1, side="right"))
+        starts = np.maximum(ends[first:last + 1] - counts[first:last + 1], lo)
+        inside = np.minimum(ends[first:last + 1], hi) - starts
+        out[lo:hi] = np.repeat(np.arange(first, last + 1, dtype=out.dtype), inside)
+    return out
+
+
+def is_sorted(values: np.ndarray, block: int) -> bool:
+    """values[i] <= values[i + 1] everywhere, looked at a block at a time."""
+    return all(bool((values[lo + 1:hi + 1] >= values[lo:hi]).all())
+               for lo, hi in blocks(len(values) - 1, block))
+
+
+def positions_where(test, n: int, block: int) -> np.ndarray:
+    """np.flatnonzero of a per-row test, `test(lo, hi)` giving rows lo:hi's booleans."""
+    return np.concatenate([np.zeros(0, np.int64)] + [
+        lo + np.flatnonzero(test(lo, hi)) for lo, hi in blocks(n, block)])
+
+
+def stable_order(values: np.ndarray, splits: np.ndarray, out: np.ndarray,
+                 block: int) -> np.ndarray:
+    """out[:] = np.argsort(values, kind="stable"), for ints in 0..len(splits) - 2 whose
+    group starts are `splits` (the cumulative counts, from 0): a counting sort, one block
+    at a time, that places each row after the earlier rows of its value."""
+    taken = splits[:-1].copy()  # the next free place of each value
+    for lo, hi in blocks(len(values), block):
+        part = values[lo:hi]
+        order = np.argsort(part, kind="stable")
+        grouped = part[order]
+        first = np.searchsorted(grouped, grouped, side="left")  # each run's start
+        out[taken[grouped] + np.arange(len(grouped)) - first] = lo + order
+        taken += np.bincount(part, minlength=len(taken))
+    return out
+
+
+def sorted_keys(a: np.ndarray, b: np.ndarray, n: int, scratch: Scratch,
+                block: int) -> np.ndarray:
+    """np.sort(a * n + b) (int64) in a scratch array, filled a block at a time and sorted
+    in place."""
+    keys = scratch.empty(len(a), np.int64)
+    for lo, hi in blocks(len(a), block):
+        np.multiply(a[lo:hi], n, out=keys[lo:hi])
+        keys[lo:hi] += b[lo:hi]
+    keys.sort()
+    return keys
+
+
+def repeated_keys(keys: np.ndarray, block: int) -> np.ndarray:
+    """The distinct values that occur more than once in sorted `keys`."""
+    found = [keys[lo + 1:hi + 1][keys[lo + 1:hi + 1] == keys[lo:hi]]
+             for lo, hi in blocks(len(keys) - 1, block)]
+    return np.unique(np.concatenate([np.zeros(0, np.int64)] + found))
+
+
+def count_repeats(keys: np.ndarray, block: int) -> int:
+    """len(keys) - len(np.unique(keys)) for sorted `keys`."""
+    return sum(int(np.count_nonzero(keys[lo + 1:hi + 1] == keys[lo:hi]))
+               for lo, hi in blocks(len(keys) - 1, block))
+
+
+# numpy's Generator.choice(n, size, replace=False) (shuffle=True): for n > 10000 and
+# size > n // 50 it shuffles the tail of arange(n) in place (a Fisher-Yates step for
+# i = n - 1 down to max(n - size, 1), j = a bounded draw in 0..i) and returns its last
+# `size` entries; otherwise Floyd's algorithm, in memory of `size`.
+_CHOICE_CUTOFF = 50
+_CHOICE_SMALL = 10000
+
+
+def choice_no_replace(rng: np.random.Generator, n: int, size: int, scratch: Scratch,
+                      block: int) -> np.ndarray:
+    """rng.choice(n, size, replace=False), the same numbers and the same draws, with
+    numpy's arange(n) in a scratch array (in memory: numpy's own call)."""
+    if scratch.folder is None or not (n > _CHOICE_SMALL and size > n // _CHOICE_CUTOFF):
+        return rng.choice(n, size, replace=False)
+    index = scratch.empty(n, np.int64)
+    for lo, hi in blocks(n, block):
+        index[lo:hi] = np.arange(lo, hi, dtype=np.int64)
+    first = max(n - size, 1)
+    for top in range(n - 1, first - 1, -block):
+        steps = np.arange(top, max(top - block, first - 1), -1, dtype=np.int64)
+        # An array of bounds draws element by element: numpy's bounded draw for each i.
+        picks = rng.integers(0, steps, endpoint=True, dtype=np.int64)
+        for i, j in zip(steps.tolist(), picks.tolist()):
+            index[i], index[j] = index[j], index[i]
+    chosen = np.array(index[n - size:])
+    scratch.free(index)
+    return chosen
