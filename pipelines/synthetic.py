@@ -133,9 +133,9 @@ from unigraph.tables.writers import write_sharded, write_table
 
 from pipelines import synthetic_features as extra
 from pipelines.synthetic_scratch import (IN_MEMORY, Scratch, blocks, choice_no_replace,
-                                         count_repeats, is_sorted, positions_where,
-                                         repeat_into, repeated_keys, sorted_keys,
-                                         stable_order)
+                                         count_repeats, gather, is_sorted, positions_where,
+                                         ranges_into, repeat_into, repeated_keys,
+                                         sorted_keys, stable_order)
 
 FEAT_DIM = 128
 OGBN_MAG_CLASSES = 349
@@ -258,19 +258,29 @@ def draw_edges(rng: np.random.Generator, n_src: int, n_tgt: int, n_edges: int,
     for _ in range(DEDUP_ROUNDS):
         if not len(redraw):
             break
-        targets[redraw] = _draw(rng, cdf_tgt, len(redraw))
-        # A new repeat shares its source with a redrawn edge: check only those sources.
+        for lo, hi in blocks(len(redraw), _BLOCK):  # one stream: the numbers drawn whole
+            targets[redraw[lo:hi]] = _draw(rng, cdf_tgt, hi - lo)
+        # A new repeat shares its source with a redrawn edge: check only those sources
+        # (at first, a good share of the set: they are the scratch's too).
         check = same_source(redraw)
-        redraw = check[_bad_edges(sources[check], targets[check], fixed[check], n_tgt,
-                                  no_self_loops)]
+        scratch.free(redraw)
+        subset = [gather(a, check, scratch, _BLOCK) for a in (sources, targets, fixed)]
+        found = _bad_edges(*subset, n_tgt, no_self_loops, scratch)
+        redraw = gather(check, found, scratch, _BLOCK)
+        scratch.free(check, found, *subset)
+        del check, found, subset
     if no_self_loops:
         loops = positions_where(lambda lo, hi: sources[lo:hi] == targets[lo:hi],
                                 n_edges, _BLOCK)
         targets[loops] = (targets[loops] + 1) % n_tgt
-        redraw = np.union1d(redraw, loops)
+        merged = np.union1d(redraw, loops)
+        scratch.free(redraw)
+        redraw = merged
     check = same_source(redraw)
+    scratch.free(redraw)
     keys = np.sort(sources[check] * n_tgt + targets[check])
     duplicates = int(np.count_nonzero(keys[1:] == keys[:-1]))
+    scratch.free(check)
     same_source.free()
     scratch.free(fixed)
     return sources, targets, duplicates
@@ -291,11 +301,18 @@ class _SourceIndex:
         """Positions of every edge whose source is the source of an edge in `positions`."""
         if not len(positions):
             return positions
-        nodes = np.unique(self.sources[positions])
+        seen = np.zeros(len(self.splits) - 1, bool)  # np.unique, in node-set memory
+        for lo, hi in blocks(len(positions), _BLOCK):
+            seen[self.sources[positions[lo:hi]]] = True
+        nodes = np.flatnonzero(seen)
         starts, lengths = self.splits[nodes], self.splits[nodes + 1] - self.splits[nodes]
-        offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        index = np.repeat(starts, lengths) + offsets
-        return index if self.by_source is None else np.sort(self.by_source[index])
+        index = ranges_into(self.scratch.empty(int(lengths.sum()), np.int64), starts,
+                            lengths, _BLOCK)  # the scratch's: freed by the caller
+        if self.by_source is not None:
+            for lo, hi in blocks(len(index), _BLOCK):
+                index[lo:hi] = self.by_source[index[lo:hi]]
+            index.sort()
+        return index
 
     def free(self) -> None:
         if self.by_source is not None:
@@ -315,27 +332,51 @@ def _isin_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
 
 def _bad_edges(sources, targets, fixed, n_tgt, no_self_loops,
                scratch: Scratch = IN_MEMORY) -> np.ndarray:
-    """Positions to redraw: repeats of an earlier pair (a covered edge is kept) and self-loops.
+    """Positions to redraw: repeats of an earlier pair (a covered edge is kept) and self-loops,
+    in the order of their (source, target) key (a scratch array, or a few self-loops).
     Sorts one array of keys beside the edges (`scratch`'s: in place, on disk for
-    write_streamed), and looks for the repeats' edges a block at a time."""
+    write_streamed), then finds the repeats' edges for a few keys at a time (about _BLOCK
+    edges), so that what is held stays a block's."""
     keys = sorted_keys(sources, targets, n_tgt, scratch, _BLOCK)
     repeated = repeated_keys(keys, _BLOCK)
+    edges_per_key = (np.searchsorted(keys, repeated, side="right")
+                     - np.searchsorted(keys, repeated, side="left"))
     scratch.free(keys)
     del keys
-    bad = np.zeros(0, dtype=np.int64)
-    if len(repeated):
+    bad = scratch.empty(int(edges_per_key.sum()), np.int64)
+    found = 0
+    for first, last in _key_groups(edges_per_key):
+        some = repeated[first:last]
         candidates = positions_where(
-            lambda lo, hi: _isin_sorted(sources[lo:hi] * n_tgt + targets[lo:hi], repeated),
+            lambda lo, hi: _isin_sorted(sources[lo:hi] * n_tgt + targets[lo:hi], some),
             len(sources), _BLOCK)
         keys = sources[candidates] * n_tgt + targets[candidates]
         order = np.lexsort((~fixed[candidates], keys))  # a covered edge first
         grouped = keys[order]
         later = np.concatenate([[False], grouped[1:] == grouped[:-1]])
-        bad = candidates[order[later]]
+        later = candidates[order[later]]
+        later = later[~fixed[later]]
+        bad[found:found + len(later)] = later
+        found += len(later)
+    bad = bad[:found]
     if no_self_loops:
-        bad = np.union1d(bad, positions_where(
-            lambda lo, hi: sources[lo:hi] == targets[lo:hi], len(sources), _BLOCK))
-    return bad[~fixed[bad]]
+        loops = positions_where(lambda lo, hi: sources[lo:hi] == targets[lo:hi],
+                                len(sources), _BLOCK)
+        merged = np.union1d(bad, loops)  # sorted; few, for cites
+        scratch.free(bad)
+        bad = merged[~fixed[merged]]
+    return bad
+
+
+def _key_groups(edges_per_key: np.ndarray):
+    """(first, last) runs of keys with about _BLOCK edges in all (a key with more, alone)."""
+    ends = np.cumsum(edges_per_key)
+    first = 0
+    while first < len(edges_per_key):
+        before = ends[first - 1] if first else 0
+        last = max(first + 1, int(np.searchsorted(ends, before + _BLOCK, side="right")))
+        yield first, last
+        first = last
 
 
 def degree_stats(index: np.ndarray, n: int) -> dict:

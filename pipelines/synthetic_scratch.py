@@ -10,6 +10,8 @@ graph in memory and the streamed one run the same code and draw the same numbers
 
 Every function here gives exactly what its whole-array numpy counterpart gives:
   repeat_into          np.repeat(np.arange(len(counts)), counts), written block by block
+  ranges_into          np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lengths)])
+  gather               array[positions]
   choice_no_replace    rng.choice(n, size, replace=False) (numpy's tail shuffle, without
                        an arange of n on the heap when that is the route numpy takes)
   stable_order         np.argsort(values, kind="stable") for small ints (a counting sort)
@@ -33,7 +35,7 @@ class Scratch:
     def __init__(self, parent: str | None):
         self.folder = None if parent is None else tempfile.mkdtemp(
             prefix=".synthetic-scratch-", dir=parent)
-        self._paths: dict[int, str] = {}
+        self._files: dict[int, tuple[np.memmap, str]] = {}  # id(map): (map, path)
         self._count = 0
 
     def empty(self, length: int, dtype) -> np.ndarray:
@@ -42,22 +44,29 @@ class Scratch:
             return np.empty(length, dtype=dtype)
         self._count += 1
         path = os.path.join(self.folder, f"{self._count:05d}.bin")
-        array = np.memmap(path, dtype=dtype, mode="w+", shape=(length,)).view(np.ndarray)
-        self._paths[id(array)] = path
-        return array
+        mapped = np.memmap(path, dtype=dtype, mode="w+", shape=(length,))
+        self._files[id(mapped)] = (mapped, path)
+        # A plain ndarray over the map: numpy's fast paths (shuffle, sort) take it.
+        return mapped.view(np.ndarray)
 
     def free(self, *arrays: np.ndarray) -> None:
-        """Gives back the disk of arrays from `empty` (their pages go with the last view)."""
+        """Gives back the disk of arrays from `empty`, or views of them (their pages go
+        with the last view); other arrays are left alone."""
         for array in arrays:
-            path = self._paths.pop(id(array), None)
-            if path is not None:
-                os.unlink(path)
+            base = array
+            while base is not None:
+                entry = self._files.get(id(base))
+                if entry is not None and entry[0] is base:
+                    del self._files[id(base)]
+                    os.unlink(entry[1])
+                    break
+                base = getattr(base, "base", None)
 
     def close(self) -> None:
         """Removes the folder and every array still in it."""
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
-            self._paths.clear()
+            self._files.clear()
 
     def __enter__(self) -> "Scratch":
         return self
@@ -84,6 +93,30 @@ def repeat_into(out: np.ndarray, counts: np.ndarray, block: int) -> np.ndarray:
         starts = np.maximum(ends[first:last + 1] - counts[first:last + 1], lo)
         inside = np.minimum(ends[first:last + 1], hi) - starts
         out[lo:hi] = np.repeat(np.arange(first, last + 1, dtype=out.dtype), inside)
+    return out
+
+
+def ranges_into(out: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                block: int) -> np.ndarray:
+    """out[:] = the ranges starts[k] .. starts[k] + lengths[k] - 1 one after the other,
+    a block of `out` at a time."""
+    ends = np.cumsum(lengths)
+    for lo, hi in blocks(len(out), block):
+        first = int(np.searchsorted(ends, lo, side="right"))
+        last = int(np.searchsorted(ends, hi - 1, side="right"))
+        begin = ends[first:last + 1] - lengths[first:last + 1]
+        inside = np.minimum(ends[first:last + 1], hi) - np.maximum(begin, lo)
+        which = np.repeat(np.arange(first, last + 1), inside)
+        out[lo:hi] = starts[which] + np.arange(lo, hi) - (ends[which] - lengths[which])
+    return out
+
+
+def gather(array: np.ndarray, positions: np.ndarray, scratch: "Scratch",
+           block: int) -> np.ndarray:
+    """array[positions] in a scratch array, a block at a time."""
+    out = scratch.empty(len(positions), array.dtype)
+    for lo, hi in blocks(len(positions), block):
+        out[lo:hi] = array[positions[lo:hi]]
     return out
 
 
