@@ -141,7 +141,7 @@ from unigraph.tables.writers import write_sharded, write_table
 from pipelines import synthetic_features as extra
 from pipelines.synthetic_scratch import (IN_MEMORY, Scratch, blocks, choice_no_replace,
                                          count_repeats, gather, is_sorted, positions_where,
-                                         ranges_into, repeat_into, repeated_keys,
+                                         ranges_into, repeat_into, repeated_runs,
                                          sorted_keys, stable_order)
 
 FEAT_DIM = 128
@@ -345,9 +345,7 @@ def _bad_edges(sources, targets, fixed, n_tgt, no_self_loops,
     write_streamed), then finds the repeats' edges for a few keys at a time (about _BLOCK
     edges), so that what is held stays a block's."""
     keys = sorted_keys(sources, targets, n_tgt, scratch, _BLOCK)
-    repeated = repeated_keys(keys, _BLOCK)
-    edges_per_key = (np.searchsorted(keys, repeated, side="right")
-                     - np.searchsorted(keys, repeated, side="left"))
+    repeated, edges_per_key = repeated_runs(keys, scratch, _BLOCK)
     scratch.free(keys)
     del keys
     bad = scratch.empty(int(edges_per_key.sum()), np.int64)
@@ -365,6 +363,7 @@ def _bad_edges(sources, targets, fixed, n_tgt, no_self_loops,
         later = later[~fixed[later]]
         bad[found:found + len(later)] = later
         found += len(later)
+    scratch.free(repeated, edges_per_key)
     bad = bad[:found]
     if no_self_loops:
         loops = positions_where(lambda lo, hi: sources[lo:hi] == targets[lo:hi],
@@ -376,12 +375,12 @@ def _bad_edges(sources, targets, fixed, n_tgt, no_self_loops,
 
 
 def _key_groups(edges_per_key: np.ndarray):
-    """(first, last) runs of keys with about _BLOCK edges in all (a key with more, alone)."""
-    ends = np.cumsum(edges_per_key)
+    """(first, last) runs of keys with about _BLOCK edges in all (a key with more, alone).
+    Each key has two edges or more, so _BLOCK keys ahead hold the end of a run."""
     first = 0
     while first < len(edges_per_key):
-        before = ends[first - 1] if first else 0
-        last = max(first + 1, int(np.searchsorted(ends, before + _BLOCK, side="right")))
+        ahead = np.cumsum(edges_per_key[first:first + _BLOCK])
+        last = first + max(1, int(np.searchsorted(ahead, _BLOCK, side="right")))
         yield first, last
         first = last
 

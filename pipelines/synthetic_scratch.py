@@ -16,6 +16,7 @@ Every function here gives exactly what its whole-array numpy counterpart gives:
                        an arange of n on the heap when that is the route numpy takes)
   stable_order         np.argsort(values, kind="stable") for small ints (a counting sort)
   sorted_keys          np.sort(a * n + b)
+  repeated_runs        np.unique(keys, return_counts=True), the values counted twice or more
 and numpy's own `Generator.shuffle` and `ndarray.sort` work in place on a mapped array
 (given as a plain ndarray view, so that shuffle takes its fast path: the same draws).
 """
@@ -160,11 +161,29 @@ def sorted_keys(a: np.ndarray, b: np.ndarray, n: int, scratch: Scratch,
     return keys
 
 
-def repeated_keys(keys: np.ndarray, block: int) -> np.ndarray:
-    """The distinct values that occur more than once in sorted `keys`."""
-    found = [keys[lo + 1:hi + 1][keys[lo + 1:hi + 1] == keys[lo:hi]]
-             for lo, hi in blocks(len(keys) - 1, block)]
-    return np.unique(np.concatenate([np.zeros(0, np.int64)] + found))
+def repeated_runs(keys: np.ndarray, scratch: "Scratch",
+                  block: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct values that occur more than once in sorted `keys`, how many times
+    each occurs), both scratch arrays, found a block at a time."""
+    def starts(lo, hi):  # rows lo:hi that begin a run of two or more
+        after = keys[lo + 1:hi + 1] == keys[lo:hi]
+        before = np.zeros(hi - lo, bool)
+        before[1:] = after[:-1]
+        if lo:
+            before[0] = keys[lo] == keys[lo - 1]
+        return after & ~before
+    pairs = len(keys) - 1
+    count = sum(int(np.count_nonzero(starts(lo, hi))) for lo, hi in blocks(pairs, block))
+    values, counts = scratch.empty(count, np.int64), scratch.empty(count, np.int64)
+    at = 0
+    for lo, hi in blocks(pairs, block):
+        found = keys[lo:hi][starts(lo, hi)]
+        values[at:at + len(found)] = found
+        at += len(found)
+    for lo, hi in blocks(count, block):
+        counts[lo:hi] = (np.searchsorted(keys, values[lo:hi], side="right")
+                         - np.searchsorted(keys, values[lo:hi], side="left"))
+    return values, counts
 
 
 def count_repeats(keys: np.ndarray, block: int) -> int:

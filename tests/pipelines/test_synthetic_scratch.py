@@ -54,8 +54,14 @@ def test_block_steps_are_numpys(scratch):
     whole = np.sort(a * 30 + b)
     assert np.array_equal(keys, whole)
     assert ss.count_repeats(keys, BLOCK) == len(whole) - len(np.unique(whole))
-    assert np.array_equal(ss.repeated_keys(keys, BLOCK),
-                          np.unique(whole[1:][whole[1:] == whole[:-1]]))
+    values, counts = np.unique(whole, return_counts=True)
+    runs = ss.repeated_runs(keys, scratch, BLOCK)
+    assert np.array_equal(runs[0], values[counts > 1])
+    assert np.array_equal(runs[1], counts[counts > 1])
+    long_runs = np.sort(np.repeat(np.arange(6), [1, 80, 2, 1, 40, 3]))  # across blocks
+    runs = ss.repeated_runs(long_runs, scratch, BLOCK)
+    assert runs[0].tolist() == [1, 2, 4, 5] and runs[1].tolist() == [80, 2, 40, 3]
+    assert [len(r) for r in ss.repeated_runs(np.arange(5), scratch, BLOCK)] == [0, 0]
     positions = rng.integers(0, 4000, 999)
     assert np.array_equal(ss.gather(a, positions, scratch, BLOCK), a[positions])
     assert ss.is_sorted(whole, BLOCK) and not ss.is_sorted(a, BLOCK)
