@@ -27,7 +27,8 @@ a batch (BATCH_ROWS) at a time as they are written, and one edge set at a time i
 written and dropped. The draw needs the set's arrays whole (a shuffle, a sort to find
 repeated pairs, the edges grouped by source: about 40 bytes per edge), so they are
 memory-mapped files in a scratch folder (pipelines/synthetic_scratch.py; inside the
-output, or --scratch-dir; removed at the end and on failure), worked on in place or a
+output, or --scratch-dir; removed at the end and on failure, and, after a kill, by the
+next run there), worked on in place or a
 block (_BLOCK edges) at a time. The heap holds arrays of node-set size and those blocks
 whatever the scale; the edge set is page cache, which the kernel writes back and
 evicts under a memory cap (tests/pipelines/test_synthetic_memory_cap.py), so a graph
@@ -926,7 +927,7 @@ def write_streamed(output: str, fmt: str, shards: int = 1, *, scale: float, seed
     written and dropped before the next. The arrays of an edge set's size (its index
     arrays, and what its draw shuffles, sorts and groups) are memory-mapped files in a
     scratch folder made inside `scratch_dir` (default: inside `output`) and removed at the
-    end, whether the run succeeds or fails. Memory: arrays of node-set size plus blocks of
+    end, whether the run succeeds or fails (a killed run's, by the next run there). Memory: arrays of node-set size plus blocks of
     _BLOCK edges on the heap; the edge set being drawn is page cache, which the kernel
     writes back and evicts under a memory cap. Returns the manifest."""
     r = recipe(scale, seed, hub_edges=hub_edges, planted=planted, num_classes=num_classes,

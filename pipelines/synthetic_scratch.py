@@ -30,12 +30,15 @@ import numpy as np
 
 
 class Scratch:
-    """A folder of scratch arrays (created inside `parent`, removed by `close()`), or,
-    with `parent` None, plain arrays in memory."""
+    """A folder of scratch arrays (created inside `parent`, named after this process,
+    removed by `close()`; the folders there of processes that are gone are removed
+    first), or, with `parent` None, plain arrays in memory."""
 
     def __init__(self, parent: str | None):
+        if parent is not None:
+            remove_stale(parent)
         self.folder = None if parent is None else tempfile.mkdtemp(
-            prefix=".synthetic-scratch-", dir=parent)
+            prefix=f"{PREFIX}{os.getpid()}-", dir=parent)
         self._files: dict[int, tuple[np.memmap, str]] = {}  # id(map): (map, path)
         self._count = 0
 
@@ -77,6 +80,33 @@ class Scratch:
 
 
 IN_MEMORY = Scratch(None)
+PREFIX = ".synthetic-scratch-"  # then the pid of the process that made it, "-", a random tail
+
+
+def remove_stale(parent: str) -> list[str]:
+    """Removes the scratch folders in `parent` whose process is gone (killed before it
+    could remove its own: SIGKILL, the kernel's out-of-memory kill); returns their names.
+    A folder of a running process, or any other entry, is left alone."""
+    removed = []
+    for name in os.listdir(parent):
+        pid, dash, _ = name[len(PREFIX):].partition("-")
+        path = os.path.join(parent, name)
+        if not (name.startswith(PREFIX) and pid.isdigit() and dash) or os.path.islink(path) \
+                or not os.path.isdir(path) or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(name)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
 
 
 def blocks(n: int, block: int):

@@ -3,6 +3,7 @@ block-wise step gives what its whole-array numpy counterpart gives, on disk as i
 with blocks that split runs and ranges; and the scratch folder is gone after a run,
 whether it succeeded or failed."""
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -113,3 +114,19 @@ def test_the_scratch_folder_is_gone_after_success_and_failure(tmp_path, monkeypa
         synthetic.write_streamed(str(tmp_path / "i"), "csv", scale=0.002, seed=0,
                                  scratch_dir=str(scratch_dir))
     assert _leftovers(scratch_dir) == []
+
+
+def test_a_killed_runs_scratch_is_removed_by_the_next(tmp_path):
+    ended = subprocess.Popen(["true"])  # a process that has ended: its pid names no one
+    ended.wait()
+    stale = tmp_path / f"{ss.PREFIX}{ended.pid}-abc"
+    running = tmp_path / f"{ss.PREFIX}{os.getpid()}-x"  # a live process's: left alone
+    for folder in (stale, running):
+        folder.mkdir()
+        (folder / "00001.bin").write_bytes(b"0" * 64)
+    others = [f"{ss.PREFIX}notapid-1", f"{ss.PREFIX}1-file"]
+    (tmp_path / others[0]).mkdir()
+    (tmp_path / others[1]).write_text("a file, not a scratch folder")
+    with ss.Scratch(str(tmp_path)) as s:
+        assert os.path.isdir(s.folder) and not stale.exists() and running.exists()
+    assert sorted(os.listdir(tmp_path)) == sorted([running.name, *others])
