@@ -27,16 +27,18 @@ a batch (BATCH_ROWS) at a time as they are written, and one edge set at a time i
 written and dropped. The draw needs the set's arrays whole (a shuffle, a sort to find
 repeated pairs, the edges grouped by source: about 40 bytes per edge), so they are
 memory-mapped files in a scratch folder (pipelines/synthetic_scratch.py; inside the
-output, or --scratch-dir; removed at the end and on failure, and, after a kill, by the
-next run there), worked on in place or a
-block (_BLOCK edges) at a time. The heap holds arrays of node-set size and those blocks
-whatever the scale; the edge set is page cache, which the kernel writes back and
-evicts under a memory cap (tests/pipelines/test_synthetic_memory_cap.py), so a graph
-of any scale is written in bounded memory, given the disk for its largest edge set's
-draw beside its tables. Every step draws the numbers and gives the values the
-whole-array numpy calls give, and generate() runs the same code on heap arrays: the
-tables are byte for byte those of `write_graph(generate(...))`, which holds the whole
-graph (tests/pipelines/test_synthetic_streamed.py).
+output, or --scratch-dir; removed at the end and on failure, and after a kill by the
+next run there), worked on in place or a block (_BLOCK edges) at a time. The heap holds
+arrays of node-set size and those blocks whatever the scale; the edge set is page
+cache, which the kernel writes back and evicts under a memory cap
+(tests/pipelines/test_synthetic_memory_cap.py), so a graph of any scale is written in
+bounded memory, given the disk for its largest edge set's draw beside its tables. A cap
+that leaves less page cache than that draw still completes, but slowly: the shuffles
+and the sort touch the set's pages at random, and each page evicted is read again.
+Every step draws the numbers and gives the values the whole-array numpy calls give, and
+generate() runs the same code on heap arrays: the tables are byte for byte those of
+`write_graph(generate(...))`, which holds the whole graph
+(tests/pipelines/test_synthetic_streamed.py).
 
 Counts. Scale 1.0 is OGBN-MAG: 736,389 papers, 1,134,649 authors, 59,965 fields of
 study, 8,740 institutions; 5,416,271 cites, 7,145,660 writes, 7,505,078 has_topic,
