@@ -24,10 +24,20 @@ is `name@N.<ext>` (name-0000i-of-0000N.<ext>).
 
 Memory. The command writes the tables streamed (`write_streamed`): paper rows are drawn
 a batch (BATCH_ROWS) at a time as they are written, and one edge set at a time is drawn,
-written and dropped, so a graph of any scale is written in about 36 bytes per edge of
-its largest edge set (its draw: the shuffle and deduplication below need the set's
-index arrays whole; scale 10: about 2.7 GB) plus arrays of node-set size. The tables
-are byte for byte those of `write_graph(generate(...))`, which holds the whole graph
+written and dropped. The draw needs the set's arrays whole (a shuffle, a sort to find
+repeated pairs, the edges grouped by source: about 40 bytes per edge), so they are
+memory-mapped files in a scratch folder (pipelines/synthetic_scratch.py; inside the
+output, or --scratch-dir; removed at the end and on failure, and after a kill by the
+next run there), worked on in place or a block (_BLOCK edges) at a time. The heap holds
+arrays of node-set size and those blocks whatever the scale; the edge set is page
+cache, which the kernel writes back and evicts under a memory cap
+(tests/pipelines/test_synthetic_memory_cap.py), so a graph of any scale is written in
+bounded memory, given the disk for its largest edge set's draw beside its tables. A cap
+that leaves less page cache than that draw still completes, but slowly: the shuffles
+and the sort touch the set's pages at random, and each page evicted is read again.
+Every step draws the numbers and gives the values the whole-array numpy calls give, and
+generate() runs the same code on heap arrays: the tables are byte for byte those of
+`write_graph(generate(...))`, which holds the whole graph
 (tests/pipelines/test_synthetic_streamed.py).
 
 Counts. Scale 1.0 is OGBN-MAG: 736,389 papers, 1,134,649 authors, 59,965 fields of
@@ -132,6 +142,10 @@ from unigraph.tables.layout import FeatureSpec, seeds_layout, table_layout
 from unigraph.tables.writers import write_sharded, write_table
 
 from pipelines import synthetic_features as extra
+from pipelines.synthetic_scratch import (IN_MEMORY, Scratch, blocks, choice_no_replace,
+                                         count_repeats, gather, is_sorted, positions_where,
+                                         ranges_into, repeat_into, repeated_runs,
+                                         sorted_keys, stable_order)
 
 FEAT_DIM = 128
 OGBN_MAG_CLASSES = 349
@@ -209,81 +223,114 @@ def _draw(rng: np.random.Generator, cdf: np.ndarray, size: int) -> np.ndarray:
     return np.minimum(index, len(cdf) - 1).astype(np.int64)
 
 
-def _draw_many(rng: np.random.Generator, p: np.ndarray, size: int) -> np.ndarray:
+def _draw_many(rng: np.random.Generator, p: np.ndarray, size: int,
+               scratch: Scratch = IN_MEMORY) -> np.ndarray:
     """`size` i.i.d. draws from `p`, as multinomial counts in a random order.
 
     The same distribution as `_draw`, but without `size` random lookups into a large
     table: several times faster for millions of draws.
     """
-    index = np.repeat(np.arange(len(p), dtype=np.int64), rng.multinomial(size, p))
-    rng.shuffle(index)
+    index = repeat_into(scratch.empty(size, np.int64), rng.multinomial(size, p), _BLOCK)
+    rng.shuffle(index)  # a plain ndarray (a view of the mapped file): numpy's fast path
     return index
 
 
-def _covered_sources(rng, n: int, e: int, p: np.ndarray) -> np.ndarray:
+def _covered_sources(rng, n: int, e: int, p: np.ndarray,
+                     scratch: Scratch = IN_MEMORY) -> np.ndarray:
     """Source indices, every node at least once, sorted: degree = 1 + Multinomial(e - n, p)."""
     degrees = 1 + rng.multinomial(e - n, p)
-    return np.repeat(np.arange(n, dtype=np.int64), degrees)
+    return repeat_into(scratch.empty(e, np.int64), degrees, _BLOCK)
 
 
 def draw_edges(rng: np.random.Generator, n_src: int, n_tgt: int, n_edges: int,
-               src_model: EndModel, tgt_model: EndModel, *, no_self_loops: bool = False
-               ) -> tuple[np.ndarray, np.ndarray, int]:
-    """(source index, target index, duplicates left) of one edge set; see the docstring."""
+               src_model: EndModel, tgt_model: EndModel, *, no_self_loops: bool = False,
+               scratch: Scratch = IN_MEMORY) -> tuple[np.ndarray, np.ndarray, int]:
+    """(source index, target index, duplicates left) of one edge set; see the docstring.
+    Every array of the set's size is `scratch`'s (on disk for write_streamed) and is
+    worked on in place or a block at a time; the caller frees the two it gets back."""
     p_src = popularity(rng, n_src, src_model)
     p_tgt = popularity(rng, n_tgt, tgt_model)
     if src_model.covered and n_edges >= n_src:
-        sources = _covered_sources(rng, n_src, n_edges, p_src)
+        sources = _covered_sources(rng, n_src, n_edges, p_src, scratch)
     else:
-        sources = _draw_many(rng, p_src, n_edges)
-    targets = _draw_many(rng, p_tgt, n_edges)
-    fixed = np.zeros(n_edges, dtype=bool)
+        sources = _draw_many(rng, p_src, n_edges, scratch)
+    targets = _draw_many(rng, p_tgt, n_edges, scratch)
+    fixed = scratch.empty(n_edges, bool)
+    fixed.fill(False)
     if tgt_model.covered and n_edges >= n_tgt:
-        slots = rng.choice(n_edges, n_tgt, replace=False)
+        slots = choice_no_replace(rng, n_edges, n_tgt, scratch, _BLOCK)
         targets[slots] = rng.permutation(n_tgt)
         fixed[slots] = True
+        del slots
     cdf_tgt = np.cumsum(p_tgt)
-    same_source = _SourceIndex(sources, n_src)
-    redraw = _bad_edges(sources, targets, fixed, n_tgt, no_self_loops)
+    same_source = _SourceIndex(sources, n_src, scratch)
+    redraw = _bad_edges(sources, targets, fixed, n_tgt, no_self_loops, scratch)
     for _ in range(DEDUP_ROUNDS):
         if not len(redraw):
             break
-        targets[redraw] = _draw(rng, cdf_tgt, len(redraw))
-        # A new repeat shares its source with a redrawn edge: check only those sources.
+        for lo, hi in blocks(len(redraw), _BLOCK):  # one stream: the numbers drawn whole
+            targets[redraw[lo:hi]] = _draw(rng, cdf_tgt, hi - lo)
+        # A new repeat shares its source with a redrawn edge: check only those sources
+        # (at first, a good share of the set: they are the scratch's too).
         check = same_source(redraw)
-        redraw = check[_bad_edges(sources[check], targets[check], fixed[check], n_tgt,
-                                  no_self_loops)]
+        scratch.free(redraw)
+        subset = [gather(a, check, scratch, _BLOCK) for a in (sources, targets, fixed)]
+        found = _bad_edges(*subset, n_tgt, no_self_loops, scratch)
+        redraw = gather(check, found, scratch, _BLOCK)
+        scratch.free(check, found, *subset)
+        del check, found, subset
     if no_self_loops:
-        loops = np.flatnonzero(sources == targets)
+        loops = positions_where(lambda lo, hi: sources[lo:hi] == targets[lo:hi],
+                                n_edges, _BLOCK)
         targets[loops] = (targets[loops] + 1) % n_tgt
-        redraw = np.union1d(redraw, loops)
+        merged = np.union1d(redraw, loops)
+        scratch.free(redraw)
+        redraw = merged
     check = same_source(redraw)
+    scratch.free(redraw)
     keys = np.sort(sources[check] * n_tgt + targets[check])
     duplicates = int(np.count_nonzero(keys[1:] == keys[:-1]))
+    scratch.free(check)
+    same_source.free()
+    scratch.free(fixed)
     return sources, targets, duplicates
 
 
 class _SourceIndex:
     """Edges grouped by source (CSR), to list every edge of a few sources quickly."""
 
-    def __init__(self, sources: np.ndarray, n_src: int):
-        self.sources = sources
-        in_order = len(sources) < 2 or bool((sources[1:] >= sources[:-1]).all())
-        self.by_source = None if in_order else np.argsort(sources, kind="stable")
-        self.splits = np.concatenate([[0], np.cumsum(np.bincount(sources, minlength=n_src))])
+    def __init__(self, sources: np.ndarray, n_src: int, scratch: Scratch = IN_MEMORY):
+        self.sources, self.scratch = sources, scratch
+        counts = np.bincount(sources, minlength=n_src)
+        self.splits = np.concatenate([[0], np.cumsum(counts)])
+        # The edges in source order: np.argsort(sources, kind="stable"), by a counting sort.
+        self.by_source = None if is_sorted(sources, _BLOCK) else stable_order(
+            sources, self.splits, scratch.empty(len(sources), np.int64), _BLOCK)
 
     def __call__(self, positions: np.ndarray) -> np.ndarray:
         """Positions of every edge whose source is the source of an edge in `positions`."""
         if not len(positions):
             return positions
-        nodes = np.unique(self.sources[positions])
+        seen = np.zeros(len(self.splits) - 1, bool)  # np.unique, in node-set memory
+        for lo, hi in blocks(len(positions), _BLOCK):
+            seen[self.sources[positions[lo:hi]]] = True
+        nodes = np.flatnonzero(seen)
         starts, lengths = self.splits[nodes], self.splits[nodes + 1] - self.splits[nodes]
-        offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        index = np.repeat(starts, lengths) + offsets
-        return index if self.by_source is None else np.sort(self.by_source[index])
+        index = ranges_into(self.scratch.empty(int(lengths.sum()), np.int64), starts,
+                            lengths, _BLOCK)  # the scratch's: freed by the caller
+        if self.by_source is not None:
+            for lo, hi in blocks(len(index), _BLOCK):
+                index[lo:hi] = self.by_source[index[lo:hi]]
+            index.sort()
+        return index
+
+    def free(self) -> None:
+        if self.by_source is not None:
+            self.scratch.free(self.by_source)
+            self.by_source = None
 
 
-# Edges per block where _bad_edges looks at every edge: its temporaries stay a block's.
+# Edges per block wherever a step looks at every edge: its temporaries stay a block's.
 _BLOCK = 1 << 20
 
 
@@ -293,31 +340,52 @@ def _isin_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     return sorted_set[at] == values
 
 
-def _bad_edges(sources, targets, fixed, n_tgt, no_self_loops) -> np.ndarray:
-    """Positions to redraw: repeats of an earlier pair (a covered edge is kept) and self-loops.
-    Holds one array of keys beside the edges (sorted in place; write_streamed's bound),
-    and looks for the repeats' edges a block at a time."""
-    keys = sources * n_tgt
-    keys += targets
-    keys.sort()  # a plain sort is far faster than argsort; find the few repeats
-    repeated = np.unique(keys[1:][keys[1:] == keys[:-1]])
+def _bad_edges(sources, targets, fixed, n_tgt, no_self_loops,
+               scratch: Scratch = IN_MEMORY) -> np.ndarray:
+    """Positions to redraw: repeats of an earlier pair (a covered edge is kept) and self-loops,
+    in the order of their (source, target) key (a scratch array, or a few self-loops).
+    Sorts one array of keys beside the edges (`scratch`'s: in place, on disk for
+    write_streamed), then finds the repeats' edges for a few keys at a time (about _BLOCK
+    edges), so that what is held stays a block's."""
+    keys = sorted_keys(sources, targets, n_tgt, scratch, _BLOCK)
+    repeated, edges_per_key = repeated_runs(keys, scratch, _BLOCK)
+    scratch.free(keys)
     del keys
-    bad = np.zeros(0, dtype=np.int64)
-    if len(repeated):
-        candidates = np.concatenate([np.zeros(0, np.int64)] + [
-            lo + np.flatnonzero(_isin_sorted(sources[lo:lo + _BLOCK] * n_tgt
-                                             + targets[lo:lo + _BLOCK], repeated))
-            for lo in range(0, len(sources), _BLOCK)])
+    bad = scratch.empty(int(edges_per_key.sum()), np.int64)
+    found = 0
+    for first, last in _key_groups(edges_per_key):
+        some = repeated[first:last]
+        candidates = positions_where(
+            lambda lo, hi: _isin_sorted(sources[lo:hi] * n_tgt + targets[lo:hi], some),
+            len(sources), _BLOCK)
         keys = sources[candidates] * n_tgt + targets[candidates]
         order = np.lexsort((~fixed[candidates], keys))  # a covered edge first
         grouped = keys[order]
         later = np.concatenate([[False], grouped[1:] == grouped[:-1]])
-        bad = candidates[order[later]]
+        later = candidates[order[later]]
+        later = later[~fixed[later]]
+        bad[found:found + len(later)] = later
+        found += len(later)
+    scratch.free(repeated, edges_per_key)
+    bad = bad[:found]
     if no_self_loops:
-        bad = np.union1d(bad, np.concatenate([np.zeros(0, np.int64)] + [
-            lo + np.flatnonzero(sources[lo:lo + _BLOCK] == targets[lo:lo + _BLOCK])
-            for lo in range(0, len(sources), _BLOCK)]))
-    return bad[~fixed[bad]]
+        loops = positions_where(lambda lo, hi: sources[lo:hi] == targets[lo:hi],
+                                len(sources), _BLOCK)
+        merged = np.union1d(bad, loops)  # sorted; few, for cites
+        scratch.free(bad)
+        bad = merged[~fixed[merged]]
+    return bad
+
+
+def _key_groups(edges_per_key: np.ndarray):
+    """(first, last) runs of keys with about _BLOCK edges in all (a key with more, alone).
+    Each key has two edges or more, so _BLOCK keys ahead hold the end of a run."""
+    first = 0
+    while first < len(edges_per_key):
+        ahead = np.cumsum(edges_per_key[first:first + _BLOCK])
+        last = first + max(1, int(np.searchsorted(ahead, _BLOCK, side="right")))
+        yield first, last
+        first = last
 
 
 def degree_stats(index: np.ndarray, n: int) -> dict:
@@ -360,46 +428,59 @@ def labels_from_colours(num_papers: int, cites_source_index: np.ndarray,
                         cites_target_index: np.ndarray, colour: np.ndarray,
                         num_classes: int) -> np.ndarray:
     """planted_labels, given every paper's colour."""
-    src = np.asarray(cites_source_index, dtype=np.int64)
-    tgt = np.asarray(cites_target_index, dtype=np.int64)
-    votes = np.bincount(src * num_classes + colour[tgt],
-                        minlength=num_papers * num_classes).reshape(num_papers, num_classes)
+    votes = np.zeros(num_papers * num_classes, np.int64)
+    for lo, hi in blocks(len(cites_source_index), _BLOCK):
+        src = np.asarray(cites_source_index[lo:hi], dtype=np.int64)
+        keys = src * num_classes + colour[np.asarray(cites_target_index[lo:hi], np.int64)]
+        # Count over the keys' span only: cites are in source order, so a block's is short.
+        first = int(keys.min())
+        votes[first:int(keys.max()) + 1] += np.bincount(keys - first)
+    votes = votes.reshape(num_papers, num_classes)
     labels = np.argmax(votes, axis=1).astype(np.int64)
     labels[votes.sum(axis=1) == 0] = -1
     return labels
 
 
 def plant_colours(rng: np.random.Generator, num_papers: int, sources: np.ndarray,
-                  targets: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray, int]:
+                  targets: np.ndarray, num_classes: int, scratch: Scratch = IN_MEMORY
+                  ) -> tuple[np.ndarray, np.ndarray, int]:
     """Every paper's own colour (written into its features by the caller: feat[p, own[p]]
     += PLANTED_SIGNAL) and the cites targets redrawn so that each paper cites only papers
     of its (independent) label colour.
 
     Returns (own colours, the new targets, the number of duplicate (source, target) pairs
     left). Within a colour, targets are drawn by the popularity the first draw gave them
-    (in-degree + 1), so the cited side stays skewed.
+    (in-degree + 1), so the cited side stays skewed. The new targets and the arrays of the
+    set's size it works with are `scratch`'s, filled a block at a time (a colour's draws
+    come block after block from the same stream: the numbers drawn whole).
     """
     n = num_papers
     own = rng.integers(0, num_classes, n)
     label_colour = rng.integers(0, num_classes, n)
     popularity = np.bincount(targets, minlength=n).astype(np.float64) + 1.0
-    wanted = label_colour[sources]
-    targets = targets.copy()
+    wanted = scratch.empty(len(sources), np.int8)  # num_classes <= FEAT_DIM (128)
+    new_targets = scratch.empty(len(targets), np.int64)
+    for lo, hi in blocks(len(sources), _BLOCK):
+        wanted[lo:hi] = label_colour[sources[lo:hi]]
+        new_targets[lo:hi] = targets[lo:hi]
     for colour in range(num_classes):
         members = np.flatnonzero(own == colour)
-        edges = np.flatnonzero(wanted == colour)
-        if not len(edges):
-            continue
         cdf = np.cumsum(popularity[members])
-        picks = np.minimum(np.searchsorted(cdf, rng.random(len(edges)) * cdf[-1]),
-                           len(members) - 1)
-        # A self-citation moves to the next paper of the colour (none if it is alone).
-        self_cite = members[picks] == sources[edges]
-        picks[self_cite] = (picks[self_cite] + 1) % len(members)
-        targets[edges] = members[picks]
-    keys = sources * n + targets
-    duplicates = len(keys) - len(np.unique(keys))
-    return own, targets, duplicates
+        for lo, hi in blocks(len(sources), _BLOCK):
+            edges = lo + np.flatnonzero(wanted[lo:hi] == colour)
+            if not len(edges):
+                continue
+            picks = np.minimum(np.searchsorted(cdf, rng.random(len(edges)) * cdf[-1]),
+                               len(members) - 1)
+            # A self-citation moves to the next paper of the colour (none if it is alone).
+            self_cite = members[picks] == sources[edges]
+            picks[self_cite] = (picks[self_cite] + 1) % len(members)
+            new_targets[edges] = members[picks]
+    scratch.free(wanted)
+    keys = sorted_keys(sources, new_targets, n, scratch, _BLOCK)
+    duplicates = count_repeats(keys, _BLOCK)
+    scratch.free(keys)
+    return own, new_targets, duplicates
 
 
 # ---- the graph in memory --------------------------------------------------------------
@@ -479,16 +560,17 @@ def edge_years(name: str, sources: np.ndarray, targets: np.ndarray, year: np.nda
     return year_rows(affiliated, len(sources))
 
 
-def draw_edge_set(r: Recipe, name: str) -> tuple[np.ndarray, np.ndarray, int,
-                                                 np.random.Generator]:
+def draw_edge_set(r: Recipe, name: str, scratch: Scratch = IN_MEMORY
+                  ) -> tuple[np.ndarray, np.ndarray, int, np.random.Generator]:
     """(source index, target index, duplicates left, the set's stream ready to draw its
-    weights) of one edge set, before the hub and the planted redraw."""
+    weights) of one edge set, before the hub and the planted redraw; the index arrays
+    are `scratch`'s."""
     src_set, tgt_set = EDGE_ENDS[name]
     rng = _rng(r.seed, name)
     src_model, tgt_model = DEGREE_MODELS[name]
     sources, targets, dups = draw_edges(rng, r.nodes[src_set], r.nodes[tgt_set],
                                         r.counts[name], src_model, tgt_model,
-                                        no_self_loops=(src_set == tgt_set))
+                                        no_self_loops=(src_set == tgt_set), scratch=scratch)
     return sources, targets, dups, rng
 
 
@@ -841,43 +923,57 @@ class _Rows:
 def write_streamed(output: str, fmt: str, shards: int = 1, *, scale: float, seed: int,
                    hub_edges: int = 0, planted: bool = False, num_classes: int | None = None,
                    timestamps: bool = False, planted_feature: str = "feat",
-                   extra_features: bool = False) -> dict:
+                   extra_features: bool = False, scratch_dir: str | None = None) -> dict:
     """The tables of write_graph(generate(...)), byte for byte, without holding the graph:
-    paper rows are drawn a batch at a time as they are written, and each edge set is drawn
-    (its index arrays: draw_edges shuffles and deduplicates a set whole), written and
-    dropped before the next. Memory: arrays of node-set size plus one edge set's draw,
-    about 40 bytes per edge of the largest set (the features, ids, weights and times are
-    never all held; the extra features are made a batch at a time). Returns the manifest."""
+    paper rows are drawn a batch at a time as they are written, and each edge set is drawn,
+    written and dropped before the next. The arrays of an edge set's size (its index
+    arrays, and what its draw shuffles, sorts and groups) are memory-mapped files in a
+    scratch folder made inside `scratch_dir` (default: inside `output`) and removed at the
+    end, whether the run succeeds or fails (a killed run's, by the next run there). Memory: arrays of node-set size plus blocks of
+    _BLOCK edges on the heap; the edge set being drawn is page cache, which the kernel
+    writes back and evicts under a memory cap. Returns the manifest."""
     r = recipe(scale, seed, hub_edges=hub_edges, planted=planted, num_classes=num_classes,
                planted_feature=planted_feature)
     on_venues = r.planted_feature == "venue"
     folder = _Folder(output, fmt, shards, _note(scale, seed, planted, r.num_classes,
                                                 hub_edges), timestamps,
                      seed if extra_features or on_venues else None)
+    if scratch_dir is not None:
+        os.makedirs(scratch_dir, exist_ok=True)
+    with Scratch(output if scratch_dir is None else scratch_dir) as scratch:
+        counts, duplicates, degrees, seeds = _write_streamed(r, folder, scratch)
+    return _manifest(r, folder, counts, duplicates, degrees, seeds)
+
+
+def _write_streamed(r: Recipe, folder: _Folder, scratch: Scratch):
+    """write_streamed's tables: (edge counts, duplicates left, degrees, seed tables)."""
+    seed, hub_edges, planted = r.seed, r.hub_edges, r.planted
     n_papers = r.nodes["paper"]
     year = year_rows(_rng(seed, "year"), n_papers)
     hub_papers, hub_weights = draw_hub(r)
     counts, duplicates, degrees = {}, {}, {}
     planted_cites = None
     for name in EDGE_ENDS:
-        sources, targets, duplicates[name], rng = draw_edge_set(r, name)
+        sources, targets, duplicates[name], rng = draw_edge_set(r, name, scratch)
         weights = _Rows(rng, weight_rows)
         if name == "writes" and hub_edges:
             n = len(sources)
-            sources = np.concatenate([sources, np.full(hub_edges, r.nodes["author"],
-                                                       dtype=np.int64)])
-            targets = np.concatenate([targets, hub_papers])
+            sources, targets = (_append(scratch, sources, np.full(
+                hub_edges, r.nodes["author"], dtype=np.int64)),
+                _append(scratch, targets, hub_papers))
 
             def weights(lo, hi, main=weights, n=n):  # the set's own draws, then the hub's
                 own = main(lo, min(hi, n)) if lo < n else np.zeros(0)
                 return np.concatenate([own, hub_weights[max(lo, n) - n:hi - n]]) \
                     if hi > n else own
         if name == "cites" and planted:
-            own, targets, duplicates[name] = plant_colours(_rng(seed, "planted"), n_papers,
-                                                           sources, targets, r.num_classes)
+            own, planted_targets, duplicates[name] = plant_colours(
+                _rng(seed, "planted"), n_papers, sources, targets, r.num_classes, scratch)
+            scratch.free(targets)
+            targets = planted_targets
             planted_cites = (sources, targets, own)
         times = None
-        if timestamps:
+        if folder.timestamps:
             affiliated = _rng(seed, "affiliated_time")
 
             def times(lo, hi, name=name, sources=sources, targets=targets):
@@ -886,21 +982,23 @@ def write_streamed(output: str, fmt: str, shards: int = 1, *, scale: float, seed
         degrees[name] = _edge_degrees(name, sources, targets, r.nodes, bool(hub_edges))
         folder.edges(name, sources, targets, weights, times,
                      r.nodes["author"] if name == "writes" else None)
+        if planted_cites is None or planted_cites[0] is not sources:
+            scratch.free(sources, targets)
         del sources, targets, weights, times
-    if planted and on_venues:  # feat stays noise; the colours are the venues' (generate())
+    if planted:
         cites_sources, cites_targets, own = planted_cites
         del planted_cites
+    if planted and r.planted_feature == "venue":  # feat stays noise; the venues' colours
         all_labels = labels_from_colours(n_papers, cites_sources, cites_targets, own,
                                          r.num_classes)
         assert (all_labels >= 0).all(), "every paper cites a paper"
+        scratch.free(cites_sources, cites_targets)
         del cites_sources, cites_targets
         folder.papers(n_papers, _Rows(_rng(seed, "feat"), feat_rows),
                       lambda lo, hi: all_labels[lo:hi], year,
                       lambda lo, hi: extra.planted_venues(seed, np.arange(lo, hi), own[lo:hi],
                                                           r.num_classes))
     elif planted:
-        cites_sources, cites_targets, own = planted_cites
-        del planted_cites
         colour = np.zeros(n_papers, np.int64)
         pass_one = _Rows(_rng(seed, "feat"), feat_rows)
         for lo, hi in _chunks(n_papers):
@@ -909,6 +1007,7 @@ def write_streamed(output: str, fmt: str, shards: int = 1, *, scale: float, seed
         all_labels = labels_from_colours(n_papers, cites_sources, cites_targets, colour,
                                          r.num_classes)
         assert (all_labels >= 0).all(), "every paper cites a paper"
+        scratch.free(cites_sources, cites_targets)
         del cites_sources, cites_targets, colour
         feat_stream = _Rows(_rng(seed, "feat"), feat_rows)
         folder.papers(n_papers, lambda lo, hi: _planted_rows(feat_stream(lo, hi), own[lo:hi]),
@@ -918,7 +1017,17 @@ def write_streamed(output: str, fmt: str, shards: int = 1, *, scale: float, seed
                       _Rows(_rng(seed, "labels"),
                             lambda rng, count: label_rows(rng, count, r.num_classes)), year)
     seeds = folder.seeds(n_papers, hub_papers, year)
-    return _manifest(r, folder, counts, duplicates, degrees, seeds)
+    return counts, duplicates, degrees, seeds
+
+
+def _append(scratch: Scratch, head: np.ndarray, tail: np.ndarray) -> np.ndarray:
+    """np.concatenate([head, tail]) into a scratch array; `head`'s is freed."""
+    out = scratch.empty(len(head) + len(tail), head.dtype)
+    for lo, hi in blocks(len(head), _BLOCK):
+        out[lo:hi] = head[lo:hi]
+    out[len(head):] = tail
+    scratch.free(head)
+    return out
 
 
 def _planted_rows(feat: np.ndarray, own: np.ndarray) -> np.ndarray:
@@ -980,6 +1089,10 @@ def make_parser() -> argparse.ArgumentParser:
                         help="every kind of feature: a venue string and lists of tags and "
                              "token ids per paper, a citation's intent, an author's "
                              "position (pipelines/synthetic_features.py)")
+    parser.add_argument("--scratch-dir", metavar="DIR",
+                        help="where to keep the edge set being drawn (memory-mapped files, "
+                             "about 40 bytes per edge of the largest set, in a folder made "
+                             "here and removed at the end; default: inside --output)")
     parser.add_argument("--quiet", action="store_true", help="print only the output folder")
     return parser
 
@@ -994,7 +1107,8 @@ def main(argv: list[str] | None = None) -> int:
                                   planted=args.planted is not None,
                                   num_classes=args.num_classes, timestamps=args.timestamps,
                                   planted_feature=args.planted or "feat",
-                                  extra_features=args.extra_features)
+                                  extra_features=args.extra_features,
+                                  scratch_dir=args.scratch_dir)
     except ValueError as e:
         print(f"synthetic-graph: error: {e}", file=sys.stderr)
         return 2
