@@ -10,17 +10,14 @@ yields nothing). Shards are files, local or gs://.
 """
 from __future__ import annotations
 
-import functools
-import itertools
 import logging
 from typing import Iterator, Optional, Union
 
 import numpy as np
 
-from sampler.api.batching import ahead
 from sampler.features import FeatureEncoder
 from sampler.graph_tensor.batch_codec import BatchDecoder
-from sampler.output.batches import SHARD_STRIDE, Batch, read_batches
+from sampler.output.batches import SHARD_STRIDE, read_batches
 from sampler.output.folder import open_samples
 from sampler.torch.convert import EdgeType, batch_to_hetero_data, torch
 from sampler.torch.handoff import Blocks, sent
@@ -29,8 +26,6 @@ from unigraph.errors import SamplerError
 
 __all__ = ["SHARD_STRIDE", "SampleDataset"]  # SHARD_STRIDE: a record's input_id, see below
 AUTO = "auto"
-# Decoded batches a DataLoader worker keeps ready (see read_ahead's docstring).
-READ_AHEAD = 8
 log = logging.getLogger("sampler")
 
 
@@ -121,8 +116,6 @@ class SampleDataset(torch.utils.data.IterableDataset):
                                batch_size=self.batch_size, drop_last=self.drop_last,
                                shuffle_buffer=self.shuffle_buffer if self.shuffle else 0,
                                rng=rng)
-        if info is not None:
-            batches = read_ahead(batches, READ_AHEAD)
         if self.batch_size is not None:
             # In a DataLoader worker, each batch goes to the main process in one block of
             # shared memory the worker reuses (sampler/torch/handoff.py).
@@ -139,26 +132,3 @@ class SampleDataset(torch.utils.data.IterableDataset):
     def __repr__(self) -> str:
         return (f"SampleDataset({self.samples.folder!r}, {len(self.files)} shards, "
                 f"batch_size={self.batch_size})")
-
-
-def read_ahead(batches: Iterator[Batch], depth: int) -> Iterator[Batch]:
-    """`batches` in their order, up to `depth` of them decoded ahead in a background
-    thread while the caller converts and hands off the current one; an error comes in
-    its batch's place, and closing this stops the thread after the batch it is on.
-
-    Why, in a DataLoader worker: records are decoded a chunk of several batches at a
-    time (sampler.output.batches), so a worker's batches come unevenly, while the
-    DataLoader asks each worker for only `prefetch_factor` batches ahead and takes them
-    from the workers in turn. A worker decoding a chunk then held up the main process,
-    and the other worker, its batches made, waited: two workers ran hardly faster than
-    one. Decoding ahead, a worker works while it waits to be asked."""
-    end = object()
-    results = ahead((functools.partial(next, batches, end) for _ in itertools.count()),
-                    depth)
-    try:
-        for got in results:
-            if got is end:
-                return
-            yield got
-    finally:
-        results.close()
