@@ -364,3 +364,26 @@ def test_the_main_process_lets_go_of_the_blocks_of_workers_that_ended(demo):
     del data
     gc.collect()
     assert not {key[0] for key in shared_blocks._MAPPED} & workers
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+def test_a_bad_record_read_in_a_worker_is_named_by_file_and_index(demo, tmp_path):
+    """In a DataLoader worker the damage still comes out as its line."""
+    import shutil
+
+    from unigraph.encoding import tfrecord
+    from unigraph.protos import example_pb2
+
+    folder, vocabulary = demo
+    copy = tmp_path / "bad"
+    shutil.copytree(folder, copy)
+    path = open_samples(str(copy)).files[1]
+    records = list(iter_records(path))
+    example = example_pb2.Example.FromString(records[1])
+    example.features.feature["nodes/paper.#size"].int64_list.value[0] += 5
+    records[1] = example.SerializeToString()
+    with open(path, "wb") as f:
+        f.write(b"".join(tfrecord.encode_record(r) for r in records))
+    dataset = SampleDataset(str(copy), vocabulary=vocabulary, batch_size=2)
+    with pytest.raises(SamplerError, match=rf"{path}: record 1: .*'nodes/paper\."):
+        list(DataLoader(dataset, batch_size=None, num_workers=1))
