@@ -47,7 +47,7 @@ def read_batches(files: Sequence[str], shards: Sequence[int], decoder: BatchDeco
         batches = _shuffled(files, shards, decoder, batch_size or SHUFFLED_DECODE,
                             shuffle_buffer, rng)
     else:
-        batches = _in_order(files, shards, decoder, batch_size or 1)
+        batches = _in_order(files, shards, decoder)
     if batch_size is None:
         yield from batches
         return
@@ -62,23 +62,20 @@ def decode_chunk(decoder: BatchDecoder, path: str, chunk: tfrecord.RecordChunk) 
         raise GraphTensorError(f"{path}: {one_line(e)}") from None
 
 
-def file_chunks(path: str, chunk_bytes: int = DECODE_BYTES,
-                multiple: int = 1) -> Iterator[tfrecord.RecordChunk]:
+def file_chunks(path: str, chunk_bytes: int = DECODE_BYTES) -> Iterator[tfrecord.RecordChunk]:
     """The records of one shard file, a chunk at a time (TableError names a damaged one):
-    a local file read where it lies (unigraph.encoding.tfrecord_map, chunks of a
-    `multiple` of records where they can be), others streamed."""
+    a local file read where it lies (unigraph.encoding.tfrecord_map), others streamed."""
     if tfrecord_map.mappable(path):
-        yield from tfrecord_map.mapped_chunks(path, chunk_bytes=chunk_bytes,
-                                              multiple=multiple)
+        yield from tfrecord_map.mapped_chunks(path, chunk_bytes=chunk_bytes)
         return
     with paths.open_binary(path) as stream:
         yield from tfrecord.read_chunks(stream, path, chunk_bytes=chunk_bytes)
 
 
-def _in_order(files, shards, decoder, batch_size: int) -> Iterator[Batch]:
+def _in_order(files, shards, decoder) -> Iterator[Batch]:
     for shard in shards:
         path = files[shard]
-        for chunk in file_chunks(path, DECODE_BYTES, batch_size):
+        for chunk in file_chunks(path):
             ids = (shard * SHARD_STRIDE + chunk.first_index
                    + np.arange(len(chunk), dtype=np.int64))
             yield ids, decode_chunk(decoder, path, chunk)

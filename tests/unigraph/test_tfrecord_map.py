@@ -27,12 +27,11 @@ def outcome(chunks):
     return got, error, seen
 
 
-def both(tmp_path, data: bytes, chunk_bytes: int, multiple: int = 1):
+def both(tmp_path, data: bytes, chunk_bytes: int):
     path = tmp_path / "f.tfrecord"
     path.write_bytes(data)
     streamed = outcome(tfrecord.read_chunks(io.BytesIO(data), str(path)))
-    mapped = outcome(tfrecord_map.mapped_chunks(str(path), chunk_bytes=chunk_bytes,
-                                                multiple=multiple))
+    mapped = outcome(tfrecord_map.mapped_chunks(str(path), chunk_bytes=chunk_bytes))
     return streamed, mapped
 
 
@@ -40,9 +39,8 @@ record = st.one_of(st.binary(max_size=40), st.binary(min_size=60, max_size=400))
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(record, max_size=40), st.integers(1, 3000), st.integers(1, 5), st.data())
-def test_mapped_chunks_read_as_read_chunks(tmp_path_factory, records, chunk_bytes, multiple,
-                                           data):
+@given(st.lists(record, max_size=40), st.integers(1, 3000), st.data())
+def test_mapped_chunks_read_as_read_chunks(tmp_path_factory, records, chunk_bytes, data):
     raw = bytearray(framed(records))
     damage = data.draw(st.sampled_from(["none", "flip", "cut"])) if raw else "none"
     if damage == "flip":
@@ -56,7 +54,7 @@ def test_mapped_chunks_read_as_read_chunks(tmp_path_factory, records, chunk_byte
     tfrecord_map.IN_PLACE_RECORD_BYTES, saved = 32, tfrecord_map.IN_PLACE_RECORD_BYTES
     try:
         (got, error, _), (got_mapped, error_mapped, chunks) = both(
-            tmp_path_factory.mktemp("m"), bytes(raw), chunk_bytes, multiple)
+            tmp_path_factory.mktemp("m"), bytes(raw), chunk_bytes)
     finally:
         tfrecord_map.IN_PLACE_RECORD_BYTES = saved
     assert got_mapped == got
@@ -64,10 +62,6 @@ def test_mapped_chunks_read_as_read_chunks(tmp_path_factory, records, chunk_byte
     assert [c.first_index for c in chunks] == list(
         np.cumsum([0] + [len(c) for c in chunks])[:-1])
     assert all(len(c) for c in chunks)
-    # A chunk that is not the last and has room for `multiple` records holds a multiple
-    # of it (what read_batches asks for: its batches then never span two chunks).
-    for chunk in chunks[:-1] if error_mapped is None else []:
-        assert len(chunk) < multiple or len(chunk) % multiple == 0
 
 
 def test_large_records_are_read_in_place_and_the_last_chunk_is_padded(tmp_path):

@@ -51,14 +51,11 @@ def mappable(path: str) -> bool:
         return False
 
 
-def mapped_chunks(path: str, *, chunk_bytes: int = CHUNK_BYTES,
-                  multiple: int = 1) -> Iterator[RecordChunk]:
+def mapped_chunks(path: str, *, chunk_bytes: int = CHUNK_BYTES) -> Iterator[RecordChunk]:
     """The records of a plain local TFRecord file, a chunk of about `chunk_bytes` (at
     least one record) at a time, checked; on damage the whole records before it are
     yielded, then TableError names the file, the record and its byte offset (as
-    tfrecord.read_chunks does). A chunk of at least `multiple` records that is not the
-    file's last holds a multiple of it (a reader cutting batches of that many then
-    never joins two chunks' records within a file)."""
+    tfrecord.read_chunks does)."""
     view = _map(path)
     size = len(view)
     heads_of = np.ndarray((size - 7,), dtype="<u8", buffer=view, strides=(1,)) \
@@ -75,9 +72,6 @@ def mapped_chunks(path: str, *, chunk_bytes: int = CHUNK_BYTES,
                 raise _damage(view[pos:], index, pos, path)
             heads, end = _walk(view[:size + need], pos, 1, scratch)  # it ends at size + need
         heads = np.asarray(heads, dtype=np.int64)
-        whole = len(heads) - len(heads) % multiple
-        if whole and whole < len(heads) and end < size:
-            heads, end = heads[:whole], int(heads[whole])
         chunk = _in_place(view, heads_of, heads, end, index, path)
         if chunk is None:
             chunk, bad = _copied(view, heads, pos, end, index, path)
