@@ -234,14 +234,14 @@ def test_records_laid_out_otherwise_read_the_same(demo, tmp_path):
         expected(folder)
 
 
-@pytest.mark.parametrize("batch_size", [None, 4])
-def test_a_bad_record_is_named_by_file_and_index(demo, tmp_path, batch_size):
+def _damaged_copy(folder, tmp_path):
+    """A copy of the folder whose shard 1's record 1 says it has 5 papers more than it
+    holds; (the copy, that shard's path)."""
     import shutil
 
     from unigraph.encoding import tfrecord
     from unigraph.protos import example_pb2
 
-    folder, vocabulary = demo
     copy = tmp_path / "bad"
     shutil.copytree(folder, copy)
     path = open_samples(str(copy)).files[1]
@@ -251,9 +251,26 @@ def test_a_bad_record_is_named_by_file_and_index(demo, tmp_path, batch_size):
     records[1] = example.SerializeToString()
     with open(path, "wb") as f:
         f.write(b"".join(tfrecord.encode_record(r) for r in records))
+    return copy, path
+
+
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_a_bad_record_is_named_by_file_and_index(demo, tmp_path, batch_size):
+    folder, vocabulary = demo
+    copy, path = _damaged_copy(folder, tmp_path)
     with pytest.raises(SamplerError, match=rf"^{path}: record 1: .*'nodes/paper\.") as info:
         list(SampleDataset(str(copy), vocabulary=vocabulary, batch_size=batch_size))
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create")
+def test_a_bad_record_read_in_a_worker_is_named_by_file_and_index(demo, tmp_path):
+    """In a DataLoader worker the damage still comes out as its line."""
+    folder, vocabulary = demo
+    copy, path = _damaged_copy(folder, tmp_path)
+    dataset = SampleDataset(str(copy), vocabulary=vocabulary, batch_size=2)
+    with pytest.raises(SamplerError, match=rf"{path}: record 1: .*'nodes/paper\."):
+        list(DataLoader(dataset, batch_size=None, num_workers=1))
 
 
 def _tensors(data) -> dict:
@@ -364,26 +381,3 @@ def test_the_main_process_lets_go_of_the_blocks_of_workers_that_ended(demo):
     del data
     gc.collect()
     assert not {key[0] for key in shared_blocks._MAPPED} & workers
-
-
-@pytest.mark.filterwarnings("ignore:This DataLoader will create")
-def test_a_bad_record_read_in_a_worker_is_named_by_file_and_index(demo, tmp_path):
-    """In a DataLoader worker the damage still comes out as its line."""
-    import shutil
-
-    from unigraph.encoding import tfrecord
-    from unigraph.protos import example_pb2
-
-    folder, vocabulary = demo
-    copy = tmp_path / "bad"
-    shutil.copytree(folder, copy)
-    path = open_samples(str(copy)).files[1]
-    records = list(iter_records(path))
-    example = example_pb2.Example.FromString(records[1])
-    example.features.feature["nodes/paper.#size"].int64_list.value[0] += 5
-    records[1] = example.SerializeToString()
-    with open(path, "wb") as f:
-        f.write(b"".join(tfrecord.encode_record(r) for r in records))
-    dataset = SampleDataset(str(copy), vocabulary=vocabulary, batch_size=2)
-    with pytest.raises(SamplerError, match=rf"{path}: record 1: .*'nodes/paper\."):
-        list(DataLoader(dataset, batch_size=None, num_workers=1))
