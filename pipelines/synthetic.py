@@ -929,9 +929,10 @@ def write_streamed(output: str, fmt: str, shards: int = 1, *, scale: float, seed
     written and dropped before the next. The arrays of an edge set's size (its index
     arrays, and what its draw shuffles, sorts and groups) are memory-mapped files in a
     scratch folder made inside `scratch_dir` (default: inside `output`) and removed at the
-    end, whether the run succeeds or fails (a killed run's, by the next run there). Memory: arrays of node-set size plus blocks of
-    _BLOCK edges on the heap; the edge set being drawn is page cache, which the kernel
-    writes back and evicts under a memory cap. Returns the manifest."""
+    end, whether the run succeeds or fails (a killed run's, by the next run there).
+    Memory: arrays of node-set size plus blocks of _BLOCK edges on the heap; the edge set
+    being drawn is page cache, which the kernel writes back and evicts under a memory
+    cap. Returns the manifest."""
     r = recipe(scale, seed, hub_edges=hub_edges, planted=planted, num_classes=num_classes,
                planted_feature=planted_feature)
     on_venues = r.planted_feature == "venue"
