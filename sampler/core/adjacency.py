@@ -49,6 +49,13 @@ class AdjacencyBucket:
     # Hubs of this bucket whose edges travel as chunk elements instead (core.hubs: the
     # Beam pipeline): (ids 'S' sorted, chunk counts); None when there are none.
     hubs: tuple[np.ndarray, np.ndarray] | None = None
+    # Whether every source and target here has a row in its node set's table (or its
+    # set has none). Then the assembly drops no edge for an absent end, and an edge's
+    # table row, which only names a dropped edge in the run report, is never read:
+    # edge_rows does not gather it (on a store larger than memory, those gathers were
+    # about a fifth of the pages a hop reads). Set by the memory engine, which can tell
+    # (sampler.memory.graph); False wherever it is not known (the Beam pipeline).
+    ends_in_tables: bool = False
 
     def target_fingerprints_of(self, codes: np.ndarray) -> np.ndarray:
         """Fingerprints of the targets with these codes (link samples' leakage check)."""
@@ -59,6 +66,13 @@ class AdjacencyBucket:
     @property
     def targets(self) -> np.ndarray:
         return self.target_ids[self.target_codes]
+
+    def edge_rows(self, positions: np.ndarray) -> np.ndarray:
+        """The table row (RowId) of the edges at these positions; -1 each when no edge
+        can be dropped (`ends_in_tables`), so nothing will ask for them."""
+        if self.ends_in_tables:
+            return np.full(len(positions), -1, np.int64)
+        return take(self.rows, positions)
 
     def rows_of(self, node_ids: np.ndarray) -> np.ndarray:
         """CSR row of each node id, -1 where the node has no edges here."""

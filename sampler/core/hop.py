@@ -221,7 +221,7 @@ def edge_piece(adjacency: AdjacencyBucket, op: PlannedOp, samples: np.ndarray, r
         source_codes=source_codes, target_codes=target_codes,
         positions=(edge_position - take(adjacency.row_splits, take(rows, query_index))
                    ).astype(np.int32),
-        rows=take(adjacency.rows, edge_position),
+        rows=adjacency.edge_rows(edge_position),
         sample_ids=sample_ids.astype(np.int64),
         source_ids=source_ids, target_ids=target_ids,
         features={k: take(v, edge_position) for k, v in adjacency.features.items()})

@@ -61,7 +61,7 @@ def candidate_edges(adjacency: AdjacencyBucket, members: Requests, *,
     target_ids, target_codes = prune(adjacency.target_ids, adjacency.target_codes[positions])
     piece = EdgePiece(adjacency.edge_set, sample_codes.astype(np.int32), source_codes,
                       target_codes, (positions - starts[query]).astype(np.int32),
-                      adjacency.rows[positions],
+                      adjacency.edge_rows(positions),
                       sample_ids.astype(np.int64), source_ids, target_ids,
                       {k: take(v, positions) for k, v in adjacency.features.items()})
     return piece, None if pairs is None else pairs[query]

@@ -29,6 +29,7 @@ from sampler.job.resources import release_free_memory
 from sampler.plan.plan import edge_sets_to_read
 from sampler.store.mapped import open_store
 from unigraph.columnar.batches import EdgeBatch
+from unigraph.protos import graph_schema_pb2 as gs
 from unigraph.schema import has_table
 from unigraph.tables import read_set, table_locations
 
@@ -81,8 +82,8 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     A graph store (sampler.store) is mapped instead: the same indexes, already built."""
     if job.loaded.store is not None:
         mapped = open_store(job)
-        return GraphInMemory(mapped.names, mapped.node_tables, mapped.adjacency,
-                             mapped.seed_table, mapped.seed_codes)
+        return _marked(GraphInMemory(mapped.names, mapped.node_tables, mapped.adjacency,
+                                     mapped.seed_table, mapped.seed_codes), job.loaded.schema)
     loaded, plan, time = job.loaded, job.plan, job.time
     schema = loaded.schema
     with_table = [n for n in plan.node_sets() if has_table(schema.node_sets[n].metadata)]
@@ -174,6 +175,21 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     adjacencies = {name: adjacency(name) for name in plan.edge_sets()}
     graph = GraphInMemory(names, coded_tables, adjacencies, seed_table)
     release_free_memory()
+    return _marked(graph, schema)
+
+
+def _marked(graph: GraphInMemory, schema: gs.GraphSchema) -> GraphInMemory:
+    """The graph, each edge set marked when its ends all have table rows
+    (AdjacencyBucket.ends_in_tables). A set's table codes are its rows' codes, distinct
+    and increasing (a store's are checked so), and its names hold every id its edges
+    name: a table with as many rows as names has them all."""
+    def complete(node_set: str) -> bool:
+        table = graph.node_tables.get(node_set)
+        return table is None or len(table.ids) == len(graph.names[node_set])
+
+    for name, adjacency in graph.adjacency.items():
+        edge_set = schema.edge_sets[name]
+        adjacency.ends_in_tables = complete(edge_set.source) and complete(edge_set.target)
     return graph
 
 

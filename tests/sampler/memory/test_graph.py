@@ -1,6 +1,7 @@
 """load_graph (sampler.memory.graph): interned ids, and indexes equal to the Beam
 engine's built on the ids themselves."""
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -92,3 +93,46 @@ def test_nbytes_counts_every_array_once(tmp_path):
     base = np.zeros(100, np.int64)
     assert _array_bytes({"a": base, "b": [base[10:], base.reshape(10, 10)]}) == 800
     assert _array_bytes((np.zeros(3, np.int8), {"x": (np.zeros(2, np.float64),)})) == 19
+
+
+def _ends_in_tables(job, edge_set):
+    """From the tables themselves: every id the edge set names is in its end's table
+    (or that end has none)."""
+    e = job.loaded.schema.edge_sets[edge_set]
+    for end, column in ((e.source, "sources"), (e.target, "targets")):
+        if not job.loaded.schema.node_sets[end].metadata.filename:
+            continue
+        known = {i for b in read_set(job.loaded, "nodes", end) for i in b.ids}
+        named = {i for b in read_set(job.loaded, "edges", edge_set) for i in getattr(b, column)}
+        if not named <= known:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_edge_sets_whose_ends_all_have_rows_skip_the_row_gather(dangling, tmp_path):
+    """An edge's table row only names a dropped edge; an edge set none of whose edges
+    can be dropped is marked, and its edge_rows are -1 instead of a gather."""
+    folder = tmp_path / "topk"
+    shutil.copytree(GRAPHS["topk"], folder)
+    if dangling:
+        with open(folder / "bought.csv", "a") as f:
+            f.write("u1,i99,9.0,1\n")  # i99 is not in the item table
+    job = make_job(str(folder), tmp_path)
+    graph = load_graph(job)
+    marks = {name: a.ends_in_tables for name, a in graph.adjacency.items()}
+    truth = {name: _ends_in_tables(job, name) for name in graph.adjacency}
+    schema = job.loaded.schema
+    if dangling:  # marked per node set: every set with an end at 'item' loses its mark
+        assert all(truth[n] or not marks[n] for n in marks)  # never marked wrongly
+        assert marks == {n: truth[n] and "item" not in (schema.edge_sets[n].source,
+                                                        schema.edge_sets[n].target)
+                         for n in marks}
+    else:
+        assert marks == truth
+    assert marks["bought"] is not dangling
+    for adjacency in graph.adjacency.values():
+        positions = np.arange(len(adjacency.rows))[::-1]
+        expected = np.full(len(positions), -1) if adjacency.ends_in_tables \
+            else adjacency.rows[positions]
+        np.testing.assert_array_equal(adjacency.edge_rows(positions), expected)
