@@ -43,6 +43,9 @@ class GraphInMemory:
     # A graph store's seed set may name more nodes than the job's tables would: the
     # codes of those the job counts (sampler.store.mapped); None: every name.
     seed_codes: np.ndarray | None = None
+    # A graph store larger than the memory the job may use, read from disk as hops
+    # touch it (sampler.store.mapped): the engine then samples larger chunks.
+    read_at_random: bool = False
 
     @property
     def nbytes(self) -> int:
@@ -83,7 +86,8 @@ def load_graph(job: SamplingJob, threads: int = 2) -> GraphInMemory:
     if job.loaded.store is not None:
         mapped = open_store(job)
         return _marked(GraphInMemory(mapped.names, mapped.node_tables, mapped.adjacency,
-                                     mapped.seed_table, mapped.seed_codes), job.loaded.schema)
+                                     mapped.seed_table, mapped.seed_codes,
+                                     mapped.read_at_random), job.loaded.schema)
     loaded, plan, time = job.loaded, job.plan, job.time
     schema = loaded.schema
     with_table = [n for n in plan.node_sets() if has_table(schema.node_sets[n].metadata)]

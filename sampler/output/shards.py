@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Sequence
 from sampler.core.assemble import ShardAssembler, ShardStats
 from sampler.core.pieces import EdgePiece, NodeFeatures, PairPiece, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS, Distribution, RunStats
-from sampler.output.encoder import encode_shard
+from sampler.output.encoder import ENCODED_AT_ONCE, encode_shard
 from sampler.output.files import OutputSpec, write_records
 
 
@@ -29,9 +29,11 @@ class ShardChunk:
 
 
 def write_shard(assembler: ShardAssembler, output: OutputSpec, shard: int, num_shards: int,
-                chunks: Iterable[ShardChunk]) -> tuple[ShardStats, RunStats]:
+                chunks: Iterable[ShardChunk], encode_samples: int = ENCODED_AT_ONCE
+                ) -> tuple[ShardStats, RunStats]:
     """Writes shard `shard` of `num_shards` (atomically); its assembly stats and the
-    run counts it adds."""
+    run counts it adds. Each chunk is encoded `encode_samples` samples at a time
+    (output.encoder.encode_shard)."""
     total = ShardStats()
 
     def records() -> Iterator[bytes]:
@@ -39,7 +41,7 @@ def write_shard(assembler: ShardAssembler, output: OutputSpec, shard: int, num_s
             assembled, stats = assembler.assemble(chunk.seeds, chunk.features, chunk.edges,
                                                   chunk.pairs)
             _add(total, stats)
-            yield from encode_shard(assembled)
+            yield from encode_shard(assembled, encode_samples)
 
     written = write_records(output.shard_path(shard, num_shards), records())
     run = RunStats(subgraphs_written=total.subgraphs, bytes_written=written,

@@ -47,6 +47,9 @@ class MappedGraph:
     # The codes of the seed set's nodes as the job counts them, when that is fewer than
     # the store's names (see `_seed_codes`); None: all of them.
     seed_codes: np.ndarray | None
+    # Whether the arrays are mapped for random reads, their gathers prefetched: the
+    # store is larger than the memory the job may use (store.prefetch).
+    read_at_random: bool = False
 
 
 class _Arrays:
@@ -177,7 +180,7 @@ def open_store(job: SamplingJob) -> MappedGraph:
                                      else names[seed_set][seed_codes], {})
     if larger:
         advise_random(list(arrays.mapped.values()))  # after the checks, which read in order
-    return MappedGraph(names, node_tables, adjacency, seed_table, seed_codes)
+    return MappedGraph(names, node_tables, adjacency, seed_table, seed_codes, larger)
 
 
 def advise_random(arrays: list[np.ndarray]) -> None:

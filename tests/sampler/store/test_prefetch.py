@@ -77,15 +77,33 @@ def test_every_page_a_gather_reads_is_asked_for_once(tmp_path, asked, monkeypatc
 
 @settings(max_examples=60, deadline=None)
 @given(hs.lists(hs.integers(0, 10**7), min_size=1, max_size=50),
-       hs.sampled_from([1, 8, 100, 512, 4096, 5000, 20000]))
-def test_page_runs_cover_the_rows_and_nothing_else(starts, row_bytes):
+       hs.sampled_from([1, 8, 100, 512, 4096, 5000, 20000]), hs.sampled_from([0, 1, 3, 16]))
+def test_page_runs_cover_the_rows_and_only_short_gaps(starts, row_bytes, gap):
     page = mmap.PAGESIZE
     row_starts = np.array(starts, np.int64)
-    run_starts, run_stops = prefetch.page_runs(row_starts, row_bytes)
+    run_starts, run_stops = prefetch.page_runs(row_starts, row_bytes, gap)
     pages = [p for a, b in zip(run_starts.tolist(), run_stops.tolist()) for p in range(a, b)]
-    wanted = {p for s in starts for p in range(s // page, (s + row_bytes - 1) // page + 1)}
-    assert pages == sorted(wanted)
-    assert all(b < c for b, c in zip(run_stops[:-1].tolist(), run_starts[1:].tolist()))
+    wanted = sorted({p for s in starts for p in range(s // page, (s + row_bytes - 1) // page + 1)})
+    assert pages == sorted(set(pages)) and set(wanted) <= set(pages)
+    # a page not wanted lies in a gap of at most `gap` pages between wanted ones
+    for p in set(pages) - set(wanted):
+        before = max(w for w in wanted if w < p)
+        after = min(w for w in wanted if w > p)
+        assert after - before - 1 <= gap
+    assert all(b + gap < c for b, c in zip(run_stops[:-1].tolist(), run_starts[1:].tolist()))
+    if gap == 0:
+        assert pages == wanted
+
+
+def test_a_large_gather_asks_for_its_pages_in_the_arrays_order(tmp_path, asked):
+    """Over PIECE indices, a gather goes through them sorted: the pages it asks for,
+    piece after piece, ascend across the whole gather, whatever the indices' order."""
+    values = np.arange(400_000, dtype=np.int64)
+    array = prefetch.prefetching(mapped(tmp_path, values))
+    indices = np.random.default_rng(5).permutation(len(values))[:5 * prefetch.PIECE]
+    assert array.take(indices).tolist() == indices.tolist()
+    starts = [s for s, _ in asked]
+    assert len(starts) > 1 and starts == sorted(starts)
 
 
 def test_numpy_sees_a_plain_array(tmp_path):

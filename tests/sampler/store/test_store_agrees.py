@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from pipelines import convert
+from sampler.memory import engine
 from sampler.store import mapped as store_mapped
 from sampler.store import prefetch
 from tests.pipelines.sampled_output import read_records
@@ -38,9 +39,12 @@ def assert_store_agrees(root, folder, spec_path, seeds_path, flags, workers=1):
     mapped = run(store, spec_path, seeds_path, str(root / "mapped"), "--engine", "memory",
                  "--workers", str(workers), *flags)
     # As if the store were larger than memory: read at random, every gather (even of one
-    # row) asking for its pages first, a few rows at a time (sampler.store.prefetch).
+    # row) asking for its pages first, a few rows at a time (sampler.store.prefetch), and
+    # the engine's chunks for such a store (a few samples, each encoded whole).
     with mock.patch.object(store_mapped, "available_memory", lambda: 0), \
-            mock.patch.object(prefetch, "MIN_INDICES", 1), mock.patch.object(prefetch, "PIECE", 3):
+            mock.patch.object(prefetch, "MIN_INDICES", 1), \
+            mock.patch.object(prefetch, "PIECE", 3), \
+            mock.patch.object(engine, "CHUNK_SAMPLES_READ_AT_RANDOM", 5):
         larger = run(store, spec_path, seeds_path, str(root / "larger"), "--engine", "memory",
                      "--workers", str(workers), *flags)
     assert tables[0] == mapped[0] == larger[0]  # exit status
