@@ -15,6 +15,9 @@ samples they hold. So the bytes equal the Beam engine's, for any number of worke
 from __future__ import annotations
 
 import multiprocessing
+import pickle
+import queue
+import signal
 import sys
 from typing import Callable, Iterator
 
@@ -29,6 +32,7 @@ from sampler.memory.graph import GraphInMemory, load_graph
 from sampler.output.shards import ShardChunk, write_shard
 from sampler.plan.plan import label_dtype, pairs_table_layout
 from unigraph.columnar.batches import PairBatch, SeedBatch
+from unigraph.errors import SamplerError
 from unigraph.interrupts import quiet_worker, workers_forked_quietly
 from unigraph.tables import read_pair_set, read_seed_set
 
@@ -85,28 +89,103 @@ def run_in_memory(job: SamplingJob, *, workers: int = 1,
             for shard in shards:
                 stats.merge(_write_one_shard(shard, on_progress))
             return stats
-        progress = multiprocessing.get_context("fork").SimpleQueue()
-        _SHARED["progress"] = progress
-        with workers_forked_quietly():
-            pool = multiprocessing.get_context("fork").Pool(processes,
-                                                            initializer=_init_worker)
-        with pool:
-            pending = pool.map_async(_write_one_shard_in_worker, shards)
-            while not pending.ready() or not progress.empty():
-                if not progress.empty():
-                    on_progress(progress.get())
-                else:
-                    pending.wait(0.05)
-            for shard_stats in pending.get():
-                stats.merge(shard_stats)
-            # Let the workers end on their own (task queue closed) before the `with`
-            # terminates the pool: a SIGTERM that reaches a worker between its fork and
-            # Python's after-fork reset is lost, and joining that worker then hangs.
-            pool.close()
-            pool.join()
+        by_shard = dict(_in_workers(shards, processes, on_progress))
+        for shard in shards:  # merged in the order one process writes them
+            stats.merge(by_shard[shard])
         return stats
     finally:
         _SHARED.clear()
+
+
+class WorkerKilled(SamplerError):
+    """A worker process that ended before its shards were written: killed by a signal
+    (the out-of-memory killer's SIGKILL, most often)."""
+
+
+def _in_workers(shards: list[int], processes: int, on_progress: Callable[[int], None]
+                ) -> Iterator[tuple[int, RunStats]]:
+    """(shard, its counts) for every shard, written by `processes` forked workers that
+    take shards from a queue, largest first. The workers are this module's own, not a
+    multiprocessing Pool's: a Pool replaces a worker that died and waits forever for the
+    shards it held, and its terminate can then wait forever for a lock the dead one
+    held. Here a worker that died ends the run (WorkerKilled), and the others are
+    killed; so are they when this process is interrupted or a worker fails."""
+    context = multiprocessing.get_context("fork")
+    tasks, results = context.SimpleQueue(), context.Queue()
+    for shard in shards:
+        tasks.put(shard)
+    for _ in range(processes):
+        tasks.put(None)  # one stop for each worker
+    with workers_forked_quietly():
+        workers = [context.Process(target=_worker, args=(tasks, results), daemon=True)
+                   for _ in range(processes)]
+        for worker in workers:
+            worker.start()
+    written = 0
+    try:
+        while written < len(shards):
+            try:
+                kind, *rest = results.get(timeout=0.05)
+            except queue.Empty:
+                _check_workers(workers)
+                continue
+            if kind == "progress":
+                on_progress(rest[0])
+            elif kind == "error":
+                raise rest[0]
+            else:
+                written += 1
+                yield rest[0], rest[1]
+        for worker in workers:  # each has taken its stop: it ends on its own
+            worker.join()
+    finally:
+        for worker in workers:
+            if worker.exitcode is None:
+                worker.kill()  # SIGKILL: never lost, whatever the worker was doing
+                worker.join()
+        results.close()
+
+
+def _worker(tasks, results) -> None:
+    """A worker process: shards from `tasks` until its stop (None); progress, counts and
+    a failure put into `results`."""
+    quiet_worker()
+    while (shard := tasks.get()) is not None:
+        try:
+            shard_stats = _write_one_shard(shard, lambda n: results.put(("progress", n)))
+        except Exception as error:  # sent to the parent, which raises it
+            results.put(("error", _picklable(error)))
+            break
+        results.put(("done", shard, shard_stats))
+    results.close()
+    results.join_thread()  # everything put is sent before the process ends
+
+
+def _picklable(error: Exception) -> Exception:
+    """The error itself when it can be sent to another process, else its text."""
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+
+
+def _check_workers(workers: list) -> None:
+    """WorkerKilled when a worker has ended while shards were left (a worker ends only
+    after its stop, which it takes once the shards are all taken, or after sending
+    its failure, which comes first in the queue)."""
+    for worker in workers:
+        code = worker.exitcode
+        if code is None or code == 0:
+            continue
+        if code < 0 and -code in signal.valid_signals():
+            how = f"killed by {signal.Signals(-code).name}" + (
+                " (the system's out-of-memory killer, or a user)"
+                if -code == signal.SIGKILL else "")
+        else:
+            how = f"ended with status {code}"
+        raise WorkerKilled(f"worker process {worker.pid} was {how}; give the job more "
+                           f"memory, or fewer --workers")
 
 
 def _samples(graph: GraphInMemory, job: SamplingJob) -> Samples:
@@ -133,16 +212,6 @@ def _every_seed(graph: GraphInMemory) -> SeedBatch:
     """Without a seeds table, every node of the seed set is a seed (a sample's id depends
     on its row's content only, so the table need not be read twice)."""
     return seeds_from_ids(graph.seed_table.ids)
-
-
-def _init_worker() -> None:
-    # The parent handles Ctrl-C and SIGTERM and then stops the pool; a worker must not
-    # print its own traceback for them, nor outlive a parent that was killed.
-    quiet_worker()
-
-
-def _write_one_shard_in_worker(shard: int) -> RunStats:
-    return _write_one_shard(shard, _SHARED["progress"].put)
 
 
 def _write_one_shard(shard: int, on_progress: Callable[[int], None]) -> RunStats:

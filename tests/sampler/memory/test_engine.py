@@ -2,6 +2,7 @@
 and samples over chunks changes nothing in the files; progress and errors reach the
 caller."""
 import os
+import re
 import subprocess
 import sys
 
@@ -94,3 +95,41 @@ def test_two_workers_fork_in_a_fresh_process(tmp_path):
         assert f"with {workers} worker process(es)" in result.stdout
         outputs.append({k: v for k, v in written(out).items() if k != "sample_report.json"})
     assert outputs[0] == outputs[1] and outputs[0]
+
+
+KILLS_SHARD_0 = """
+import os, signal, sys
+from sampler.memory import engine
+real = engine._write_one_shard
+def dies(shard, on_progress):
+    if shard == 0:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer does
+    return real(shard, on_progress)
+engine._write_one_shard = dies
+from pipelines.sample import main
+sys.exit(main())
+"""
+
+
+def test_a_worker_killed_by_a_signal_ends_the_run(tmp_path):
+    """A worker ended by SIGKILL (the out-of-memory killer) loses the shards it held: the
+    run ends at once with one line naming it, and the previous output is kept. (In a
+    process of its own, for the fork: see the test above.)"""
+    out = tmp_path / "out"
+    args = ["--graph", GRAPHS["mag_tiny"], "--spec",
+            os.path.join(GRAPHS["mag_tiny"], "sampling_spec.pbtxt"), "--engine", "memory",
+            "--workers", "2", "--output", f"{out}/", "--quiet"]
+    first = subprocess.run([sys.executable, "-m", "pipelines.sample", *args],
+                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert first.returncode == 0, first.stderr
+    before = written(out)
+    killed = subprocess.run([sys.executable, "-c", KILLS_SHARD_0, *args, "--overwrite"],
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=300)
+    assert killed.returncode != 0
+    last = killed.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"sample: error: worker process \d+ was killed by SIGKILL \(the "
+                        r"system's out-of-memory killer, or a user\); give the job more "
+                        r"memory, or fewer --workers", last), killed.stderr
+    assert "Traceback" not in killed.stderr
+    assert written(out) == before
+    assert sorted(os.listdir(tmp_path)) == ["out"]  # no staging folder left beside it
