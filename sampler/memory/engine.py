@@ -42,12 +42,12 @@ from unigraph.tables import read_pair_set, read_seed_set
 # fell from about 470 MB (2048) and 340 MB (512) to 295 MB.
 CHUNK_SAMPLES = 256
 # ...and over a graph store read from disk at random (larger than the memory the job
-# may use), larger chunks, each encoded whole: every gather of a hop, and the encoding's
-# gather of the chunk's node features, then asks for the pages of this many samples at
-# once, in the arrays' order, so that pages close together are read together
-# (store.prefetch). The scale-10 MAG store under a 3 GB cap, 16,000 seeds, 6 workers:
-# 256 gave about 90 subgraphs/s, 4096 about 650; the features of a chunk (about 300 MB
-# there) are then held at once, per worker.
+# may use), larger chunks, whose node features are gathered at once before they are
+# encoded: every gather of a hop, and that of the chunk's features, then asks for the
+# pages of this many samples at once, in the arrays' order, so that pages close
+# together are read together (store.prefetch). The scale-10 MAG store under a 3 GB
+# cap, 16,000 seeds, 6 workers: 256 gave about 90 subgraphs/s, 4096 about 650. A
+# worker then holds a chunk's feature rows (about 300 MB there).
 CHUNK_SAMPLES_READ_AT_RANDOM = 4096
 
 # What forked workers read: set in the parent just before the fork, so the children
@@ -222,7 +222,7 @@ def _write_one_shard(shard: int, on_progress: Callable[[int], None]) -> RunStats
     size = CHUNK_SAMPLES_READ_AT_RANDOM if graph.read_at_random else CHUNK_SAMPLES
     _, written = write_shard(assembler, job.output, shard, job.num_shards,
                              _chunks(graph, job, samples, stats, on_progress, size),
-                             encode_samples=size)
+                             gather_node_rows=graph.read_at_random)
     return stats.merge(written)
 
 

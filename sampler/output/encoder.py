@@ -228,11 +228,7 @@ def encode_examples(columns: list[Column], count: int) -> Iterator[bytes]:
         yield b"".join(record)
 
 
-# Samples encoded at once by default: memory holds their feature copies.
-ENCODED_AT_ONCE = 256
-
-
-def encode_shard(shard: AssembledShard, chunk: int = ENCODED_AT_ONCE) -> Iterator[bytes]:
+def encode_shard(shard: AssembledShard, chunk: int = 256) -> Iterator[bytes]:
     """Each sample's serialized tf.train.Example, by ascending sample id: the same bytes
     as `encode_example(graph, output schema)` of output.reference.shard_graphs. Encoded
     `chunk` samples at a time, so memory holds one chunk's feature copies, not the shard's."""

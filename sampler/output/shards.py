@@ -14,7 +14,7 @@ from typing import Iterable, Iterator, Sequence
 from sampler.core.assemble import ShardAssembler, ShardStats
 from sampler.core.pieces import EdgePiece, NodeFeatures, PairPiece, SeedPiece
 from sampler.core.stats import MAX_LISTED_IDS, Distribution, RunStats
-from sampler.output.encoder import ENCODED_AT_ONCE, encode_shard
+from sampler.output.encoder import encode_shard
 from sampler.output.files import OutputSpec, write_records
 
 
@@ -29,11 +29,11 @@ class ShardChunk:
 
 
 def write_shard(assembler: ShardAssembler, output: OutputSpec, shard: int, num_shards: int,
-                chunks: Iterable[ShardChunk], encode_samples: int = ENCODED_AT_ONCE
+                chunks: Iterable[ShardChunk], gather_node_rows: bool = False
                 ) -> tuple[ShardStats, RunStats]:
     """Writes shard `shard` of `num_shards` (atomically); its assembly stats and the
-    run counts it adds. Each chunk is encoded `encode_samples` samples at a time
-    (output.encoder.encode_shard)."""
+    run counts it adds. `gather_node_rows`: each chunk's node features are gathered
+    at once before it is encoded (AssembledShard.with_node_rows_gathered)."""
     total = ShardStats()
 
     def records() -> Iterator[bytes]:
@@ -41,7 +41,9 @@ def write_shard(assembler: ShardAssembler, output: OutputSpec, shard: int, num_s
             assembled, stats = assembler.assemble(chunk.seeds, chunk.features, chunk.edges,
                                                   chunk.pairs)
             _add(total, stats)
-            yield from encode_shard(assembled, encode_samples)
+            if gather_node_rows:
+                assembled = assembled.with_node_rows_gathered()
+            yield from encode_shard(assembled)
 
     written = write_records(output.shard_path(shard, num_shards), records())
     run = RunStats(subgraphs_written=total.subgraphs, bytes_written=written,
