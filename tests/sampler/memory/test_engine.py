@@ -6,10 +6,15 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
+from sampler.core.assemble import ShardAssembler
 from sampler.memory import engine
+from sampler.memory.batch import sample_batch
 from sampler.memory.engine import run_in_memory
+from sampler.memory.graph import load_graph
+from sampler.output.encoder import encode_shard
 from tests.conftest import REPO_ROOT
 from tests.sampler.memory.test_graph import GRAPHS, make_job
 
@@ -133,3 +138,24 @@ def test_a_worker_killed_by_a_signal_ends_the_run(tmp_path):
     assert "Traceback" not in killed.stderr
     assert written(out) == before
     assert sorted(os.listdir(tmp_path)) == ["out"]  # no staging folder left beside it
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_node_rows_gathered_at_once_encode_the_same_bytes(name, tmp_path):
+    """A store read at random gathers a chunk's node feature rows before encoding it
+    (AssembledShard.with_node_rows_gathered): each distinct row once, the same records."""
+    job = make_job(GRAPHS[name], tmp_path)
+    graph = load_graph(job)
+    samples = engine._samples(graph, job)
+    chunk, _ = sample_batch(graph, job.plan, job.loaded.schema, job.seed, samples)
+    assembler = ShardAssembler(job.plan, job.loaded.schema, graph.names)
+    assembled, _ = assembler.assemble(chunk.seeds, chunk.features, chunk.edges, chunk.pairs)
+    gathered = assembled.with_node_rows_gathered()
+    assert list(encode_shard(gathered, 3)) == list(encode_shard(assembled, 3))
+    with_features = [s for s, layout in assembled.nodes.items() if layout.feature_values]
+    assert with_features
+    for node_set in with_features:
+        before, after = assembled.nodes[node_set], gathered.nodes[node_set]
+        rows = np.unique(before.feature_rows)
+        for feature, values in after.feature_values.items():
+            assert len(values) == len(rows) <= len(before.feature_rows)
