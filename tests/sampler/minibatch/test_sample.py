@@ -127,6 +127,10 @@ def test_a_merged_batch_samples_each_frontier_node_once(tmp_path_factory, graph,
                                       np.arange(len(codes), dtype=np.int32), codes)}
     expected = collections.Counter()
     names = memory.names
+    # The reference names each edge by its table row, which a hop gathers only where an
+    # edge may be dropped (AdjacencyBucket.ends_in_tables): here, for every edge set.
+    for adjacency in memory.adjacency.values():
+        adjacency.ends_in_tables = False
     for op in plan.ops:
         drawn = sample_hop(memory.adjacency[op.edge_set],
                            Requests.concat([reached[name] for name in op.input_ops]), op,
