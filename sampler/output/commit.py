@@ -30,7 +30,6 @@ a final name appears only once its object is complete.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Callable, Sequence
 
 from sampler.output import lock as output_lock
@@ -179,8 +178,8 @@ def _finish_interrupted_commit(folder: str, journal: Journal, log) -> None:
 
 def _remove_leftovers(folder: str, state: ownership.FolderState, log) -> None:
     """Staging folders of runs that failed or were killed (marked as theirs, or empty:
-    killed before the marker) and their journals' temporary files; a folder named like
-    ours that holds anything but the marker is left."""
+    killed before the marker was written) and their journals' temporary files; a folder
+    named like ours that holds anything but the marker is left."""
     done = state.journal.run if state.journal is not None else None
     for run in state.staging_runs:
         if run != done:
@@ -188,11 +187,10 @@ def _remove_leftovers(folder: str, state: ownership.FolderState, log) -> None:
             paths.delete_tree(paths.join(folder, ownership.staging_name(run)))
     for name in state.journal_temps:
         paths.delete_if_exists(paths.join(folder, name))
-    for name in state.empty_staging:  # rmdir: refuses if anything came into it since
-        try:
-            os.rmdir(paths.join(folder, name))
+    for name in state.empty_staging:
+        if ownership.remove_unfinished_staging(folder, name):
             log(f"removing {name}, an empty staging folder of a run killed as it began")
-        except OSError:
+        else:
             log(f"leaving {name} alone: no longer empty")
     for name in state.unmarked:
         log(f"leaving {name} alone: named like a staging folder, but not marked as one "

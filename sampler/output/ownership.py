@@ -178,16 +178,38 @@ def _write_new_file(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def is_empty_folder(folder: str, name: str) -> bool:
-    """Whether OUT/name is a real, empty local folder (a staging folder of a run killed
-    before its marker was written: removing it cannot lose anything)."""
+def is_unfinished_staging(folder: str, name: str) -> bool:
+    """Whether OUT/name is a real local folder that holds nothing, or only an empty
+    marker file: the staging folder of a run killed before its marker was written, or
+    between creating it and writing its one write. Removing it cannot lose anything."""
     path = paths.join(folder, name)
     if paths.is_remote(path):
         return False
     try:
-        return stat.S_ISDIR(os.lstat(path).st_mode) and not os.listdir(path)
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return False
+        entries = os.listdir(path)
+        if entries and entries != [STAGING_MARKER]:
+            return False
+        marker = os.lstat(paths.join(path, STAGING_MARKER)) if entries else None
     except OSError:
         return False
+    return marker is None or (stat.S_ISREG(marker.st_mode) and marker.st_size == 0)
+
+
+def remove_unfinished_staging(folder: str, name: str) -> bool:
+    """Removes OUT/name if it is still an unfinished staging folder (its empty marker,
+    then the folder: rmdir refuses if anything came into it meanwhile); whether it did."""
+    if not is_unfinished_staging(folder, name):
+        return False
+    path = paths.join(folder, name)
+    try:
+        if os.listdir(path):
+            os.unlink(paths.join(path, STAGING_MARKER))
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
 
 
 def delete_quietly(path: str) -> None:
@@ -303,7 +325,8 @@ class FolderState:
     journal_temps: tuple[str, ...]  # names of journal temporary files of those runs
     unmarked: tuple[str, ...]       # named like a staging folder, without its marker
     others: tuple[str, ...]         # everything else but the lock and the journal
-    empty_staging: tuple[str, ...] = ()  # named like one, empty: a run killed at its start
+    # named like one, empty or with an empty marker: a run killed as it began
+    empty_staging: tuple[str, ...] = ()
 
 
 def survey(folder: str) -> FolderState:
@@ -317,7 +340,8 @@ def survey(folder: str) -> FolderState:
             run = marked_staging_run(folder, name)
             if run is not None:
                 staging.append(run)
-            elif _RUN_ID.match(name[len(STAGING_PREFIX):]) and is_empty_folder(folder, name):
+            elif _RUN_ID.match(name[len(STAGING_PREFIX):]) and \
+                    is_unfinished_staging(folder, name):
                 empty.append(name)
             else:
                 unmarked.append(name)

@@ -163,18 +163,36 @@ def test_journal_entries_are_bare_file_names(tmp_path, capsys, own_output, moves
     _refused(tmp_path, capsys, own_output, expect)
 
 
-def test_an_empty_staging_folder_of_a_run_killed_as_it_began_is_removed(tmp_path, capsys):
-    """kill -9 between the staging folder's mkdir and its marker leaves it empty: the next
-    run removes it (nothing can be lost) and it does not make the folder someone else's;
+@pytest.mark.parametrize("marker", [None, b""])
+def test_an_empty_staging_folder_of_a_run_killed_as_it_began_is_removed(tmp_path, capsys,
+                                                                         marker):
+    """kill -9 between the staging folder's mkdir and its marker leaves it empty, and
+    between creating the marker and its one write leaves the marker empty: the next run
+    removes it (nothing can be lost) and it does not make the folder someone else's;
     the marker is one write, so no temporary marker file can be left in it."""
     out = tmp_path / "out"
     out.mkdir()
     (out / ownership.staging_name(RUN)).mkdir()
+    if marker is not None:
+        (out / ownership.staging_name(RUN) / ownership.STAGING_MARKER).write_bytes(marker)
     code, text, err = run(capsys, "--graph", TOPK, "--spec", TOPK_SPEC, "--output", out)
     assert code == 0, err
     assert not any(n.startswith(ownership.STAGING_PREFIX) for n in os.listdir(out))
     made = ownership.make_staging(str(tmp_path), ownership.new_run_id())
     assert os.listdir(made) == [ownership.STAGING_MARKER]
+
+
+@pytest.mark.parametrize("content", [b"x", b"{}"])
+def test_a_staging_folder_with_a_marker_of_another_content_is_left_alone(tmp_path, capsys,
+                                                                         content):
+    """Only an empty marker is a run killed while writing it: any other content is not
+    this tool's marker, and the folder stays (and makes the output someone else's)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ownership.staging_name(RUN)).mkdir()
+    (out / ownership.staging_name(RUN) / ownership.STAGING_MARKER).write_bytes(content)
+    assert not ownership.is_unfinished_staging(str(out), ownership.staging_name(RUN))
+    assert ownership.survey(str(out)).unmarked == (ownership.staging_name(RUN),)
 
 
 @pytest.mark.parametrize("run_id", ["../outside", "/tmp", "", 7, "20240101-000000-0123abcd/.."])
