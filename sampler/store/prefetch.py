@@ -31,7 +31,9 @@ PAGE = mmap.PAGESIZE
 # Fewer indices than this are gathered as they are: a gather so small faults in a
 # handful of pages, cheaper than sorting its pages and asking for them.
 MIN_INDICES = 8
-PIECE = 1024  # indices whose pages are asked for at once (at most 8 MB of 4 KB pages)
+# Indices whose pages are asked for at once: at most 8 MB of 4 KB pages, and the gaps
+# of at most GAP_PAGES that join their runs.
+PIECE = 1024
 # Pages asked for with their neighbours when at most this many lie between them: a
 # range is read as one request, and 16 pages (64 KB) read in order cost the disk here
 # about what one random page does. The scale-10 store under a 3 GB cap gave the same
