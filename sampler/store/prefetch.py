@@ -178,7 +178,7 @@ class PrefetchingArray(np.ndarray):
         if len(indices) <= PIECE:
             self._pages.will_need(indices)
             return gather(indices)
-        order = np.argsort(indices, kind="stable")
+        order = np.argsort(indices)  # equal indices give equal values: any order
         ordered = indices[order]
         out = None
         for lo in range(0, len(ordered), PIECE):
