@@ -30,24 +30,29 @@ class Fifo:
     file's bytes) until `block()` holds; the next open gets nothing: the command waits
     in its read, and `opened` is set. `release()` completes that read as a read of the
     file completes (its bytes, then end of file), and every later open gets them at once.
-    A read that ended early or failed would race the interrupt: the command must stop
-    for the signal, not for a read error the test made."""
+    A read that ended early, failed or got the bytes twice would race the interrupt: the
+    command must stop for the signal, not for a read error the test made.
+
+    A FIFO does not tell one reader from the next: while a reader has it open, an open
+    for writing returns at once and its bytes go to that same reader. So the server opens
+    it again only once no process has it open (the reader took its end of file)."""
 
     def __init__(self, path, content=b"", block=lambda: True):
         os.mkfifo(path)
         self.path, self.content, self.block = str(path), content, block
-        self.opened, self.held, self.released, self.stopped = \
-            threading.Event(), None, False, False
+        self.opened, self.released, self.stopped = threading.Event(), threading.Event(), False
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self):
         while not self.stopped:
             fd = os.open(self.path, os.O_WRONLY)  # blocks until a reader opens it
-            if not self.released and not self.opened.is_set() and self.block():
-                self.held = fd
+            if not self.released.is_set() and not self.opened.is_set() and self.block():
                 self.opened.set()
-                continue
+                self.released.wait()
+            # A daemon thread: an interrupted reader that never takes the rest blocks
+            # only this thread.
             self._complete(fd)
+            self._wait_until_closed()
 
     def _complete(self, fd):
         try:
@@ -57,11 +62,29 @@ class Fifo:
         finally:
             os.close(fd)
 
+    def _wait_until_closed(self, timeout=30.0):
+        """Until no process has the FIFO open: a reader waiting in its open has no file
+        descriptor yet, so it is the next reader, not the last one."""
+        deadline = time.monotonic() + timeout
+        while self._open_anywhere() and time.monotonic() < deadline:
+            time.sleep(0.002)
+
+    def _open_anywhere(self):
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                fds = os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                continue  # the process has ended
+            for fd in fds:
+                try:
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == self.path:
+                        return True
+                except OSError:
+                    continue  # closed since the listing (the listing's own one, too)
+        return False
+
     def release(self):
-        self.released = True
-        held, self.held = self.held, None
-        if held is not None:  # in a thread: an interrupted reader may never take the rest
-            threading.Thread(target=self._complete, args=(held,), daemon=True).start()
+        self.released.set()
 
     def stop(self):
         self.release()
