@@ -229,7 +229,7 @@ class Graph:
         PyG's NeighborLoader lays it out; `disjoint=True`: each seed's own subgraph (the
         draws of `sample`), in the same layout. The same graph, seeds, seed and epoch
         give the same batch, bit for bit, in any thread or process."""
-        seeds, missing = node_seeds(self, seed_ids, cutoffs)
+        seeds, missing = node_seeds(self, seed_ids, cutoffs, merged=not disjoint)
         return minibatch(self, seeds, seed=seed, epoch=epoch, disjoint=disjoint,
                          missing=missing)
 
@@ -244,7 +244,7 @@ class Graph:
         of its pairs is sampled (docs/link-prediction.md). Options as `sample_pairs`."""
         seeds, missing = pair_seeds(self, sources, targets, seed=seed, epoch=epoch,
                                     cutoffs=cutoffs, features=features,
-                                    known_positives=known_positives)
+                                    known_positives=known_positives, merged=not disjoint)
         return minibatch(self, seeds, seed=seed, epoch=epoch, disjoint=disjoint,
                          missing=missing)
 

@@ -22,7 +22,7 @@ from sampler.job.job import epoch_seed
 from sampler.memory.batch import node_samples, pair_samples, with_negatives
 from sampler.minibatch.batch import MergedBatch
 from sampler.minibatch.features import Features
-from sampler.minibatch.sample import SeedBatch, sample_minibatch
+from sampler.minibatch.sample import SeedBatch, check_one_cutoff, sample_minibatch
 from sampler.plan.plan import label_dtype, pairs_table_layout
 from unigraph.columnar.batches import PairBatch
 from unigraph.errors import SamplerError
@@ -76,11 +76,15 @@ def pair_rows(graph: "Graph", sources, targets, *, cutoffs, features, known_posi
     return rows, extra
 
 
-def node_seeds(graph: "Graph", seed_ids, cutoffs) -> tuple[SeedBatch, list]:
+def node_seeds(graph: "Graph", seed_ids, cutoffs, *, merged: bool = False
+               ) -> tuple[SeedBatch, list]:
     """(the rows found in the seed set, as codes with their rows, sample ids and
-    cut-offs; the ids of the rows not found)."""
+    cut-offs; the ids of the rows not found). `merged`: refused unless the rows share
+    one cut-off (sampler.minibatch.sample.check_one_cutoff)."""
     rows, row_samples, samples = node_rows(graph, seed_ids, cutoffs,
                                            "give pairs (sources, targets)")
+    if merged:
+        check_one_cutoff(rows.timestamps)
     found = samples.found
     at = np.minimum(np.searchsorted(found.samples, row_samples), max(len(found) - 1, 0))
     ok = (found.samples[at] == row_samples) if len(found) else np.zeros(len(rows), bool)
@@ -93,12 +97,16 @@ def node_seeds(graph: "Graph", seed_ids, cutoffs) -> tuple[SeedBatch, list]:
 
 
 def pair_seeds(graph: "Graph", sources, targets, *, seed: int, epoch: int, cutoffs,
-               features: Optional[dict[str, Any]], known_positives) -> tuple[SeedBatch, list]:
+               features: Optional[dict[str, Any]], known_positives, merged: bool = False
+               ) -> tuple[SeedBatch, list]:
     """The pairs (then, loaded with `negatives=K`, K negatives per pair drawn for this
-    seed and epoch) whose two ends are in the seed set, as codes; and the pairs not."""
+    seed and epoch) whose two ends are in the seed set, as codes; and the pairs not.
+    `merged`: as node_seeds."""
     rows, _ = pair_rows(graph, sources, targets, cutoffs=cutoffs, features=features,
                         known_positives=known_positives, seed=seed, epoch=epoch,
                         call="give seed ids")
+    if merged:
+        check_one_cutoff(rows.timestamps)
     plan = graph._plan
     numbered, row_samples = numbered_pair_rows(rows)
     memory = graph._memory

@@ -93,13 +93,21 @@ def sample_minibatch(graph: GraphInMemory, plan: Plan, seed: int, seeds: SeedBat
         _scratch.give_back(graph, tables)
 
 
-def _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hops, n_codes,
-            layouts) -> MergedBatch:
-    seed_set = plan.seed_set
-    if not disjoint and seeds.cutoffs is not None and len(np.unique(seeds.cutoffs)) > 1:
+def check_one_cutoff(cutoffs: Optional[np.ndarray]) -> None:
+    """A merged batch's seeds share their nodes, so they must share one cut-off (the API
+    checks a call's own cut-offs, before the seeds the graph lacks are dropped: whether a
+    call is refused does not depend on which of its seeds the graph holds)."""
+    if cutoffs is not None and len(np.unique(cutoffs)) > 1:
         raise SamplerError("a merged batch's seeds share their nodes, so they must share one "
                            "cut-off: give seeds of different cut-offs disjoint=True (each "
                            "seed's own subgraph) or batch them by cut-off")
+
+
+def _sample(graph, plan, seed, seeds, disjoint, epoch, base_seed, depth, num_hops, n_codes,
+            layouts) -> MergedBatch:
+    seed_set = plan.seed_set
+    if not disjoint:
+        check_one_cutoff(seeds.cutoffs)
     hop0, input_id, seed_cutoffs, batch_size = _seed_nodes(seeds, disjoint, n_codes[seed_set])
     for name, layout in layouts.items():
         layout.add_hop(hop0 if name == seed_set else np.zeros(0, np.int64), ordered=True)

@@ -318,6 +318,11 @@ def test_a_merged_batch_takes_seeds_of_one_cutoff(tmp_path):
     assert sampled
     with pytest.raises(api.SamplerError, match="disjoint=True"):
         graph.sample_merged(ids[:2], cutoffs=[3, 4])
+    # The call's own cut-offs decide, whichever of its seeds the graph lacks (hypothesis
+    # found a call refused or not by which seeds were dropped).
+    for seeds in ([ids[0], b"nobody"], [b"nobody", b"nobody either"]):
+        with pytest.raises(api.SamplerError, match="disjoint=True"):
+            graph.sample_merged(seeds, cutoffs=[3, 4])
     assert graph.sample_merged(ids[:2], cutoffs=[3, 4], disjoint=True).seed_time.tolist() \
         == [3, 4]
 
