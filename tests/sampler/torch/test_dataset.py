@@ -363,6 +363,37 @@ def test_tensors_changed_in_the_worker_after_the_handoff_arrive_as_changed(demo)
     assert "batch" not in received["paper"]
 
 
+def test_every_dtype_and_shape_arrives_as_sent():
+    """The main process makes a batch's tensors from numpy arrays over the block, and
+    those of a dtype numpy lacks (bfloat16) from a tensor of it: values, dtypes and
+    shapes as sent, empty and 0-d tensors too, in node, edge and global stores."""
+    import pickle
+
+    from multiprocessing.reduction import ForkingPickler
+
+    from sampler.torch import handoff
+
+    generator = torch.Generator().manual_seed(0)
+    values = {dtype: (torch.randn(3, 5, generator=generator) * 100).to(dtype)
+              for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16,
+                            torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+                            torch.bool, torch.complex64)}
+    data = SampledHeteroData()
+    for number, (dtype, value) in enumerate(values.items()):
+        data["paper"][f"v{number}"] = value
+    data["paper"].empty = torch.zeros(0, 4, dtype=torch.bfloat16)
+    data["paper", "cites", "paper"].edge_index = torch.tensor([[0, 1], [1, 2]])
+    data["paper", "cites", "paper"].scalar = torch.tensor(7, dtype=torch.int16)
+    data.total = torch.arange(3, dtype=torch.int32)
+    expected = {name: value.clone() for name, value in _tensors(data).items()}
+    received = pickle.loads(ForkingPickler.dumps(handoff.sent(data, handoff.Blocks())))
+    got = _tensors(received)
+    assert got.keys() == expected.keys()
+    for name, value in expected.items():
+        assert got[name].dtype == value.dtype and got[name].shape == value.shape, name
+        assert torch.equal(got[name], value), name
+
+
 @pytest.mark.filterwarnings("ignore:This DataLoader will create")
 def test_the_main_process_lets_go_of_the_blocks_of_workers_that_ended(demo):
     """The main process maps the workers' blocks (sampler.api.shared_blocks); once the
