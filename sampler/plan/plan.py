@@ -94,6 +94,12 @@ class Plan:
                 result.append(op.edge_set)
         return result
 
+    def weighted_edge_sets(self) -> list[str]:
+        """Edge sets some TOP_K or RANDOM_WEIGHTED op samples: they need their weights."""
+        return [name for name in self.edge_sets()
+                if any(op.edge_set == name and op.strategy in WEIGHTED_STRATEGIES
+                       for op in self.ops)]
+
     def latest_k_edge_sets(self) -> list[str]:
         """Edge sets some LATEST_K op samples: they need their edges' timestamps."""
         return [name for name in self.edge_sets()

@@ -100,9 +100,11 @@ def adjacency_arrays(adjacency: AdjacencyBucket) -> tuple[dict[str, np.ndarray],
 
 def adjacency_from(edge_set: str, description: dict, row_array: Callable[[str], np.ndarray],
                    edge_array: Callable[[str], np.ndarray],
-                   times: Callable[[np.ndarray], np.ndarray] = lambda t: t) -> AdjacencyBucket:
+                   times: Callable[[np.ndarray], np.ndarray] = lambda t: t,
+                   weights: bool = True) -> AdjacencyBucket:
     """One layout's AdjacencyBucket from its arrays; `times` may convert the stored times
-    to the job's time type."""
+    to the job's time type; `weights=False`: without the stored weights (a job none of
+    whose ops weighs this edge set neither maps nor checks them)."""
     long_rows = (LongRows(*(edge_array(f"long_rows.{k}") for k in LONG_ROW_ARRAYS))
                  if description["long_rows"] else None)
     features = {name: feature_values(d, lambda suffix, p=d["prefix"]: edge_array(f"{p}.{suffix}"))
@@ -110,7 +112,7 @@ def adjacency_from(edge_set: str, description: dict, row_array: Callable[[str], 
     return AdjacencyBucket(
         edge_set, row_array("sources"), row_array("row_splits"), edge_array("target_codes"),
         row_array("target_ids"), edge_array("rows"),
-        edge_array("weights") if description["weights"] else None, features,
+        edge_array("weights") if description["weights"] and weights else None, features,
         row_array("source_fingerprints"),
         row_array("target_fingerprints") if description["target_fingerprints"] else None,
         times=times(edge_array("times")) if description["times"] else None,

@@ -95,9 +95,10 @@ class _Arrays:
         return stored
 
     def adjacency(self, name: str, layout: str, n_sources: int, n_targets: int,
-                  convert: Callable[[np.ndarray, str], np.ndarray] = lambda t, where: t
-                  ) -> AdjacencyBucket:
-        """One layout of an edge set; `convert` turns its checked times into the job's."""
+                  convert: Callable[[np.ndarray, str], np.ndarray] = lambda t, where: t,
+                  weights: bool = True) -> AdjacencyBucket:
+        """One layout of an edge set; `convert` turns its checked times into the job's;
+        `weights=False`: without its weights (layout.adjacency_from)."""
         meta = self.manifest["edges"][name]
         description = meta["layouts"][layout]
         where = f"edge set '{name}' ({layout})"
@@ -117,7 +118,7 @@ class _Arrays:
 
         bucket = adjacency_from(name, description,
                                 lambda key: self.array(f"{meta['dir']}/{key}.npy"), edge_array,
-                                times)
+                                times, weights)
         checks.check_adjacency(self.check, bucket, n_sources, n_targets, where)
         return bucket
 
@@ -156,11 +157,15 @@ def open_store(job: SamplingJob) -> MappedGraph:
     node_tables = {name: arrays.node_table(name, len(names[name])) for name in plan.node_sets()
                    if manifest["nodes"][name]["table"]}
     adjacency = {}
+    # Weights only where an op weighs its edges: on a store larger than memory, reading
+    # and checking the others (2.2 GB at scale 10) would only evict what hops read.
+    weighted = plan.weighted_edge_sets()
     for name in plan.edge_sets():
         meta = manifest["edges"][name]
         adjacency[name] = arrays.adjacency(name, layout_of(time, name),
                                            len(names[meta["source"]]),
-                                           len(names[meta["target"]]), convert)
+                                           len(names[meta["target"]]), convert,
+                                           weights=name in weighted)
     seed_set = plan.seed_set
     seed_codes = _seed_codes(job, manifest, adjacency, node_tables, arrays.array,
                              len(names[seed_set]))

@@ -16,7 +16,8 @@ from tests.sampler.store.test_store_refusals import (  # noqa: F401  (fixtures)
     EXAMPLE, SPEC, edit_manifest, prepared, store)
 from unigraph.store_manifest import MANIFEST_NAME
 
-CITES = "edges/001-cites"
+CITES = "edges/001-cites"  # sampled RANDOM_UNIFORM by SPEC
+WRITES = "edges/003-writes"  # sampled RANDOM_WEIGHTED: its weights are read
 PAPER = "nodes/003-paper"
 
 
@@ -54,9 +55,9 @@ def rewrite(store, relative, change):
     (f"{CITES}/target_ids.npy", lambda a: a.__setitem__(0, 99), "targets"),
     (f"{CITES}/row_splits.npy", lambda a: a.__setitem__(2, a[3] + 1), "row splits: decrease"),
     (f"{CITES}/row_splits.npy", lambda a: a.__setitem__(-1, a[-1] - 1), "0 to 120 expected"),
-    (f"{CITES}/canonical/weights.npy", lambda a: a.__setitem__(5, np.nan),
+    (f"{WRITES}/canonical/weights.npy", lambda a: a.__setitem__(5, np.nan),
      "weights: nan is not a finite number"),
-    (f"{CITES}/canonical/weights.npy", lambda a: a.__setitem__(5, np.inf),
+    (f"{WRITES}/canonical/weights.npy", lambda a: a.__setitem__(5, np.inf),
      "weights: inf is not a finite number"),
     (f"{PAPER}/table_codes.npy", lambda a: a.__setitem__(0, 40), "table codes: code 40"),
     (f"{PAPER}/names.npy", lambda a: a.__setitem__(0, b"zzz"), "not sorted and distinct"),
@@ -68,6 +69,18 @@ def test_damaged_arrays_are_one_line_naming_the_file(store, tmp_path, capsys, re
     assert code == 2 and f"damaged: {relative}" in err and expect in err, err
     assert not (tmp_path / "out").exists() or not os.listdir(tmp_path / "out")
     code, err = verify(store, capsys)  # found by the full check too (checksums aside)
+    assert code == 2 and relative in err
+
+
+def test_weights_no_op_weighs_are_neither_read_nor_checked(store, tmp_path, capsys):
+    """A job reads the weights of the edge sets its ops weigh (TOP_K, RANDOM_WEIGHTED)
+    only: damage to others' weights does not stop it (on a store larger than memory,
+    reading them would evict what the hops read); the full check still finds it."""
+    relative = f"{CITES}/canonical/weights.npy"
+    rewrite(store, relative, lambda a: a.__setitem__(5, np.nan))
+    code, err = sample_on(store, tmp_path, capsys)
+    assert code == 0, err
+    code, err = verify(store, capsys)
     assert code == 2 and relative in err
 
 
