@@ -5,6 +5,7 @@ TensorFlow is first imported, so it is set here, before any test module loads.
 Hypothesis runs without per-example deadlines (see below).
 """
 import os
+import signal
 import sys
 
 import pytest
@@ -20,6 +21,14 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def default_sigint() -> None:
+    """A child's preexec_fn: Ctrl-C's SIGINT at its default, as a command started from a
+    terminal has it. A suite started in the background of a script (`make test &`)
+    inherits SIGINT ignored, Python then installs no handler, and a test that interrupts
+    its child would find the child running on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 TESTDATA = os.path.join(REPO_ROOT, "tests", "testdata")
 if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)

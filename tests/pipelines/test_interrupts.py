@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, default_sigint
 from tests.pipelines.test_sample_safety import DEMO, DEMO_SPEC, tree
 
 SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
@@ -109,7 +109,7 @@ def interrupt(module, args, ready, signum=signal.SIGINT, timeout=120.0, then=Non
     stdout, stderr)."""
     process = subprocess.Popen([sys.executable, "-m", module, *map(str, args)], cwd=REPO_ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=default_sigint)
     deadline = time.monotonic() + timeout
     try:
         while not ready():

@@ -20,7 +20,7 @@ from pipelines import sample
 from sampler.output import commit
 from sampler.output.files import parse_output
 from sampler.output.folder import SamplesError, open_samples
-from tests.conftest import REPO_ROOT, TESTDATA
+from tests.conftest import REPO_ROOT, TESTDATA, default_sigint
 
 TOPK = os.path.join(TESTDATA, "topk")
 TOPK_SPEC = os.path.join(TOPK, "sampling_spec.pbtxt")
@@ -224,7 +224,7 @@ def test_an_interrupted_commit_is_completed_by_the_next_run(tmp_path, capsys, mo
 def _spawn(*args):
     return subprocess.Popen([sys.executable, "-m", "pipelines.sample", *map(str, args)],
                             cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=default_sigint)
 
 
 def _wait_for(predicate, process, timeout=60.0):
