@@ -228,7 +228,12 @@ def encode_examples(columns: list[Column], count: int) -> Iterator[bytes]:
         yield b"".join(record)
 
 
-def encode_shard(shard: AssembledShard, chunk: int = 256) -> Iterator[bytes]:
+# Samples encoded at once: memory holds their feature copies (the shard's node rows, when
+# gathered first, are held whole: AssembledShard.with_node_rows_gathered).
+ENCODED_AT_ONCE = 256
+
+
+def encode_shard(shard: AssembledShard, chunk: int = ENCODED_AT_ONCE) -> Iterator[bytes]:
     """Each sample's serialized tf.train.Example, by ascending sample id: the same bytes
     as `encode_example(graph, output schema)` of output.reference.shard_graphs. Encoded
     `chunk` samples at a time, so memory holds one chunk's feature copies, not the shard's."""
