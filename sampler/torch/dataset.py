@@ -15,6 +15,7 @@ from typing import Iterator, Optional, Union
 
 import numpy as np
 
+from sampler.api.shared_blocks import settle_worker
 from sampler.features import FeatureEncoder
 from sampler.graph_tensor.batch_codec import BatchDecoder
 from sampler.output.batches import SHARD_STRIDE, read_batches
@@ -103,6 +104,8 @@ class SampleDataset(torch.utils.data.IterableDataset):
     def __iter__(self) -> Iterator:
         info = torch.utils.data.get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+        if info is not None:
+            settle_worker()  # (sampler.api.shared_blocks: what a worker process keeps)
         if workers > 1 and self.vocabulary is not None and not self.vocabulary.fixed:
             raise SamplerError("a growing Vocabulary cannot be shared by DataLoader workers: "
                                "use Vocabulary.from_samples(folder) or "

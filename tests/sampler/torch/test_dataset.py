@@ -58,6 +58,33 @@ def test_every_record_once_whatever_the_workers(demo, workers, batch_size):
         assert all(data["paper"].batch_size <= batch_size for data in loader)
 
 
+class _FreezeCounted(SampleDataset):
+    """Each batch or record with the freeze count of the process that made it."""
+
+    def __iter__(self):
+        import gc
+
+        for data in super().__iter__():
+            data.frozen = gc.get_freeze_count()
+            yield data
+
+
+@pytest.mark.parametrize("batch_size", [None, 4])
+def test_a_worker_freezes_what_it_inherited(demo, batch_size):
+    """In a DataLoader worker, the objects the process inherited are frozen before the
+    first batch (sampler.api.shared_blocks.settle_worker: full collections skip them);
+    without workers, the training process is left as it is."""
+    import gc
+
+    folder, vocabulary = demo
+    dataset = _FreezeCounted(folder, vocabulary=vocabulary, batch_size=batch_size)
+    ours = gc.get_freeze_count()
+    in_worker = [d.frozen for d in DataLoader(dataset, batch_size=None, num_workers=1)]
+    # (the count falls as frozen objects die: those the worker made before settling)
+    assert min(in_worker) > max(ours, 10_000)
+    assert {d.frozen for d in DataLoader(dataset, batch_size=None)} == {ours}
+
+
 def test_records_collate_with_pyg_batch_in_workers(demo):
     folder, vocabulary = demo
     loader = PygLoader(SampleDataset(folder, vocabulary=vocabulary), batch_size=8,
