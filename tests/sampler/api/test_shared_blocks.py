@@ -91,31 +91,36 @@ def test_an_unknown_block_is_one_line():
     assert "\n" not in str(info.value)
 
 
-def _settle_in_child(connection):
-    """In a forked child: the freeze count before settling, after, and after settling
-    again with new objects made meanwhile."""
+def _settle_in_child(connection, entry: str):
+    """In a forked child: the freeze count before settling (through `entry`), after, and
+    after settling again with new objects made meanwhile."""
+    settle = {"settle_worker": shared_blocks.settle_worker,
+              "the pool": shared_blocks.Blocks.of_process}[entry]
     before = gc.get_freeze_count()
-    shared_blocks.settle_worker()
+    settle()
     settled = gc.get_freeze_count()
-    made = [[i] for i in range(1000)]  # tracked objects the second call must not freeze
-    shared_blocks.settle_worker()
+    made = [[i] for i in range(1000)]  # tracked objects a second freeze would count
+    settle()
     connection.send((before, settled, gc.get_freeze_count(), len(made)))
 
 
-def test_a_worker_freezes_what_it_inherited_once():
-    """settle_worker freezes the objects a forked worker holds (the parent's, which
-    Python's full collections would otherwise walk), once per process: a process forked
-    from this one settles anew, and this one is left as it was."""
+@pytest.mark.parametrize("entry", ["settle_worker", "the pool"])
+def test_a_worker_freezes_what_it_inherited_once(entry):
+    """settle_worker (which a worker's pool of blocks calls when first made: the
+    mini-batch loaders' workers) freezes the objects a forked worker holds (the
+    parent's, which Python's full collections would otherwise walk), once per process:
+    a process forked from this one settles anew, and this one is left as it was."""
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
     ours = gc.get_freeze_count()
     for _ in range(2):  # each child settles for itself
         receiving, sending = context.Pipe(duplex=False)
-        child = context.Process(target=_settle_in_child, args=(sending,))
+        child = context.Process(target=_settle_in_child, args=(sending, entry))
         child.start()
-        before, settled, again, _ = receiving.recv()
+        before, settled, again, made = receiving.recv()
         child.join(timeout=60)
         assert child.exitcode == 0
-        assert before == ours and settled > max(before, 10_000) and again == settled
+        assert before == ours and settled > max(before, 10_000)
+        assert again < settled + made  # not frozen again: the new lists are not counted
     assert gc.get_freeze_count() == ours  # the parent's objects are not frozen here
