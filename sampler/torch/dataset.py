@@ -105,7 +105,7 @@ class SampleDataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
         if info is not None:
-            settle_worker()  # (sampler.api.shared_blocks: what a worker process keeps)
+            settle_worker()  # once per worker: inherited objects frozen (shared_blocks)
         if workers > 1 and self.vocabulary is not None and not self.vocabulary.fixed:
             raise SamplerError("a growing Vocabulary cannot be shared by DataLoader workers: "
                                "use Vocabulary.from_samples(folder) or "
