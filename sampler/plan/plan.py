@@ -96,15 +96,16 @@ class Plan:
 
     def weighted_edge_sets(self) -> list[str]:
         """Edge sets some TOP_K or RANDOM_WEIGHTED op samples: they need their weights."""
-        return [name for name in self.edge_sets()
-                if any(op.edge_set == name and op.strategy in WEIGHTED_STRATEGIES
-                       for op in self.ops)]
+        return self._edge_sets_sampled_by(WEIGHTED_STRATEGIES)
 
     def latest_k_edge_sets(self) -> list[str]:
         """Edge sets some LATEST_K op samples: they need their edges' timestamps."""
-        return [name for name in self.edge_sets()
-                if any(op.edge_set == name and op.strategy in TIMED_STRATEGIES
-                       for op in self.ops)]
+        return self._edge_sets_sampled_by(TIMED_STRATEGIES)
+
+    def _edge_sets_sampled_by(self, strategies) -> list[str]:
+        """Edge sets some op samples by one of `strategies`, in edge_sets' order."""
+        used = {op.edge_set for op in self.ops if op.strategy in strategies}
+        return [name for name in self.edge_sets() if name in used]
 
 
 def edge_sets_to_read(plan: Plan, schema) -> list[str]:
