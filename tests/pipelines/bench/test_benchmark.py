@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
@@ -107,6 +108,43 @@ def test_pss_counts_pages_shared_after_fork_once():
     assert stats.peak_rss_bytes >= 400 * MB, stats.peak_rss_bytes / MB
     # Each interpreter adds its own ~10-30 MB; a double count would be >= 400 MB.
     assert 200 * MB <= stats.peak_pss_bytes <= 320 * MB, stats.peak_pss_bytes / MB
+
+
+def _monitor_on_a_fake_clock(monkeypatch, pss_cpu_seconds: float, polls: int):
+    """A TreeMonitor of three processes polled `polls` times, 50 ms apart on a fake
+    clock, each process's PSS costing the monitor `pss_cpu_seconds` of CPU."""
+    clock = {"now": 0.0, "cpu": 0.0}
+    monkeypatch.setattr(proc_stats, "time", types.SimpleNamespace(
+        monotonic=lambda: clock["now"], thread_time=lambda: clock["cpu"]))
+
+    def pss_bytes(pid):
+        clock["cpu"] += pss_cpu_seconds
+        return 100 * MB
+
+    monkeypatch.setattr(proc_stats, "pss_bytes", pss_bytes)
+    monkeypatch.setattr(proc_stats, "process_tree", lambda root: [1, 2, 3])
+    monkeypatch.setattr(proc_stats, "rss_bytes", lambda pid: 200 * MB)
+    monkeypatch.setattr(proc_stats, "swap_bytes", lambda pid: 0)
+    monitor = proc_stats.TreeMonitor(1, interval=0.05)
+    for _ in range(polls):
+        monitor.poll()
+        clock["now"] += 0.05
+    return monitor, clock["cpu"]
+
+
+def test_pss_is_read_every_few_polls_while_it_is_cheap(monkeypatch):
+    monitor, _ = _monitor_on_a_fake_clock(monkeypatch, 0.0, polls=400)
+    assert monitor.pss_readings == 400 // proc_stats.PSS_EVERY
+    assert monitor.peak_pss == 300 * MB and monitor.peak_rss == 600 * MB
+
+
+def test_pss_readings_keep_to_their_share_of_a_core_when_the_walk_is_dear(monkeypatch):
+    # 30 ms per reading (three processes at 10 ms): every 4th poll would take 15% of a
+    # core; within the share, one reading per 1.5 s.
+    monitor, spent = _monitor_on_a_fake_clock(monkeypatch, 0.01, polls=2000)  # 100 s
+    assert spent <= 100 * proc_stats.PSS_CPU_SHARE + 0.03, spent
+    assert monitor.pss_readings >= 0.9 * 100 * proc_stats.PSS_CPU_SHARE / 0.03
+    assert monitor.peak_pss == 300 * MB and monitor.polls == 2000
 
 
 def test_process_tree_and_rss_of_this_process():
