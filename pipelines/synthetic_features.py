@@ -13,7 +13,7 @@ into tensors (docs/features.md), so the benchmarks and tests exercise them.
 Every value is a pure function of (seed, the row's index in its table): a splitmix64
 chain keys each draw, so a table streamed in batches of any size gets the same values,
 and adding these columns changes nothing else in the graph (no numpy stream is drawn
-from). With the planted venue task (`--planted venue`, synthetic.py) the venues come
+from). With the planted venue task (`--planted venue`, synthetic_model.py) the venues come
 from the task instead: the label is the class of the venues of the papers a paper cites.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@ dataset folder, beside how fast `sample` reads the same graph's CSV tables.
 
     python -m pipelines.bench.import_benchmark --scale 1.0 --json docs/benchmarks/import.json
 
-The graph is the synthetic OGBN-MAG-shaped one (pipelines/synthetic.py) at --scale, in
+The graph is the synthetic OGBN-MAG-shaped one (pipelines/synthetic_model.py) at --scale, in
 two forms cached under benchmarks/cache/ (git-ignored): its unigraph CSV tables (what
 `benchmark` samples) and the same arrays as an `ogbn_mag` folder laid out as the `ogb`
 package stores it (pipelines/bench/ogb_layout.py: gzipped CSV of numbers, one folder
@@ -36,7 +36,7 @@ import statistics
 import sys
 import time
 
-from pipelines import synthetic
+from pipelines import synthetic_model
 from pipelines.bench.benchmark import DEFAULT_CACHE, ensure_graph, graph_key
 from pipelines.bench.ogb_layout import mag_from_synthetic
 from pipelines.bench.proc_stats import run_measured
@@ -53,7 +53,7 @@ def ensure_ogb_folder(cache_dir: str, scale: float, seed: int, log=print) -> str
     if not os.path.exists(os.path.join(root, COMPLETE)):
         shutil.rmtree(root, ignore_errors=True)
         started = time.perf_counter()
-        mag_from_synthetic(synthetic.generate(scale, seed), folder)
+        mag_from_synthetic(synthetic_model.generate(scale, seed), folder)
         open(os.path.join(root, COMPLETE), "w").close()
         log(f"wrote {folder} in {time.perf_counter() - started:.1f} s")
     else:

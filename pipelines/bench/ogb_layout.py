@@ -136,7 +136,7 @@ def write_link_split(folder: str, scheme: str, split: str, value: Mapping[str, n
 
 
 def mag_from_synthetic(graph, folder: str) -> str:
-    """The synthetic MAG-shaped graph (pipelines.synthetic.SyntheticGraph) as an
+    """The synthetic MAG-shaped graph (pipelines.synthetic_model.SyntheticGraph) as an
     `ogbn_mag` folder: ogbn-mag's node types, relations, files and time split (train
     before 2018, valid 2018, test 2019 by `year`)."""
     relations = {}
@@ -159,14 +159,14 @@ def mag_from_synthetic(graph, folder: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipelines import synthetic
+    from pipelines import synthetic_model
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=0.001)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
-    mag_from_synthetic(synthetic.generate(args.scale, args.seed), args.output)
+    mag_from_synthetic(synthetic_model.generate(args.scale, args.seed), args.output)
     print(f"wrote {args.output}")
     return 0
 

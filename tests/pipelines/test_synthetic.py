@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pipelines import synthetic
+from pipelines import synthetic_model
 from sampler.plan.plan import build_plan
 from sampler.plan.spec import load_spec
 from unigraph.schema import check_schema, load_schema
@@ -26,14 +27,14 @@ def _concat(batches, *names):
 
 @pytest.fixture(scope="module")
 def graph_001():
-    return synthetic.generate(0.01, seed=5)
+    return synthetic_model.generate(0.01, seed=5)
 
 
 def test_generator_is_deterministic_for_a_seed():
-    a = synthetic.generate(0.002, seed=3, hub_edges=20, planted=True)
-    b = synthetic.generate(0.002, seed=3, hub_edges=20, planted=True)
-    c = synthetic.generate(0.002, seed=4, hub_edges=20, planted=True)
-    for name in synthetic.EDGE_COUNTS:
+    a = synthetic_model.generate(0.002, seed=3, hub_edges=20, planted=True)
+    b = synthetic_model.generate(0.002, seed=3, hub_edges=20, planted=True)
+    c = synthetic_model.generate(0.002, seed=4, hub_edges=20, planted=True)
+    for name in synthetic_model.EDGE_COUNTS:
         for x, y in zip(a.edges[name], b.edges[name]):
             np.testing.assert_array_equal(x, y)
     np.testing.assert_array_equal(a.feat, b.feat)
@@ -44,8 +45,8 @@ def test_generator_is_deterministic_for_a_seed():
 
 
 def test_hub_does_not_change_the_rest_of_the_graph():
-    plain = synthetic.generate(0.002, seed=3)
-    hub = synthetic.generate(0.002, seed=3, hub_edges=30)
+    plain = synthetic_model.generate(0.002, seed=3)
+    hub = synthetic_model.generate(0.002, seed=3, hub_edges=30)
     n = len(plain.edges["writes"][0])
     for x, y in zip(plain.edges["writes"], hub.edges["writes"]):
         np.testing.assert_array_equal(x, y[:n])
@@ -55,13 +56,13 @@ def test_hub_does_not_change_the_rest_of_the_graph():
 
 def test_files_are_byte_identical_across_runs(tmp_path):
     for out in ("a", "b"):
-        synthetic.write_graph(synthetic.generate(0.001, seed=9), str(tmp_path / out), "csv")
+        synthetic.write_graph(synthetic_model.generate(0.001, seed=9), str(tmp_path / out), "csv")
     for name in ("paper.csv", "cites.csv", "writes.csv", "seeds.csv", "graph_schema.pbtxt"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
 def test_scale_one_is_ogbn_mag():
-    nodes, edges = synthetic.scaled_counts(1.0)
+    nodes, edges = synthetic_model.scaled_counts(1.0)
     assert nodes == {"paper": 736_389, "author": 1_134_649, "field_of_study": 59_965,
                      "institution": 8_740}
     assert edges == {"cites": 5_416_271, "writes": 7_145_660, "has_topic": 7_505_078,
@@ -70,10 +71,10 @@ def test_scale_one_is_ogbn_mag():
 
 @pytest.mark.parametrize("scale", [0.003, 0.006])
 def test_counts_scale_linearly_and_every_featureless_node_exists(scale):
-    g = synthetic.generate(scale, seed=1)
-    for name, count in synthetic.NODE_COUNTS.items():
+    g = synthetic_model.generate(scale, seed=1)
+    for name, count in synthetic_model.NODE_COUNTS.items():
         assert g.num_nodes[name] == round(count * scale)
-    for name, count in synthetic.EDGE_COUNTS.items():
+    for name, count in synthetic_model.EDGE_COUNTS.items():
         assert len(g.edges[name][0]) == round(count * scale)
     # author, field_of_study, institution have no table: coverage makes every one appear.
     assert len(np.unique(g.edges["writes"][0])) == g.num_nodes["author"]
@@ -87,9 +88,9 @@ def test_counts_scale_linearly_and_every_featureless_node_exists(scale):
 
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="scale"):
-        synthetic.generate(0, seed=0)
+        synthetic_model.generate(0, seed=0)
     with pytest.raises(ValueError, match="num_classes"):
-        synthetic.generate(0.001, seed=0, planted=True, num_classes=129)
+        synthetic_model.generate(0.001, seed=0, planted=True, num_classes=129)
     assert synthetic.main(["--scale", "-1", "--output", "/tmp/never-written"]) == 2
 
 
@@ -106,8 +107,8 @@ MILD_ENDS = [("cites", 0), ("has_topic", 0), ("writes", 1)]
 
 @pytest.mark.parametrize("name,end", HEAVY_ENDS)
 def test_heavy_ends_are_skewed(graph_001, name, end):
-    node_set = synthetic.EDGE_ENDS[name][end]
-    stats = synthetic.degree_stats(graph_001.edges[name][end], graph_001.num_nodes[node_set])
+    node_set = synthetic_model.EDGE_ENDS[name][end]
+    stats = synthetic_model.degree_stats(graph_001.edges[name][end], graph_001.num_nodes[node_set])
     assert stats["max"] >= 10 * stats["mean"], stats
     assert stats["top1pct_share"] >= 0.15, stats
     assert stats["gini"] >= 0.45, stats
@@ -115,7 +116,7 @@ def test_heavy_ends_are_skewed(graph_001, name, end):
 
 @pytest.mark.parametrize("name,end", MILD_ENDS)
 def test_paper_side_degrees_stay_moderate(graph_001, name, end):
-    stats = synthetic.degree_stats(graph_001.edges[name][end], graph_001.num_nodes["paper"])
+    stats = synthetic_model.degree_stats(graph_001.edges[name][end], graph_001.num_nodes["paper"])
     assert stats["max"] <= 8 * stats["mean"], stats
 
 
@@ -133,7 +134,7 @@ def test_no_self_citations_and_no_duplicate_pairs(graph_001):
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     """One graph (with a hub) written in every format; tfrecord in 2 shards."""
-    g = synthetic.generate(0.001, seed=2, hub_edges=15)
+    g = synthetic_model.generate(0.001, seed=2, hub_edges=15)
     folders = {}
     for fmt in synthetic.FORMATS:
         folder = str(tmp_path_factory.mktemp(fmt))
@@ -153,7 +154,7 @@ def _edge_table(loaded, name):
 
 
 def _expected_edges(g, name, swap=False):
-    src_set, tgt_set = synthetic.EDGE_ENDS[name]
+    src_set, tgt_set = synthetic_model.EDGE_ENDS[name]
     s, t, w = g.edges[name]
     src = _ids(src_set, s)
     if name == "writes":
@@ -183,7 +184,7 @@ def test_every_format_reads_back_to_the_generated_columns(written, fmt):
     np.testing.assert_array_equal(feat[order], g.feat[expected_order])
     np.testing.assert_array_equal(labels[order, 0], g.labels[expected_order])
     np.testing.assert_array_equal(year[order, 0], g.year[expected_order])
-    for name in synthetic.EDGE_COUNTS:
+    for name in synthetic_model.EDGE_COUNTS:
         got = _edge_table(loaded, name)
         want = _expected_edges(g, name)
         for x, y in zip(got, want):
@@ -233,7 +234,7 @@ def test_cli_writes_a_graph_and_manifest(tmp_path, capsys):
     assert "graph: " in capsys.readouterr().out
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["nodes"]["paper"] == 368 and manifest["planted"]
-    assert manifest["num_classes"] == synthetic.PLANTED_DEFAULT_CLASSES
+    assert manifest["num_classes"] == synthetic_model.PLANTED_DEFAULT_CLASSES
     assert sorted(p.name for p in out.glob("cites-*")) == [
         f"cites-0000{i}-of-00003.parquet" for i in range(3)]
     check_schema(load_schema(str(out)))
@@ -249,23 +250,23 @@ def test_planted_labels_follow_the_rule_on_a_hand_example():
                     dtype=np.float32)
     # 0 cites 1 and 2 -> one vote each: tie, colour 0; 1 cites 2 and 2 -> colour 1;
     # 2 cites 1 and 3 -> colour 0; 3 cites nobody -> -1.
-    labels = synthetic.planted_labels(4, np.array([0, 0, 1, 1, 2, 2]),
+    labels = synthetic_model.planted_labels(4, np.array([0, 0, 1, 1, 2, 2]),
                                       np.array([1, 2, 2, 2, 1, 3]), feat, num_classes=2)
     np.testing.assert_array_equal(labels, [0, 1, 0, -1])
     with pytest.raises(ValueError):
-        synthetic.planted_labels(4, np.array([0]), np.array([1]), feat, num_classes=4)
+        synthetic_model.planted_labels(4, np.array([0]), np.array([1]), feat, num_classes=4)
 
 
 @pytest.fixture(scope="module")
 def planted():
-    return synthetic.generate(0.01, seed=11, planted=True)
+    return synthetic_model.generate(0.01, seed=11, planted=True)
 
 
 def test_generated_planted_labels_are_the_rule(planted):
     g = planted
     src, tgt, _ = g.edges["cites"]
     np.testing.assert_array_equal(
-        g.labels, synthetic.planted_labels(g.num_nodes["paper"], src, tgt, g.feat, 8))
+        g.labels, synthetic_model.planted_labels(g.num_nodes["paper"], src, tgt, g.feat, 8))
     shares = np.bincount(g.labels, minlength=8) / len(g.labels)
     # The label colour is uniform: 7,364 papers, 1/8 each; bound 5 sigma (0.019).
     assert np.abs(shares - 1 / 8).max() < 0.02, shares
@@ -302,7 +303,7 @@ def test_the_neighbourhood_carries_the_signal_even_when_sampled(planted):
     # The mean feature of the cited papers, through the same least squares: far above chance
     # (1.0 at this seed; bound 0.9).
     degree = np.bincount(src, minlength=n)
-    mean = np.zeros((n, synthetic.FEAT_DIM))
+    mean = np.zeros((n, synthetic_model.FEAT_DIM))
     np.add.at(mean, src, g.feat[tgt])
     mean /= degree[:, None]
     accuracy, _ = _least_squares_accuracy(mean, g.labels, 8)
@@ -315,13 +316,13 @@ def test_the_neighbourhood_carries_the_signal_even_when_sampled(planted):
     order = np.lexsort((keys, src))
     s, t = src[order], tgt[order]
     rank = np.arange(len(s)) - np.searchsorted(s, np.arange(n))[s]
-    sampled = synthetic.planted_labels(n, s[rank < 8], t[rank < 8], g.feat, 8)
+    sampled = synthetic_model.planted_labels(n, s[rank < 8], t[rank < 8], g.feat, 8)
     assert (sampled == g.labels).mean() >= 0.99
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "tfrecord"])
 def test_timestamps_are_years_consistent_with_the_papers(tmp_path, fmt):
-    graph = synthetic.generate(0.002, seed=3)
+    graph = synthetic_model.generate(0.002, seed=3)
     synthetic.write_graph(graph, str(tmp_path), fmt, timestamps=True)
     loaded = load_schema(str(tmp_path))
     check_schema(loaded)
@@ -329,7 +330,7 @@ def test_timestamps_are_years_consistent_with_the_papers(tmp_path, fmt):
     year = np.concatenate([b.features["timestamp"] for b in papers])
     assert np.array_equal(year, graph.year)
     assert np.array_equal(year, np.concatenate([b.features["year"][:, 0] for b in papers]))
-    for name, (src_set, tgt_set) in synthetic.EDGE_ENDS.items():
+    for name, (src_set, tgt_set) in synthetic_model.EDGE_ENDS.items():
         batches = list(read_set(loaded, "edges", name))
         times = np.concatenate([b.features["timestamp"] for b in batches])
         sources, targets, _ = graph.edges[name]

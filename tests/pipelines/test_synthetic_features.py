@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from pipelines import synthetic
+from pipelines import synthetic_model
 from pipelines import synthetic_features as extra
 from unigraph.columnar.ragged import Ragged
 from unigraph.schema import check_schema, load_schema
@@ -73,7 +74,7 @@ def test_values_have_the_documented_ranges_and_skew():
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet", "tfrecord"])
 def test_the_columns_read_back_and_change_nothing_else(tmp_path, fmt):
-    graph = synthetic.generate(0.001, seed=4, hub_edges=5)
+    graph = synthetic_model.generate(0.001, seed=4, hub_edges=5)
     synthetic.write_graph(graph, str(tmp_path / "plain"), fmt)
     manifest = synthetic.write_graph(graph, str(tmp_path / "extra"), fmt, extra_features=True)
     assert manifest["extra_features"] is True
@@ -108,7 +109,7 @@ def test_the_columns_read_back_and_change_nothing_else(tmp_path, fmt):
 
 @pytest.fixture(scope="module")
 def planted_venue():
-    return synthetic.generate(0.01, seed=11, planted=True, planted_feature="venue")
+    return synthetic_model.generate(0.01, seed=11, planted=True, planted_feature="venue")
 
 
 def test_planted_on_venues_the_label_is_the_cited_papers_venue_class(planted_venue):
@@ -116,18 +117,18 @@ def test_planted_on_venues_the_label_is_the_cited_papers_venue_class(planted_ven
     src, tgt, _ = g.edges["cites"]
     colour = extra.venue_colours(g.venues, 8)
     np.testing.assert_array_equal(
-        g.labels, synthetic.labels_from_colours(g.num_nodes["paper"], src, tgt, colour, 8))
+        g.labels, synthetic_model.labels_from_colours(g.num_nodes["paper"], src, tgt, colour, 8))
     assert (colour[tgt] == g.labels[src]).all()  # every cited paper has the label's class
     # No single venue is the class: 8 venues per class, each with papers.
     assert len(np.unique(g.venues)) == 8 * extra.VENUES_PER_CLASS
     # Same cites as the graph planted in `feat` (the same draws), and `feat` is noise:
     # the argmax of its first 8 columns agrees with the label at chance (1/8; 7,364
     # papers, 5 sd is 0.019).
-    on_feat = synthetic.generate(0.01, seed=11, planted=True)
+    on_feat = synthetic_model.generate(0.01, seed=11, planted=True)
     assert np.array_equal(on_feat.edges["cites"][1], tgt)
     # (its labels read the colour back from `feat`'s argmax, wrong for about 0.1%)
     assert (on_feat.labels == g.labels).mean() > 0.995
-    plain = synthetic.generate(0.01, seed=11)
+    plain = synthetic_model.generate(0.01, seed=11)
     assert np.array_equal(plain.feat, g.feat)
     agree = (np.argmax(g.feat[:, :8], axis=1) == g.labels).mean()
     assert abs(agree - 1 / 8) < 0.02, agree
@@ -142,12 +143,12 @@ def test_cli_planted_venue_writes_the_venues(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["planted"] and manifest["planted_feature"] == "venue"
     assert manifest["extra_features"] is True  # implied
-    graph = synthetic.generate(0.0005, seed=0, planted=True, planted_feature="venue")
+    graph = synthetic_model.generate(0.0005, seed=0, planted=True, planted_feature="venue")
     venues = [bytes(v) for v in _column(_read(out, "nodes", "paper"), "venue")]
     assert venues == [b"venue/%d" % v for v in graph.venues]
     labels = _column(_read(out, "nodes", "paper"), "labels").reshape(-1)
     assert np.array_equal(labels, graph.labels)
     with pytest.raises(ValueError, match="planted feature"):
-        synthetic.generate(0.001, seed=0, planted=True, planted_feature="year")
+        synthetic_model.generate(0.001, seed=0, planted=True, planted_feature="year")
     with pytest.raises(SystemExit):
         synthetic.main(["--planted", "year", "--output", str(tmp_path / "x")])

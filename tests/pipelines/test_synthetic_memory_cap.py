@@ -20,13 +20,14 @@ import sys
 import pytest
 
 from pipelines import synthetic
+from pipelines import synthetic_model
 from pipelines.bench.memory_cap import MemoryCap, unavailable
 
 REASON = unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-CHILD = ("import sys; from pipelines import synthetic as s; s.BATCH_ROWS = 4096; "
-         "s._BLOCK = 1 << 16; sys.exit(s.main(sys.argv[1:]))")
+CHILD = ("import sys; from pipelines import synthetic as s, synthetic_model as m; "
+         "s.BATCH_ROWS = 4096; m.BLOCK = 1 << 16; sys.exit(s.main(sys.argv[1:]))")
 
 
 def _capped(limit: int, scale: float, output: str) -> tuple[int, int, int | None]:
@@ -55,5 +56,5 @@ def test_a_graph_larger_than_its_cap_is_written_in_it(tmp_path, monkeypatch):
     assert os.listdir(tmp_path / "capped").count("manifest.json") == 1
     assert [n for n in os.listdir(tmp_path / "capped") if n.startswith(".")] == []
     monkeypatch.setattr(synthetic, "BATCH_ROWS", 4096)  # the child's row groups
-    synthetic.write_graph(synthetic.generate(0.4, 0), str(tmp_path / "whole"), "parquet")
+    synthetic.write_graph(synthetic_model.generate(0.4, 0), str(tmp_path / "whole"), "parquet")
     assert _files(tmp_path / "capped") == _files(tmp_path / "whole")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from pipelines import synthetic
+from pipelines import synthetic_model
 from pipelines import synthetic_scratch as ss
 
 BLOCK = 37  # splits every run and range below
@@ -91,7 +92,7 @@ def _leftovers(folder):
 
 
 def test_the_scratch_folder_is_gone_after_success_and_failure(tmp_path, monkeypatch):
-    monkeypatch.setattr(synthetic, "_BLOCK", 64)
+    monkeypatch.setattr(synthetic_model, "BLOCK", 64)
     out, scratch_dir = tmp_path / "g", tmp_path / "scratch"
     assert synthetic.main(["--scale", "0.002", "--planted", "--hub-edges", "30",
                            "--scratch-dir", str(scratch_dir), "--quiet",

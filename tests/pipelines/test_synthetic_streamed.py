@@ -11,6 +11,7 @@ import tracemalloc
 import pytest
 
 from pipelines import synthetic
+from pipelines import synthetic_model
 
 
 def _files(folder):
@@ -34,10 +35,10 @@ CASES = [  # (scale, seed, format, shards, hub edges, planted, timestamps, extra
 def test_streamed_tables_are_the_whole_graphs_bytes(tmp_path, monkeypatch, scale, seed, fmt,
                                                     shards, hub, planted, timestamps, extra):
     monkeypatch.setattr(synthetic, "BATCH_ROWS", 50)
-    monkeypatch.setattr(synthetic, "_BLOCK", 64)
+    monkeypatch.setattr(synthetic_model, "BLOCK", 64)
     on = planted if isinstance(planted, str) else "feat"
     whole = synthetic.write_graph(
-        synthetic.generate(scale, seed, hub_edges=hub, planted=bool(planted),
+        synthetic_model.generate(scale, seed, hub_edges=hub, planted=bool(planted),
                            planted_feature=on),
         str(tmp_path / "whole"), fmt, shards, timestamps=timestamps, extra_features=extra)
     streamed = synthetic.write_streamed(str(tmp_path / "streamed"), fmt, shards, scale=scale,
@@ -54,7 +55,7 @@ def test_the_command_streams(tmp_path):
     out = tmp_path / "g"
     assert synthetic.main(["--scale", "0.001", "--format", "csv", "--timestamps",
                            "--quiet", "--output", str(out)]) == 0
-    synthetic.write_graph(synthetic.generate(0.001, 0), str(tmp_path / "whole"), "csv",
+    synthetic.write_graph(synthetic_model.generate(0.001, 0), str(tmp_path / "whole"), "csv",
                           timestamps=True)
     streamed, whole = _files(out), _files(tmp_path / "whole")
     del streamed["manifest.json"]
@@ -69,16 +70,16 @@ def test_memory_holds_one_edge_set_not_the_graph(tmp_path, monkeypatch):
     written and one batch of 2,048 rows)."""
     monkeypatch.setattr(synthetic, "BATCH_ROWS", 2048)  # a batch of papers: 1 MB
     # Imports first (the writers' modules are allocations too, once).
-    synthetic.write_graph(synthetic.generate(0.0005, 0), str(tmp_path / "warm"), "parquet")
+    synthetic.write_graph(synthetic_model.generate(0.0005, 0), str(tmp_path / "warm"), "parquet")
     tracemalloc.start()
     try:
         synthetic.write_streamed(str(tmp_path / "s"), "parquet", scale=0.02, seed=0)
         _, streamed = tracemalloc.get_traced_memory()
         tracemalloc.reset_peak()
-        synthetic.write_graph(synthetic.generate(0.02, 0), str(tmp_path / "w"), "parquet")
+        synthetic.write_graph(synthetic_model.generate(0.02, 0), str(tmp_path / "w"), "parquet")
         _, whole = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    largest = max(synthetic.scaled_counts(0.02)[1].values())
+    largest = max(synthetic_model.scaled_counts(0.02)[1].values())
     assert streamed < 64 * largest, f"{streamed / 2**20:.1f} MB"
     assert whole > 2.5 * streamed, f"{whole / 2**20:.1f} against {streamed / 2**20:.1f} MB"

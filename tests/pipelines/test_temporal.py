@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from pipelines import synthetic
+from pipelines import synthetic_model
 from tests.pipelines.sampled_output import read_graphs, read_report, run_sample
 from unigraph.columnar.batches import NodeBatch
 from unigraph.tables.layout import TimeColumn, seeds_layout
@@ -37,7 +38,7 @@ sampling_ops {{ op_name: "cited_again" input_op_names: "their_papers" edge_set_n
 def temporal(tmp_path_factory):
     """(graph arrays, folder, spec path, seeds path, {seed id: cut-off})."""
     root = tmp_path_factory.mktemp("temporal")
-    graph = synthetic.generate(0.0015, seed=11)
+    graph = synthetic_model.generate(0.0015, seed=11)
     folder = str(root / "graph")
     synthetic.write_graph(graph, folder, "parquet", timestamps=True)
     spec = root / "spec.pbtxt"

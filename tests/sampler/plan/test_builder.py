@@ -88,10 +88,10 @@ def test_without_a_schema_nothing_is_checked_until_the_plan():
 
 
 def test_a_written_spec_runs_with_the_same_edge_set_at_two_hops(tmp_path):
-    from pipelines import sample, synthetic
+    from pipelines import sample, synthetic, synthetic_model
     from tests.pipelines.sampled_output import read_graphs
 
-    graph = synthetic.generate(0.001, seed=2)
+    graph = synthetic_model.generate(0.001, seed=2)
     folder = str(tmp_path / "graph")
     synthetic.write_graph(graph, folder, "csv", timestamps=True)
     builder = SamplingSpecBuilder(folder)     # a path: build() checks the tables too
