@@ -26,7 +26,7 @@ from sampler.job.job import DEFAULT_SEED
 from sampler.job.options import link_plan, load_and_check
 from sampler.plan.plan import DEGREE, UNIFORM, Plan, plan_warnings, with_edge_aggregation
 from unigraph.errors import SamplerError, message_line, one_line, printable
-from unigraph.interrupts import EXIT_INTERRUPTED, interruptible
+from unigraph.interrupts import interruptible
 from unigraph.schema import LoadedSchema
 from unigraph.storage import bigquery, paths
 

@@ -130,7 +130,6 @@ def _reader(name: str, folder: str, batch_size: int):
         return _train_input(files, schema, batch_size, name == "train_decoder")
     if name == "parse_examples":
         from sampler.graph_tensor import parse_examples
-        from sampler.output.batches import file_chunks
 
         def read():
             return sum(parse_examples(schema, chunk).num_components for path in files

@@ -116,9 +116,9 @@ def api(data: dict, source: str) -> str:
                      + (f" in each of {latency['rounds']} rounds (medians of the rounds)"
                         if latency.get("rounds", 1) > 1 else "")
                      + ", one thread unless said. Wall time "
-                     f"counts waiting for a core where other jobs share the machine (see the "
-                     f"load average below), and a second thread helps only where a core is "
-                     f"free:" if "batches" in latency else ":"),
+                     "counts waiting for a core where other jobs share the machine (see the "
+                     "load average below), and a second thread helps only where a core is "
+                     "free:" if "batches" in latency else ":"),
                   table(["returned as", "median ms", "p95 ms"]
                         + (["median CPU ms"] if with_cpu else []), rows)]
     if "dgl" in data:

@@ -265,7 +265,6 @@ def resolve(spec: Optional[FeatureSpec], schema: gs.GraphSchema, *,
     resolved: dict[SetKey, dict[str, ResolvedFeature]] = {}
     sets = model_sets(schema)
     for set_kind in SET_KINDS:
-        declared = schema.node_sets if set_kind == "nodes" else schema.edge_sets
         for set_name in spec.sets(set_kind):
             if strict and (set_kind, set_name) not in sets:
                 raise FeatureError(f"feature spec: {set_kind[:-1]} set '{set_name}' is not in "

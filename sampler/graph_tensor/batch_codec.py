@@ -39,6 +39,7 @@ from sampler.graph_tensor.example_batch import (BatchPiece, ExampleBatch, String
 from sampler.graph_tensor.ops import merge_batch_to_components
 from sampler.graph_tensor.validation import validate_graph
 from unigraph.columnar.ragged import Ragged
+from unigraph.encoding import tfrecord
 from unigraph.encoding.wire import padded
 from unigraph.errors import GraphTensorError
 from unigraph.protos import example_pb2
@@ -321,7 +322,7 @@ def _empty_field(feature: _Feature):
 
 # ---- the public function ----------------------------------------------------------------
 
-Records = Union[Sequence[Union[bytes, example_pb2.Example]], "tfrecord.RecordChunk"]
+Records = Union[Sequence[Union[bytes, example_pb2.Example]], tfrecord.RecordChunk]
 
 
 def parse_examples(schema, records: Records, *, validate: bool = True):

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import types
-from typing import Mapping, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 

@@ -35,7 +35,7 @@ from typing import Callable, Sequence
 from sampler.output import lock as output_lock
 from sampler.output import ownership
 from sampler.output.files import REPORT_FILE, SCHEMA_FILE, OutputSpec, write_text
-from sampler.output.ownership import JOURNAL_FILE, STAGING_PREFIX, Journal
+from sampler.output.ownership import JOURNAL_FILE, Journal
 from unigraph.storage import paths
 from unigraph.errors import SamplerError, one_line
 from unigraph.interrupts import hold_interrupts, let_interrupts_through

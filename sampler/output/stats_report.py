@@ -12,8 +12,6 @@ import base64
 import datetime
 import html
 
-import numpy as np
-
 from sampler.output.sketches import QUANTILE_NAMES
 from sampler.output.stats import FolderStats
 from sampler.output.stats_layout import is_auxiliary

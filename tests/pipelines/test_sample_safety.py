@@ -12,12 +12,10 @@ import subprocess
 import sys
 import time
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from pipelines import sample
-from sampler.output import commit
+from sampler.output import commit, ownership
 from sampler.output.files import parse_output
 from sampler.output.folder import SamplesError, open_samples
 from tests.conftest import REPO_ROOT, TESTDATA, default_sigint
@@ -200,7 +198,7 @@ def test_an_interrupted_commit_is_completed_by_the_next_run(tmp_path, capsys, mo
     real_rename, moved = commit.paths.rename, []
 
     def crash_after_two(source, destination):
-        committing = commit.STAGING_PREFIX in source and commit.STAGING_PREFIX not in destination
+        committing = ownership.STAGING_PREFIX in source and ownership.STAGING_PREFIX not in destination
         if committing and len(moved) == 2:
             raise KeyboardInterrupt  # as if killed between two renames of the commit
         moved.extend([destination] if committing else [])
@@ -209,7 +207,7 @@ def test_an_interrupted_commit_is_completed_by_the_next_run(tmp_path, capsys, mo
     monkeypatch.setattr(commit.paths, "rename", crash_after_two)
     assert topk(capsys, out, "--seed", "1")[0] == 130
     monkeypatch.setattr(commit.paths, "rename", real_rename)
-    assert (out / commit.JOURNAL_FILE).exists()
+    assert (out / ownership.JOURNAL_FILE).exists()
     with pytest.raises(SamplesError, match="stopped while moving its output into place"):
         open_samples(str(out))
     # The next run completes that commit first, then writes its own.
@@ -236,7 +234,7 @@ def _wait_for(predicate, process, timeout=60.0):
 
 
 def _staged_shards(out):
-    return [f for d in os.listdir(out) if d.startswith(commit.STAGING_PREFIX)
+    return [f for d in os.listdir(out) if d.startswith(ownership.STAGING_PREFIX)
             for f in os.listdir(out / d) if ".tfrecord" in f and ".tmp-" not in f]
 
 

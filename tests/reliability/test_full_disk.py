@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from sampler.output import commit
+from sampler.output import ownership
 from tests.conftest import REPO_ROOT
 from tests.fuzz.harness import run_command
 from tests.pipelines.test_sample_safety import DEMO, DEMO_SPEC, tree
@@ -93,7 +93,7 @@ def test_sample_on_a_full_disk(small_disk, new_output, room):
     assert len(lines) == 1, failed.stderr
     assert lines[0].startswith(f"sample: error: --output {out}") and \
         "No space left on device" in lines[0], lines[0]
-    kept = {k: v for k, v in tree(out).items() if not k.startswith(commit.STAGING_PREFIX)}
+    kept = {k: v for k, v in tree(out).items() if not k.startswith(ownership.STAGING_PREFIX)}
     assert kept == previous  # byte for byte
     os.remove(filler)  # room again: the next run cleans up and writes the new output
     rerun = _sample(out, 2)
