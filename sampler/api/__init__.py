@@ -24,14 +24,14 @@ TensorFlow is imported only by `to_tf_dataset`; PyTorch by `sampler.torch`.
 
 The modules behind these names, one job each: loading.py (`load_graph`), graph.py
 (`Graph` and its sampling calls), seed_tables.py (`SeedRows`: tables and Python rows
-as seeds), subgraphs.py (`Subgraphs`, `to_example`), batching.py (epochs, prefetch,
-`to_tf_dataset`).
+as seeds), subgraphs.py (`Subgraphs`, `to_example`), batching.py (epochs, prefetch),
+tf_dataset.py (`to_tf_dataset`).
 """
-from sampler.api.batching import to_tf_dataset
 from sampler.api.graph import Graph
 from sampler.api.loading import load_graph
 from sampler.api.seed_tables import SeedRows
 from sampler.api.subgraphs import Subgraphs, to_example
+from sampler.api.tf_dataset import to_tf_dataset
 from sampler.job.job import DEFAULT_SEED
 from unigraph.errors import SamplerError
 

@@ -50,6 +50,7 @@ def readout_edge_sets(graph: GraphParts, key: str) -> list[str]:
 
 
 def readout_keys(graph: GraphParts) -> list[str]:
+    """The readout keys of a graph's `_readout/<key>` edge sets, sorted ('seed', ...)."""
     return sorted({k for k in map(readout_key, graph.edge_sets) if k is not None})
 
 

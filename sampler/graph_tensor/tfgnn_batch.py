@@ -19,7 +19,8 @@ them (fixed dimensions inside a ragged feature as uniform row lengths).
 `TfgnnBatches.unsupported(schema)` names what this layout does not cover (a dtype
 TF-GNN parses otherwise); the caller then keeps TF-GNN's parser (sampler.api's
 `to_tf_dataset` compares the two element specs too, and says once why it keeps it; it
-keeps it anyway while this route measures slower: `batching.DECODER_BEATS_TFGNN`).
+keeps it anyway while this route measures slower: sampler.api.tf_dataset's
+DECODER_BEATS_TFGNN).
 Records of more than one graph component each, which TF-GNN's parser refuses too,
 raise GraphTensorError. TensorFlow is imported when a TfgnnBatches is made (it traces
 TF-GNN's parser once for its spec); `arrays` itself is numpy. Everything derived

@@ -19,6 +19,10 @@ Field = Union[np.ndarray, Ragged]  # a feature's values: dense, or ragged (model
 
 
 def validate_graph(graph: GraphParts) -> None:
+    """Raises GraphTensorError (one line, the module docstring) at the first rule the
+    graph breaks: its components' counts, its context, each node and edge set's
+    features against its sizes, edges' indices within their node sets, and the
+    structured readout (readout_structure)."""
     _check_component_counts(graph)
     _check_context(graph)
     for name, node_set in sorted(graph.node_sets.items()):

@@ -91,7 +91,7 @@ def test_records_of_two_components_are_refused_as_the_parser_refuses_them():
 def test_to_tf_dataset_gives_the_parsers_graph_tensors_either_way(caplog, monkeypatch):
     """TF-GNN's parser where the decoder's route is not faster (said once), the
     decoder's where it is: the same GraphTensors."""
-    from sampler.api import batching
+    from sampler.api import tf_dataset
 
     graph = api.load_graph(DEMO, os.path.join(DEMO, "sampling_spec.pbtxt"))
     options = dict(batch_size=3, shuffle=True, seed=5, epochs=2)
@@ -99,8 +99,8 @@ def test_to_tf_dataset_gives_the_parsers_graph_tensors_either_way(caplog, monkey
     spec = parser_spec(graph.output_schema)
     assert len(records) > 2
     for faster in (True, False):
-        monkeypatch.setattr(batching, "DECODER_BEATS_TFGNN", faster)
-        monkeypatch.setattr(batching, "_LOGGED", set())
+        monkeypatch.setattr(tf_dataset, "DECODER_BEATS_TFGNN", faster)
+        monkeypatch.setattr(tf_dataset, "_LOGGED", set())
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="sampler"):
             datasets = [list(api.to_tf_dataset(graph, **options)) for _ in range(2)]
@@ -111,7 +111,7 @@ def test_to_tf_dataset_gives_the_parsers_graph_tensors_either_way(caplog, monkey
             assert_same(got, tfgnn.parse_example(spec, tf.constant(batch)))
 
     # a schema the decoder's layout does not cover: TF-GNN's parser, saying why
-    monkeypatch.setattr(batching, "DECODER_BEATS_TFGNN", True)
+    monkeypatch.setattr(tf_dataset, "DECODER_BEATS_TFGNN", True)
     monkeypatch.setattr(TfgnnBatches, "unsupported", staticmethod(lambda schema: "a test"))
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="sampler"):
