@@ -266,7 +266,7 @@ def record(result: dict, path: str) -> None:
         return run["scale"], run["build"].get("cap_mb"), run["job"].get("cap_mb")
 
     runs = [r for r in document["runs"] if key(r) != key(result)] + [result]
-    document["runs"] = sorted(runs, key=lambda r: (r["scale"], key(r)[1] or 0))
+    document["runs"] = sorted(runs, key=lambda r: (r["scale"], key(r)[1] or 0, key(r)[2] or 0))
     write_json(document, path)
 
 

@@ -207,10 +207,15 @@ def store_bounded(data: dict, source: str) -> str:
     def cap(step):
         return number(step.get("cap_mb")) if step.get("cap_mb") else "none"
 
+    listed = []  # the generate and build steps shown: runs of one graph under other job caps
     for run in runs:
         job = run["job"]
         for name, step in (("generate", run["generate"]), ("build", run["build"]),
                            ("sample", job)):
+            if name != "sample":
+                if (run["scale"], name, step) in listed:
+                    continue
+                listed.append((run["scale"], name, step))
             steps.append([str(run["scale"]), name, cap(step), number(step.get("wall_s"), 1),
                           number(step.get("cpu_s"), 1), number(step.get("peak_rss_mb")),
                           number(step.get("group_peak_mb")) if step.get("cap_mb") else "",
@@ -225,7 +230,7 @@ def store_bounded(data: dict, source: str) -> str:
                       f"{job['subgraphs']:,} in {job['parts']}" + (
                           f" of {job['parts_of']}" if job.get("parts_of", job["parts"])
                           != job["parts"] else ""),
-                      str(job.get("workers") or "one per core"), number(rate, 1),
+                      cap(job), str(job.get("workers") or "one per core"), number(rate, 1),
                       number(cpu_rate, 1), f"{rate / first_rate:.2f}x",
                       f"{cpu_rate / first_cpu_rate:.2f}x"])
     largest = max(runs, key=lambda r: r["edges"])
@@ -234,7 +239,7 @@ def store_bounded(data: dict, source: str) -> str:
              table(["scale", "step", "cap MB", "wall s", "CPU s", "peak RSS MB",
                     "cgroup peak MB", "killed"], steps),
              table(["scale", "nodes", "edges", "tables MB", "store MB", "build's disk peak MB",
-                    "subgraphs (processes)", "job's workers", "subgraphs/s",
+                    "subgraphs (processes)", "job's cap MB", "job's workers", "subgraphs/s",
                     "subgraphs per CPU-s",
                     f"subgraphs/s vs scale {first['scale']}",
                     f"per CPU-s vs scale {first['scale']}"], sizes),

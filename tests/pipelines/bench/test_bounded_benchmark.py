@@ -45,3 +45,34 @@ def test_capped_generate_build_and_parts_recorded_then_resumed(tmp_path, capsys)
     assert again["job"]["runs"][0] == job["runs"][0]
     assert again["build"] == result["build"] and again["tables_mb"] == result["tables_mb"]
     assert again["job"]["subgraphs"] == job["subgraphs"]
+
+
+def test_one_graph_under_several_job_caps_is_listed_once_with_each_cap(tmp_path):
+    from pipelines.bench import bounded_benchmark
+    from pipelines.tools import perf_tables
+
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "benchmarks",
+                           "store_bounded.json")) as f:
+        committed = json.load(f)
+    reference = [r for r in committed["runs"] if not r["job"].get("cap_mb")][0]
+    capped = [r for r in committed["runs"] if r["job"].get("cap_mb")][0]
+    path = str(tmp_path / "store_bounded.json")
+    with open(path, "w") as f:
+        json.dump(dict(committed, runs=[capped, reference]), f)
+    wider = json.loads(json.dumps(capped))
+    wider["job"].update(cap_mb=capped["job"]["cap_mb"] * 2, wall_s=capped["job"]["wall_s"] / 2)
+    bounded_benchmark.record(wider, path)
+    bounded_benchmark.record(json.loads(json.dumps(capped)), path)  # replaced, not added
+    with open(path) as f:
+        runs = json.load(f)["runs"]
+    assert [(r["scale"], r["job"].get("cap_mb")) for r in runs] == [
+        (reference["scale"], None), (capped["scale"], capped["job"]["cap_mb"]),
+        (capped["scale"], capped["job"]["cap_mb"] * 2)]  # by scale, then cap
+    with open(path) as f:
+        page = perf_tables.store_bounded(json.load(f), "store_bounded.json")
+    scale = str(capped["scale"])
+    rows = [line.split(" | ") for line in page.splitlines() if line.startswith(f"| {scale} |")]
+    steps = [row[1] for row in rows if len(row) == 8]
+    assert steps == ["generate", "build", "sample", "sample"]  # one graph, two jobs
+    caps = [row[7] for row in rows if len(row) == 13]
+    assert caps == [f"{capped['job']['cap_mb']:,}", f"{capped['job']['cap_mb'] * 2:,}"]
