@@ -4,9 +4,11 @@
   into KeyboardInterrupt like Ctrl-C, and KeyboardInterrupt into one line on stderr and
   exit status 130; whatever the command was doing cleans up on the way out (`finally`,
   `except BaseException`), as for any other error. Run from the command line (`argv` is
-  None), the process then ends at once: a library's native thread still blocked in a read
-  (pyarrow's CSV reader on a pipe) would otherwise call back into an interpreter that is
-  shutting down, and Python aborts ("Fatal Python error: PyGILState_Release").
+  None), the line is the last thing on stderr (`_last_words`: whatever another thread
+  prints later goes nowhere), and the process then ends at once: a library's native
+  thread still blocked in a read (pyarrow's CSV reader on a pipe) would otherwise call
+  back into an interpreter that is shutting down, and Python aborts ("Fatal Python
+  error: PyGILState_Release").
   A closed stdout (`| head`) ends a command quietly with status 0: the reader has what it
   wanted. A command that finished ends the same way once its output is flushed and what a
   normal exit runs first has run (its threads joined, `atexit`): Arrow's C++ thread pools
@@ -55,9 +57,10 @@ def interruptible(prog: str, said: str = "interrupted"):
                 status = main(argv)
                 sys.stdout.flush()  # a closed pipe found here, not at the interpreter's exit
             except KeyboardInterrupt:
-                print(f"{prog}: {said}", file=sys.stderr)
                 if argv is None:
+                    _last_words(f"{prog}: {said}")
                     _end_process(EXIT_INTERRUPTED)
+                print(f"{prog}: {said}", file=sys.stderr)
                 return EXIT_INTERRUPTED
             except BrokenPipeError:
                 _silence_stdout()
@@ -70,6 +73,32 @@ def interruptible(prog: str, said: str = "interrupted"):
             return status
         return run
     return decorate
+
+
+def _last_words(line: str) -> None:
+    """`line` as the last thing on stderr of a process about to end: descriptor 2 is
+    pointed at /dev/null first, then the line written to the stderr it was, in one
+    write, on a line of its own. A library's threads may still print after an interrupt
+    (Beam's report their workers' deaths, late, a traceback written a piece at a time):
+    a late piece came after the line, or before it on the same line. The line starts
+    with a newline, which ends such a piece (on a terminal, the line after the "^C")."""
+    try:
+        stderr = os.dup(2)
+    except OSError:  # no descriptor 2, or none to spare: the line as any other
+        print(line, file=sys.stderr)
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    except OSError:  # descriptor 2 left as it is: the line still goes in one write
+        pass
+    try:
+        os.write(stderr, ("\n" + line + "\n").encode("utf-8", "backslashreplace"))
+    except OSError:
+        pass
+    finally:
+        os.close(stderr)
 
 
 def _silence_stdout() -> None:

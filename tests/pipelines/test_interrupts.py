@@ -369,3 +369,41 @@ def test_a_finished_command_ends_as_a_normal_exit_would(tmp_path, returned, stat
     assert done.returncode == status, done.stderr
     assert done.stdout == "atexit ran\n" and done.stderr == err
     assert marker.read_text() == "written"
+
+
+CHATTY_COMMAND = """
+import os, sys, threading, time
+from unigraph.interrupts import interruptible
+
+stop_talking = threading.Event()
+
+def chatter():  # a library's thread reporting after the interrupt, as Beam's do
+    while not stop_talking.is_set():
+        sys.stderr.write("    return self._next()")
+        sys.stderr.write("\\n")
+        os.write(2, b"native: worker gone\\n")
+
+@interruptible("demo", "interrupted; previous output kept")
+def main(argv=None):
+    print("before the interrupt", file=sys.stderr)
+    threading.Thread(target=chatter, daemon=True).start()
+    time.sleep(0.05)
+    raise KeyboardInterrupt
+
+sys.exit(main())
+"""
+
+
+def test_the_interrupt_line_is_the_last_thing_on_stderr():
+    """Threads still printing after Ctrl-C (Beam's, reporting their workers' deaths) once
+    put a piece of a traceback after `sample`'s line, and into it: now the line ends
+    stderr, whole, whatever another thread writes meanwhile."""
+    for _ in range(5):
+        done = subprocess.run([sys.executable, "-c", CHATTY_COMMAND], cwd=REPO_ROOT,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 130, done.stderr
+        lines = done.stderr.splitlines()
+        assert lines[0] == "before the interrupt"
+        assert lines[-1] == "demo: interrupted; previous output kept", lines[-3:]
+        assert done.stderr.endswith("\ndemo: interrupted; previous output kept\n")
+        assert done.stderr.count("demo: ") == 1
