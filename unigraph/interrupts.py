@@ -88,9 +88,7 @@ def _last_words(line: str) -> None:
         print(line, file=sys.stderr)
         return
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        os.close(devnull)
+        _to_devnull(2)
     except OSError:  # descriptor 2 left as it is: the line still goes in one write
         pass
     try:
@@ -104,9 +102,18 @@ def _last_words(line: str) -> None:
 def _silence_stdout() -> None:
     """After a closed stdout: later writes (the interpreter's last flush) go nowhere."""
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _to_devnull(sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+def _to_devnull(fd: int) -> None:
+    """Descriptor `fd` pointed at /dev/null: what is written to it goes nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def _end_process(status: int) -> None:

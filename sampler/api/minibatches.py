@@ -10,34 +10,57 @@ them. A loader prepares its whole input once and cuts batches out of it
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
 import numpy as np
 
 from sampler.api.seed_tables import decode_rows, ends_only
 from sampler.core.pairs import numbered_pair_rows
 from sampler.core.seeds import numbered_seed_rows
+from sampler.core.negatives import DrawGroups
 from sampler.core.stats import RunStats
 from sampler.job.job import epoch_seed
 from sampler.memory.batch import node_samples, pair_samples, with_negatives
+from sampler.memory.graph import GraphInMemory
 from sampler.minibatch.batch import MergedBatch
 from sampler.minibatch.features import Features
 from sampler.minibatch.sample import SeedBatch, check_one_cutoff, sample_minibatch
-from sampler.plan.plan import label_dtype, pairs_table_layout
+from sampler.plan.plan import Plan, label_dtype, pairs_table_layout
 from unigraph.columnar.batches import PairBatch
 from unigraph.errors import SamplerError
-from unigraph.tables.layout import seeds_layout
+from unigraph.protos import graph_schema_pb2 as gs
+from unigraph.tables.layout import TimeColumn, seeds_layout
 from unigraph.timestamps import SEED_TIMESTAMP_COLUMNS
 
 CUTOFF_COLUMN = SEED_TIMESTAMP_COLUMNS[0]
 
-if TYPE_CHECKING:
-    from sampler.api.graph import Graph
+
+class GraphParts(Protocol):
+    """What these functions read of a sampler.api.Graph, typed by its parts: graph.py
+    calls them, and only it imports the other module."""
+
+    _plan: Plan
+    _memory: GraphInMemory
+
+    @property
+    def schema(self) -> gs.GraphSchema: ...
+
+    @property
+    def seed_set(self) -> str: ...
+
+    @property
+    def link(self) -> bool: ...
+
+    def _cutoff_column(self, cutoffs) -> Optional[TimeColumn]: ...
+
+    def _negative_groups(self) -> DrawGroups: ...
+
+    def _features(self) -> Features: ...
 
 log = logging.getLogger("sampler")
 
 
-def node_rows(graph: "Graph", seed_ids, cutoffs, call: str):
+def node_rows(graph: GraphParts, seed_ids, cutoffs, call: str):
     """Node seeds decoded and numbered as a seeds table's rows (each row's sample id), and
     those found in the seed set (`Samples`); `call`: what a link spec's caller should do."""
     if graph.link:
@@ -49,7 +72,7 @@ def node_rows(graph: "Graph", seed_ids, cutoffs, call: str):
     return rows, row_samples, node_samples(graph._memory, graph.seed_set, numbered)
 
 
-def pair_rows(graph: "Graph", sources, targets, *, cutoffs, features, known_positives,
+def pair_rows(graph: GraphParts, sources, targets, *, cutoffs, features, known_positives,
               seed: int, epoch: int, call: str) -> tuple[PairBatch, RunStats]:
     """Pairs decoded as a pairs table's rows, then (loaded with `negatives=K`) their
     negatives drawn for this seed and epoch, with the report's counts; `known_positives`:
@@ -76,7 +99,7 @@ def pair_rows(graph: "Graph", sources, targets, *, cutoffs, features, known_posi
     return rows, extra
 
 
-def node_seeds(graph: "Graph", seed_ids, cutoffs, *, merged: bool = False
+def node_seeds(graph: GraphParts, seed_ids, cutoffs, *, merged: bool = False
                ) -> tuple[SeedBatch, list]:
     """(the rows found in the seed set, as codes with their rows, sample ids and
     cut-offs; the ids of the rows not found). `merged`: refused unless the rows share
@@ -96,7 +119,7 @@ def node_seeds(graph: "Graph", seed_ids, cutoffs, *, merged: bool = False
                      cutoffs=None if rows.timestamps is None else rows.timestamps[ok]), missing
 
 
-def pair_seeds(graph: "Graph", sources, targets, *, seed: int, epoch: int, cutoffs,
+def pair_seeds(graph: GraphParts, sources, targets, *, seed: int, epoch: int, cutoffs,
                features: Optional[dict[str, Any]], known_positives, merged: bool = False
                ) -> tuple[SeedBatch, list]:
     """The pairs (then, loaded with `negatives=K`, K negatives per pair drawn for this
@@ -130,14 +153,14 @@ def pair_seeds(graph: "Graph", sources, targets, *, seed: int, epoch: int, cutof
                      features=pair_features), missing
 
 
-def known_pairs(graph: "Graph", known_positives) -> PairBatch:
+def known_pairs(graph: GraphParts, known_positives) -> PairBatch:
     """(sources, targets) of known positives, decoded once for many batches."""
     return decode_rows(ends_only(pairs_table_layout(graph._plan, graph.schema)),
                        {"source": known_positives[0], "target": known_positives[1]},
                        "known_positives")
 
 
-def minibatch(graph: "Graph", seeds: SeedBatch, *, seed: int, epoch: int, disjoint: bool,
+def minibatch(graph: GraphParts, seeds: SeedBatch, *, seed: int, epoch: int, disjoint: bool,
               missing: list = ()) -> MergedBatch:
     """One mini-batch of prepared seeds (sampler.minibatch.sample_minibatch)."""
     if graph._plan.induced_edge_sets:
@@ -150,11 +173,11 @@ def minibatch(graph: "Graph", seeds: SeedBatch, *, seed: int, epoch: int, disjoi
     return batch
 
 
-def features_of(graph: "Graph") -> Features:
+def features_of(graph: GraphParts) -> Features:
     return Features(graph._memory, graph.seed_set)
 
 
-def _warn(graph: "Graph", missing: list, total: int, what: str) -> None:
+def _warn(graph: GraphParts, missing: list, total: int, what: str) -> None:
     if missing:
         log.warning("%d of %d %s not in node set '%s'", len(missing), total, what,
                     graph.seed_set)
